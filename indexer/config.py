@@ -1,0 +1,176 @@
+"""Settings: one table of (name, default, help) read from a TOML file, then `VIEWLINEAGE_*`
+environment variables, then command-line flags, later sources overriding earlier ones.
+
+`Settings` is the boundary model; `ParseConfig` and `LineageConfig` are the small frozen value
+objects the pure stages take, derived from it once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .dialects import canonical_dialect
+from .errors import UsageError
+from .locations import normalize_location
+
+ENV_PREFIX = "VIEWLINEAGE_"
+MiB = 1024 * 1024
+
+
+class Settings(BaseModel):
+    """Every setting, with its default and help. The README's settings table is generated from it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    db: str = Field("viewlineage.duckdb", description="DuckDB store file.")
+    catalog_map: tuple[str, ...] = Field(
+        (),
+        alias="catalog-map",
+        description="PREFIX=CATALOG: files under PREFIX belong to CATALOG; view names are paths relative "
+        "to PREFIX. Repeatable; the longest matching prefix wins.",
+    )
+    catalog_alias: tuple[str, ...] = Field(
+        (),
+        alias="catalog-alias",
+        description="DIALECT:NAME=CATALOG: an engine's own name for a catalog (Trino's `iceberg` for "
+        "Spark's `prod`). Repeatable.",
+    )
+    max_file_bytes: int = Field(
+        64 * MiB, alias="max-file-bytes", gt=0, description="Largest stored file read."
+    )
+    max_decompressed_bytes: int = Field(
+        256 * MiB, alias="max-decompressed-bytes", gt=0, description="Largest decompressed document parsed."
+    )
+    read_workers: int = Field(8, alias="read-workers", gt=0, description="Parallel file reads.")
+    batch_files: int = Field(500, alias="batch-files", gt=0, description="Files per store transaction.")
+    replica_interval: float = Field(
+        2.0,
+        alias="replica-interval",
+        ge=0,
+        description="Seconds between read-replica refreshes while a writer runs (0: after every batch).",
+    )
+    settle_seconds: float = Field(
+        10.0, alias="settle-seconds", gt=0, description="`watch`: how long a changing file is retried."
+    )
+    s3_endpoint: str | None = Field(None, alias="s3-endpoint", description="S3-compatible endpoint URL.")
+
+    @field_validator("catalog_map", "catalog_alias", mode="before")
+    @classmethod
+    def _split_lists(cls, value: Any) -> Any:
+        # Environment variables carry lists comma-separated.
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    def parse_config(self) -> ParseConfig:
+        return ParseConfig(
+            max_decompressed_bytes=self.max_decompressed_bytes,
+            catalog_map=parse_catalog_map(self.catalog_map),
+            lineage=LineageConfig(aliases=parse_catalog_aliases(self.catalog_alias)),
+        )
+
+
+def load_settings(
+    config_file: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    flags: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Layer the TOML file, the environment and the flags (None values are "not given")."""
+    values: dict[str, Any] = {}
+    if config_file is not None:
+        try:
+            with Path(config_file).open("rb") as handle:
+                document = tomllib.load(handle)
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise UsageError(f"cannot read config file {config_file}: {exc}") from exc
+        values.update({key.replace("-", "_"): value for key, value in document.items()})
+    environ = os.environ if environ is None else environ
+    for name in Settings.model_fields:
+        env_value = environ.get(ENV_PREFIX + name.upper())
+        if env_value is not None:
+            values[name] = env_value
+    values.update({key: value for key, value in (flags or {}).items() if value not in (None, ())})
+    try:
+        return Settings.model_validate({k: v for k, v in values.items()}, by_name=True)
+    except ValidationError as exc:
+        raise UsageError(f"invalid settings: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogMapEntry:
+    prefix: str
+    catalog: str | None
+    """None for an indexed root that no --catalog-map entry covers: names are relative to it."""
+
+
+@dataclass(frozen=True, slots=True)
+class LineageConfig:
+    """What SQL resolution needs beyond the SQL and the version's defaults."""
+
+    aliases: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    """(canonical dialect, engine catalog name) -> catalog, all lower-case."""
+    catalogs: frozenset[str] = frozenset()
+    """Catalogs known from the catalog map: a name's first part is a catalog only if known."""
+
+    def fingerprint(self) -> str:
+        """A short stable digest, part of the lineage memo key."""
+        text = repr((sorted(self.aliases.items()), sorted(self.catalogs)))
+        return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ParseConfig:
+    """Everything the pure parse stage depends on besides the bytes."""
+
+    max_decompressed_bytes: int = 256 * MiB
+    catalog_map: tuple[CatalogMapEntry, ...] = ()
+    lineage: LineageConfig = field(default_factory=LineageConfig)
+
+    def __post_init__(self) -> None:
+        catalogs = frozenset(entry.catalog for entry in self.catalog_map if entry.catalog)
+        if not catalogs <= self.lineage.catalogs:
+            lineage = LineageConfig(aliases=self.lineage.aliases, catalogs=self.lineage.catalogs | catalogs)
+            object.__setattr__(self, "lineage", lineage)
+
+    def catalog_for(self, location: str) -> CatalogMapEntry | None:
+        """The catalog-map entry with the longest prefix that contains `location`."""
+        best: CatalogMapEntry | None = None
+        for entry in self.catalog_map:
+            prefix = entry.prefix
+            if (location == prefix or location.startswith(prefix + "/")) and (
+                best is None or len(prefix) > len(best.prefix)
+            ):
+                best = entry
+        return best
+
+
+def parse_catalog_map(entries: tuple[str, ...]) -> tuple[CatalogMapEntry, ...]:
+    parsed = []
+    for entry in entries:
+        prefix, sep, catalog = entry.rpartition("=")
+        if not sep or not prefix or not catalog:
+            raise UsageError(f"--catalog-map expects PREFIX=CATALOG, got {entry!r}")
+        parsed.append(CatalogMapEntry(normalize_location(prefix).rstrip("/"), catalog.strip().lower()))
+    return tuple(parsed)
+
+
+def parse_catalog_aliases(entries: tuple[str, ...]) -> dict[tuple[str, str], str]:
+    aliases: dict[tuple[str, str], str] = {}
+    for entry in entries:
+        left, sep, catalog = entry.partition("=")
+        dialect, colon, name = left.partition(":")
+        canonical = canonical_dialect(dialect)
+        if not (sep and colon and name and catalog) or canonical is None:
+            raise UsageError(
+                f"--catalog-alias expects DIALECT:NAME=CATALOG with a known dialect, got {entry!r}"
+            )
+        aliases[(canonical, name.strip().lower())] = catalog.strip().lower()
+    return aliases

@@ -1,0 +1,98 @@
+"""Dialect names as writers spell them, mapped to sqlglot dialects.
+
+Names are trimmed and case-folded, then looked up in `DIALECT_ALIASES`; a name sqlglot itself knows
+is accepted as is. Anything else is unknown: its representation gets `unknown-dialect`, no lineage.
+"""
+
+from __future__ import annotations
+
+from sqlglot.dialects.dialect import Dialect
+
+DIALECT_ALIASES: dict[str, str] = {
+    "spark-sql": "spark",
+    "sparksql": "spark",
+    "spark_sql": "spark",
+    "spark3": "spark",
+    "pyspark": "spark",
+    "databricks-sql": "databricks",
+    "trino-sql": "trino",
+    "starburst": "trino",
+    "presto-sql": "presto",
+    "prestodb": "presto",
+    "prestosql": "trino",
+    "hive-ql": "hive",
+    "hiveql": "hive",
+    "impala": "hive",
+    "postgresql": "postgres",
+    "pg": "postgres",
+    "bq": "bigquery",
+    "google-bigquery": "bigquery",
+    "mssql": "tsql",
+    "sqlserver": "tsql",
+    "sql-server": "tsql",
+    "dremio-sql": "dremio",
+    "flink": "hive",
+    "flink-sql": "hive",
+    "snowflake-sql": "snowflake",
+    "redshift-sql": "redshift",
+}
+"""Writer spellings seen in the wild -> sqlglot dialect. Flink SQL has no sqlglot dialect; its
+query syntax for table references is Hive's (backquoted, case-insensitive), which is all lineage needs."""
+
+CASE_INSENSITIVE = frozenset(
+    {
+        "spark",
+        "spark2",
+        "databricks",
+        "hive",
+        "trino",
+        "presto",
+        "athena",
+        "duckdb",
+        "mysql",
+        "doris",
+        "starrocks",
+        "dremio",
+        "drill",
+        "clickhouse",
+        "sqlite",
+        "tsql",
+        "bigquery",
+        "postgres",
+        "redshift",
+        "snowflake",
+        "oracle",
+        "teradata",
+        "materialize",
+        "risingwave",
+        "exasol",
+    }
+)
+"""Dialects whose catalog/schema/table names compare case-insensitively (unquoted identifiers
+fold). Lower-casing is the canonical form: Iceberg catalogs store these names lower-case."""
+
+
+def canonical_dialect(name: str) -> str | None:
+    """The sqlglot dialect for a writer's dialect name, or None when unknown.
+
+    >>> canonical_dialect(" Spark-SQL "), canonical_dialect("trino"), canonical_dialect("cobol")
+    ('spark', 'trino', None)
+    """
+    folded = name.strip().lower()
+    if not folded:
+        return None
+    folded = DIALECT_ALIASES.get(folded, folded)
+    try:
+        Dialect.get_or_raise(folded)
+    except ValueError:
+        return None
+    return folded
+
+
+def unknown_dialect_hint(name: str) -> str:
+    """sqlglot's own message for an unknown dialect, with its "Did you mean" suggestion."""
+    try:
+        Dialect.get_or_raise(name.strip().lower())
+    except ValueError as exc:
+        return str(exc)
+    return f"Unknown dialect {name!r}"

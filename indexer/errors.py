@@ -1,0 +1,81 @@
+"""The exceptions viewlineage raises. Findings about a file's content are never exceptions.
+
+    ViewLineageError
+    ├── ReadError                   a location could not be turned into bytes
+    │   ├── ObjectMissing             the object does not exist (any more)
+    │   ├── ObjectTooLarge            stored size over the configured limit        (terminal)
+    │   └── TransientReadError        network / throttling / partial write         (transient)
+    ├── QuarantineError             the bytes cannot be indexed at all                (terminal)
+    │   ├── DecompressionBomb         decompressed size over the configured limit
+    │   └── TruncatedGzip             the gzip stream ends early or is corrupt
+    ├── StoreError                  the DuckDB store refused a batch or a query      (transient)
+    └── UsageError                  a bad argument: unknown view, ambiguous name, bad time
+
+Terminal errors quarantine the file and the pipeline moves on; transient ones are retried and,
+in the event consumers, leave the offset uncommitted.
+"""
+
+from __future__ import annotations
+
+
+class Terminal:
+    """Marker: retrying cannot help; quarantine and move on."""
+
+
+class Transient:
+    """Marker: the same call may succeed later."""
+
+
+class ViewLineageError(Exception):
+    """Base class of every error raised on purpose by viewlineage."""
+
+
+class ReadError(ViewLineageError):
+    """A location could not be read."""
+
+    def __init__(self, location: str, message: str) -> None:
+        super().__init__(f"{location}: {message}")
+        self.location = location
+
+
+class ObjectMissing(ReadError, Terminal):
+    """The object does not exist (deleted between listing and reading, or never written)."""
+
+
+class ObjectTooLarge(ReadError, Terminal):
+    """The stored object is larger than `max-file-bytes`."""
+
+
+class TransientReadError(ReadError, Transient):
+    """A network, throttling or permission hiccup; the read may succeed later."""
+
+
+class QuarantineError(ViewLineageError, Terminal):
+    """The bytes cannot be indexed. `reason` is the stable code stored in the quarantine table."""
+
+    reason = "unreadable"
+
+    def __init__(self, message: str, *, reason: str | None = None) -> None:
+        super().__init__(message)
+        if reason is not None:
+            self.reason = reason
+
+
+class DecompressionBomb(QuarantineError):
+    """Decompressing would exceed `max-decompressed-bytes`."""
+
+    reason = "over-decompressed-limit"
+
+
+class TruncatedGzip(QuarantineError):
+    """The gzip stream ends early or its CRC does not match."""
+
+    reason = "truncated-gzip"
+
+
+class StoreError(ViewLineageError, Transient):
+    """The store could not take a batch or answer a query."""
+
+
+class UsageError(ViewLineageError):
+    """A user-supplied argument is wrong: an unknown or ambiguous view, a malformed time."""

@@ -1,0 +1,107 @@
+"""Locations and file names: normalising URLs, recognising metadata files, deriving view names.
+
+Pure string functions; nothing here touches a filesystem.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from dataclasses import dataclass
+
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_METADATA_SUFFIXES = (".metadata.json", ".metadata.json.gz")
+_TEMPORARY = re.compile(rf"^{_UUID}\.metadata\.json$|\.(tmp|temp|inprogress|partial)$|~$", re.IGNORECASE)
+_SEQUENCE = re.compile(r"^(?:(\d+)-|v(\d+)\.)")
+_S3_SCHEMES = ("s3://", "s3a://", "s3n://")
+
+
+def normalize_location(location: str) -> str:
+    """One spelling per object: `s3a://` and `s3n://` become `s3://`; `file:`, `file://` and
+    `file:///` URLs and bare paths become absolute POSIX paths without a scheme.
+
+    >>> normalize_location("s3a://bucket/wh//db/v/metadata/")
+    's3://bucket/wh/db/v/metadata'
+    >>> normalize_location("file:/tmp/wh/./v")
+    '/tmp/wh/v'
+    """
+    location = location.strip()
+    for scheme in _S3_SCHEMES:
+        if location.startswith(scheme):
+            bucket_and_key = location[len(scheme) :]
+            return "s3://" + _clean_path(bucket_and_key).lstrip("/")
+    if "://" in location and not location.startswith("file://"):
+        scheme, _, rest = location.partition("://")
+        return f"{scheme.lower()}://{_clean_path(rest).lstrip('/')}"
+    if location.startswith("file:"):
+        location = location[len("file:") :]
+        if location.startswith("//") and not location.startswith("///"):
+            # file://host/path: only the empty host and localhost are local.
+            host, _, rest = location[2:].partition("/")
+            if host not in ("", "localhost"):
+                raise ValueError(f"remote file URL not supported: file://{location[2:]}")
+            location = "/" + rest
+    return _clean_path(location if location.startswith("/") else posixpath.join(os.getcwd(), location))
+
+
+def _clean_path(path: str) -> str:
+    cleaned = posixpath.normpath(path) if path else path
+    # normpath keeps a leading "//"; one slash is the same directory on POSIX.
+    return "/" + cleaned.lstrip("/") if cleaned.startswith("//") else cleaned
+
+
+def is_metadata_file_name(name: str) -> bool:
+    """Whether a listed file name is a metadata file we index (hidden, `.crc` and temporary files
+    are not).
+
+    >>> [is_metadata_file_name(n) for n in ("00001-a.gz.metadata.json", "v3.metadata.json",
+    ...  ".00001-a.gz.metadata.json.crc", "x.metadata.json.gz", "part-0.parquet")]
+    [True, True, False, True, False]
+    """
+    if name.startswith(".") or name.endswith(".crc") or _TEMPORARY.search(name):
+        return False
+    return name.endswith(_METADATA_SUFFIXES)
+
+
+def sequence_number(location: str) -> int | None:
+    """The commit sequence number from the file name: leading digits (`00042-<uuid>...`) or `vN.`.
+
+    >>> sequence_number("s3://b/v/metadata/00042-ab.gz.metadata.json"), sequence_number("/w/v7.metadata.json")
+    (42, 7)
+    """
+    match = _SEQUENCE.match(posixpath.basename(location))
+    if match is None:
+        return None
+    return int(match.group(1) or match.group(2))
+
+
+@dataclass(frozen=True, slots=True)
+class ViewName:
+    """Where a view lives: its catalog (None if no catalog-map entry says) and its name parts
+    (namespace levels, then the view), all lower-case."""
+
+    catalog: str | None
+    parts: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return ".".join(([self.catalog] if self.catalog else []) + list(self.parts))
+
+
+def view_name(location: str, prefix: str, catalog: str | None) -> ViewName | None:
+    """The view's name from the path of its metadata directory relative to `prefix`:
+    `<ns...>/<view>/metadata/<file>` and Hive-style `<ns>.db/<view>/metadata/<file>`.
+
+    >>> str(view_name("s3://b/wh/sales.db/rev/metadata/00001-x.gz.metadata.json", "s3://b/wh", "prod"))
+    'prod.sales.rev'
+    """
+    directory = posixpath.dirname(location)
+    if posixpath.basename(directory) == "metadata":
+        directory = posixpath.dirname(directory)
+    if not (directory == prefix or directory.startswith(prefix.rstrip("/") + "/")):
+        return None
+    relative = directory[len(prefix) :].strip("/")
+    if not relative:
+        return None
+    parts = [part[:-3] if part.endswith(".db") and len(part) > 3 else part for part in relative.split("/")]
+    return ViewName(catalog, tuple(part.lower() for part in parts))

@@ -1,0 +1,397 @@
+"""Bytes of one metadata file -> `ParsedFile`: a pure function of (bytes, location, configuration).
+
+Gzip is detected by content and decompressed under a size limit; the JSON is classified (view
+metadata, REST envelope, table metadata, fragment) and view metadata is validated field by field,
+so everything identifiable is indexed and each broken rule becomes a finding. Only what cannot be
+indexed at all raises `QuarantineError` with a stable reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from . import rules
+from .config import ParseConfig
+from .dialects import canonical_dialect
+from .errors import DecompressionBomb, QuarantineError, TruncatedGzip
+from .findings import Finding, Severity
+from .locations import ViewName, sequence_number, view_name
+from .model import (
+    REQUIRED_TOP_LEVEL,
+    Schema,
+    SQLViewRepresentation,
+    ViewHistoryEntry,
+    ViewMetadataHeader,
+    ViewVersion,
+)
+
+GZIP_MAGIC = b"\x1f\x8b"
+ModelT = TypeVar("ModelT", bound=BaseModel)
+_VIEW_KEYS = frozenset({"view-uuid", "versions", "version-log", "current-version-id"})
+_HEADER_KEYS = tuple(info.alias or name for name, info in ViewMetadataHeader.model_fields.items())
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedRepresentation:
+    ordinal: int
+    type: str
+    dialect_raw: str | None
+    dialect: str | None
+    """Canonical sqlglot dialect, None when unknown or not a SQL representation."""
+    sql: str | None
+    document: str
+    """The representation as JSON, for types this indexer does not know."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedSchema:
+    schema_id: int
+    schema_hash: str
+    fields: tuple[dict[str, Any], ...]
+    """Top-level columns: id, name, type (nested types as JSON text), required, doc."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedVersion:
+    version_id: int
+    version_hash: str
+    """Digest of the version object and its schema: equal hashes mean equal content."""
+    timestamp_ms: int
+    schema_id: int
+    schema_hash: str | None
+    default_catalog: str | None
+    default_namespace: tuple[str, ...]
+    summary: dict[str, str]
+    representations: tuple[ParsedRepresentation, ...]
+
+    @property
+    def engine_name(self) -> str | None:
+        return self.summary.get("engine-name")
+
+    @property
+    def engine_version(self) -> str | None:
+        return self.summary.get("engine-version", self.summary.get("engineVersion"))
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedView:
+    view_id: str
+    """The view-uuid (lower-case), or `loc:<location>` when the document has none."""
+    view_uuid: str | None
+    format_version: int | None
+    metadata_location: str | None
+    current_version_id: int | None
+    properties: dict[str, str]
+    schemas: tuple[ParsedSchema, ...]
+    versions: tuple[ParsedVersion, ...]
+    log: tuple[ViewHistoryEntry, ...]
+    name: ViewName | None
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedTable:
+    table_uuid: str | None
+    table_location: str | None
+    format_version: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedFile:
+    location: str
+    content_hash: str
+    """Digest of the decompressed document: equal hashes mean equal files."""
+    document: bytes
+    """The decompressed JSON, stored so `reindex` can re-derive every row."""
+    gzip: bool
+    sequence_number: int | None
+    view: ParsedView | None = None
+    table: ParsedTable | None = None
+    findings: tuple[Finding, ...] = field(default=())
+
+    @property
+    def kind(self) -> str:
+        return "view" if self.view is not None else "table"
+
+
+def digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def decompress(raw: bytes, max_bytes: int) -> tuple[bytes, bool]:
+    """Gunzip `raw` if it starts with the gzip magic, never producing more than `max_bytes`.
+    Returns (document, was_gzip)."""
+    if not raw.startswith(GZIP_MAGIC):
+        if len(raw) > max_bytes:
+            raise DecompressionBomb(f"document of {len(raw)} bytes is over the {max_bytes}-byte limit")
+        return raw, False
+    chunks: list[bytes] = []
+    produced = 0
+    data = raw
+    while data:
+        inflater = zlib.decompressobj(wbits=31)
+        try:
+            chunk = inflater.decompress(data, max_bytes - produced + 1)
+        except zlib.error as exc:
+            raise TruncatedGzip(f"corrupt gzip stream: {exc}") from exc
+        produced += len(chunk)
+        chunks.append(chunk)
+        if produced > max_bytes:
+            raise DecompressionBomb(f"gzip stream inflates past the {max_bytes}-byte limit")
+        if not inflater.eof:
+            raise TruncatedGzip(f"gzip stream ends early after {produced} decompressed bytes")
+        # Concatenated gzip members are one stream (RFC 1952 2.2); trailing zeros are padding.
+        data = inflater.unused_data if inflater.unused_data.startswith(GZIP_MAGIC) else b""
+    return b"".join(chunks), True
+
+
+def parse_metadata(raw: bytes, location: str, config: ParseConfig) -> ParsedFile:
+    """Parse one metadata file found at `location` (already normalised).
+
+    Raises `QuarantineError` (reasons: `truncated-gzip`, `over-decompressed-limit`, `not-json`,
+    `not-object`, `not-metadata`, `no-identity`) for what cannot be indexed.
+    """
+    document, was_gzip = decompress(raw, config.max_decompressed_bytes)
+    try:
+        loaded = orjson.loads(document)
+    except orjson.JSONDecodeError as exc:
+        raise QuarantineError(f"not JSON: {exc}", reason="not-json") from exc
+    if not isinstance(loaded, dict):
+        raise QuarantineError(f"JSON {type(loaded).__name__} is not an object", reason="not-object")
+    findings: list[Finding] = []
+    if isinstance(loaded.get("metadata"), dict) and "metadata-location" in loaded:
+        findings.append(
+            Finding(
+                "rest-envelope",
+                Severity.INFO,
+                "REST LoadViewResponse unwrapped to its metadata",
+                "$.metadata",
+            )
+        )
+        loaded = loaded["metadata"]
+    base = ParsedFile(
+        location=location,
+        content_hash=digest(document),
+        document=document,
+        gzip=was_gzip,
+        sequence_number=sequence_number(location),
+    )
+    if "table-uuid" in loaded or ("format-version" in loaded and "last-column-id" in loaded):
+        table = _parse_table(loaded)
+        return ParsedFile(**{**_fields(base), "table": table, "findings": tuple(findings)})
+    if not _VIEW_KEYS & loaded.keys():
+        raise QuarantineError(
+            f"not whole view or table metadata (keys: {', '.join(sorted(loaded)[:8])})", reason="not-metadata"
+        )
+    if "view-uuid" not in loaded and "location" not in loaded:
+        raise QuarantineError("view metadata with neither view-uuid nor location", reason="no-identity")
+    view, view_findings = _parse_view(loaded, location, config)
+    return ParsedFile(**{**_fields(base), "view": view, "findings": tuple(findings + view_findings)})
+
+
+def _fields(parsed: ParsedFile) -> dict[str, Any]:
+    return {name: getattr(parsed, name) for name in ParsedFile.__dataclass_fields__}
+
+
+def _parse_table(document: dict[str, Any]) -> ParsedTable:
+    uuid, table_location, version = (
+        document.get("table-uuid"),
+        document.get("location"),
+        document.get("format-version"),
+    )
+    return ParsedTable(
+        table_uuid=uuid.lower() if isinstance(uuid, str) else None,
+        table_location=table_location if isinstance(table_location, str) else None,
+        format_version=version if isinstance(version, int) else None,
+    )
+
+
+def _validation_findings(exc: ValidationError, prefix: str) -> list[Finding]:
+    findings = []
+    for error in exc.errors(include_url=False):
+        path = prefix + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"])
+        names = [part for part in error["loc"] if isinstance(part, str)]
+        name = names[-1] if names else prefix.rsplit(".", 1)[-1]
+        if error["type"] == "missing":
+            findings.append(
+                Finding(f"missing-field:{name}", Severity.ERROR, f"required field {name!r} is missing", path)
+            )
+        else:
+            findings.append(
+                Finding(
+                    f"invalid-field:{name}",
+                    Severity.ERROR,
+                    f"{name!r}: {error['msg']} (got {error.get('input')!r:.80})",
+                    path,
+                )
+            )
+    return findings
+
+
+def _validate_list(
+    document: dict[str, Any], key: str, model: type[ModelT], findings: list[Finding]
+) -> list[tuple[int, ModelT, dict[str, Any]]]:
+    """Validate each element of `document[key]`; broken elements become findings and are skipped."""
+    value = document.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        findings.append(Finding(f"invalid-field:{key}", Severity.ERROR, f"{key!r} is not a list", f"$.{key}"))
+        return []
+    valid = []
+    for ordinal, element in enumerate(value):
+        try:
+            valid.append((ordinal, model.model_validate(element), element))
+        except ValidationError as exc:
+            findings.extend(_validation_findings(exc, f"$.{key}[{ordinal}]"))
+    return valid
+
+
+def _parse_view(
+    document: dict[str, Any], location: str, config: ParseConfig
+) -> tuple[ParsedView, list[Finding]]:
+    findings: list[Finding] = []
+    missing = [key for key in REQUIRED_TOP_LEVEL if key not in document and key != "view-uuid"]
+    findings.extend(
+        Finding(f"missing-field:{key}", Severity.ERROR, f"required field {key!r} is missing", "$")
+        for key in missing
+    )
+    header_fields = {key: document[key] for key in _HEADER_KEYS if key in document}
+    try:
+        header = ViewMetadataHeader.model_validate(header_fields)
+    except ValidationError as exc:
+        # Drop the broken fields (they become findings) and keep the rest.
+        findings.extend(_validation_findings(exc, "$"))
+        broken = {error["loc"][0] for error in exc.errors()}
+        header = ViewMetadataHeader.model_validate(
+            {key: value for key, value in header_fields.items() if key not in broken}
+        )
+    findings.extend(rules.check_view_uuid(header.view_uuid))
+    findings.extend(rules.check_format_version(header.format_version))
+    if "current-schema-id" in document:
+        findings.append(
+            Finding(
+                "legacy-key:current-schema-id",
+                Severity.INFO,
+                "top-level 'current-schema-id' is not part of the view spec; ignored",
+                "$.current-schema-id",
+            )
+        )
+    findings.extend(rules.check_location(header.location, location))
+
+    schemas = {
+        schema.schema_id: _parsed_schema(schema, raw)
+        for _, schema, raw in _validate_list(document, "schemas", Schema, findings)
+    }
+    versions = [
+        _parsed_version(ordinal, version, raw, schemas, findings)
+        for ordinal, version, raw in _validate_list(document, "versions", ViewVersion, findings)
+    ]
+    log = [entry for _, entry, _ in _validate_list(document, "version-log", ViewHistoryEntry, findings)]
+    version_ids = [version.version_id for version in versions]
+    findings.extend(rules.check_versions_present(len(versions)))
+    findings.extend(rules.check_current_version_exists(header.current_version_id, version_ids))
+    findings.extend(rules.check_log_monotonic(log))
+    findings.extend(rules.check_log_versions_present(log, set(version_ids)))
+
+    view_uuid = header.view_uuid.strip().lower() if header.view_uuid else None
+    entry = config.catalog_for(location)
+    name = view_name(location, entry.prefix, entry.catalog) if entry else None
+    view = ParsedView(
+        view_id=view_uuid if view_uuid else f"loc:{header.location}",
+        view_uuid=view_uuid,
+        format_version=header.format_version,
+        metadata_location=header.location,
+        current_version_id=header.current_version_id,
+        properties=dict(header.properties),
+        schemas=tuple(schemas.values()),
+        versions=tuple(versions),
+        log=tuple(log),
+        name=name,
+    )
+    return view, findings
+
+
+def _parsed_schema(schema: Schema, raw: dict[str, Any]) -> ParsedSchema:
+    columns = tuple(
+        {
+            "id": column.id,
+            "name": column.name,
+            "type": column.type if isinstance(column.type, str) else orjson.dumps(column.type).decode(),
+            "required": column.required,
+            "doc": column.doc,
+        }
+        for column in schema.fields
+    )
+    return ParsedSchema(schema.schema_id, digest(orjson.dumps(raw, option=orjson.OPT_SORT_KEYS)), columns)
+
+
+def _parsed_version(
+    ordinal: int,
+    version: ViewVersion,
+    raw: dict[str, Any],
+    schemas: dict[int, ParsedSchema],
+    findings: list[Finding],
+) -> ParsedVersion:
+    path = f"$.versions[{ordinal}]"
+    schema = schemas.get(version.schema_id)
+    findings.extend(rules.check_schema_exists(version.schema_id, set(schemas), f"{path}.schema-id"))
+    findings.extend(rules.check_legacy_summary_keys(version.summary, f"{path}.summary"))
+    representations = tuple(
+        _parsed_representation(index, element, f"{path}.representations[{index}]", findings)
+        for index, element in enumerate(version.representations)
+    )
+    findings.extend(
+        rules.check_representations(
+            [r.dialect for r in representations if r.type == "sql"],
+            [r.type for r in representations],
+            f"{path}.representations",
+        )
+    )
+    content = orjson.dumps([raw, schema.schema_hash if schema else None], option=orjson.OPT_SORT_KEYS)
+    return ParsedVersion(
+        version_id=version.version_id,
+        version_hash=digest(content),
+        timestamp_ms=version.timestamp_ms,
+        schema_id=version.schema_id,
+        schema_hash=schema.schema_hash if schema else None,
+        default_catalog=version.default_catalog,
+        default_namespace=tuple(version.default_namespace),
+        summary=dict(version.summary),
+        representations=representations,
+    )
+
+
+def _parsed_representation(
+    ordinal: int, element: dict[str, Any], path: str, findings: list[Finding]
+) -> ParsedRepresentation:
+    document = orjson.dumps(element, option=orjson.OPT_SORT_KEYS).decode()
+    kind = element.get("type")
+    if kind != "sql":
+        return ParsedRepresentation(ordinal, str(kind), None, None, None, document)
+    try:
+        representation = SQLViewRepresentation.model_validate(element)
+    except ValidationError as exc:
+        findings.extend(_validation_findings(exc, path))
+        sql, dialect_raw = element.get("sql"), element.get("dialect")
+        return ParsedRepresentation(
+            ordinal,
+            "sql",
+            dialect_raw if isinstance(dialect_raw, str) else None,
+            None,
+            sql if isinstance(sql, str) else None,
+            document,
+        )
+    return ParsedRepresentation(
+        ordinal,
+        "sql",
+        representation.dialect,
+        canonical_dialect(representation.dialect),
+        representation.sql,
+        document,
+    )

@@ -1,0 +1,162 @@
+"""One function per rule a view metadata document can break; each returns findings, never raises.
+
+The function's subject names the rule; the finding code is the stable name users filter on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from .findings import Finding, Severity
+from .locations import normalize_location
+from .model import ViewHistoryEntry
+
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+LEGACY_SUMMARY_KEYS = ("operation", "engineVersion")
+
+
+def check_view_uuid(view_uuid: str | None) -> list[Finding]:
+    if view_uuid is None:
+        return [
+            Finding("missing-view-uuid", Severity.ERROR, "view-uuid is missing; indexed by location", "$")
+        ]
+    if not _UUID.match(view_uuid):
+        return [
+            Finding("bad-view-uuid", Severity.ERROR, f"view-uuid {view_uuid!r} is not a UUID", "$.view-uuid")
+        ]
+    return []
+
+
+def check_format_version(format_version: Any) -> list[Finding]:
+    if format_version is None or format_version == 1:
+        return []
+    return [
+        Finding(
+            "bad-format-version",
+            Severity.ERROR,
+            f"format-version {format_version!r} is not 1",
+            "$.format-version",
+        )
+    ]
+
+
+def check_current_version_exists(current_version_id: int | None, version_ids: list[int]) -> list[Finding]:
+    if current_version_id is None or current_version_id in version_ids:
+        return []
+    return [
+        Finding(
+            "current-version-not-found",
+            Severity.ERROR,
+            f"current-version-id {current_version_id} is not among versions {sorted(version_ids)}",
+            "$.current-version-id",
+        )
+    ]
+
+
+def check_versions_present(version_count: int) -> list[Finding]:
+    if version_count:
+        return []
+    return [Finding("no-versions", Severity.ERROR, "the document holds no valid version", "$.versions")]
+
+
+def check_schema_exists(schema_id: int, schema_ids: set[int], path: str) -> list[Finding]:
+    if schema_id in schema_ids:
+        return []
+    return [
+        Finding(
+            "schema-not-found",
+            Severity.ERROR,
+            f"schema-id {schema_id} is not among schemas {sorted(schema_ids)}",
+            path,
+        )
+    ]
+
+
+def check_representations(dialects: list[str | None], types: list[str], path: str) -> list[Finding]:
+    """`no-representations`, `unknown-representation-type` and `duplicate-dialect` for one version.
+    `dialects` holds each SQL representation's canonical dialect (None when unknown)."""
+    findings = []
+    if not types:
+        findings.append(
+            Finding("no-representations", Severity.INFO, "the version has no representation", path)
+        )
+    for ordinal, kind in enumerate(types):
+        if kind != "sql":
+            findings.append(
+                Finding(
+                    "unknown-representation-type",
+                    Severity.WARNING,
+                    f"representation type {kind!r} is not 'sql'; kept, no lineage",
+                    f"{path}[{ordinal}].type",
+                )
+            )
+    for dialect, count in Counter(d for d in dialects if d is not None).items():
+        if count > 1:
+            findings.append(
+                Finding(
+                    "duplicate-dialect",
+                    Severity.WARNING,
+                    f"{count} representations for dialect {dialect!r}; lineage is their union",
+                    path,
+                )
+            )
+    return findings
+
+
+def check_legacy_summary_keys(summary: dict[str, str], path: str) -> list[Finding]:
+    return [
+        Finding(f"legacy-key:{key}", Severity.INFO, f"summary uses the pre-spec key {key!r}", f"{path}.{key}")
+        for key in LEGACY_SUMMARY_KEYS
+        if key in summary
+    ]
+
+
+def check_log_monotonic(log: list[ViewHistoryEntry]) -> list[Finding]:
+    for ordinal in range(1, len(log)):
+        if log[ordinal].timestamp_ms < log[ordinal - 1].timestamp_ms:
+            return [
+                Finding(
+                    "log-not-monotonic",
+                    Severity.WARNING,
+                    f"version-log timestamp {log[ordinal].timestamp_ms} is earlier than the entry "
+                    f"before it ({log[ordinal - 1].timestamp_ms})",
+                    f"$.version-log[{ordinal}].timestamp-ms",
+                )
+            ]
+    return []
+
+
+def check_log_versions_present(log: list[ViewHistoryEntry], version_ids: set[int]) -> list[Finding]:
+    return [
+        Finding(
+            "log-version-expired",
+            Severity.INFO,
+            f"version-log names version {entry.version_id}, which this file no longer holds",
+            f"$.version-log[{ordinal}].version-id",
+        )
+        for ordinal, entry in enumerate(log)
+        if entry.version_id not in version_ids
+    ]
+
+
+def check_location(metadata_location: str | None, file_location: str) -> list[Finding]:
+    """A file in a `metadata/` directory should sit under its document's `location`."""
+    directory = file_location.rsplit("/", 1)[0]
+    if metadata_location is None or not directory.endswith("/metadata"):
+        return []
+    try:
+        expected = normalize_location(metadata_location).rstrip("/") + "/metadata"
+    except ValueError:
+        expected = metadata_location
+    if expected == directory:
+        return []
+    return [
+        Finding(
+            "location-mismatch",
+            Severity.WARNING,
+            f"location {metadata_location!r} does not contain the file's directory {directory!r}",
+            "$.location",
+        )
+    ]
