@@ -8,9 +8,11 @@ times, views on views across namespaces, property-only commits, a drop and re-cr
 Iceberg's JDBC catalog on a sqlite file inside WAREHOUSE_DIR, and records what the reference
 implementation wrote.
 
-Why files are captured after every step instead of copying the warehouse at the end: Iceberg's JDBC
-catalog deletes every metadata file of a view on DROP VIEW, so a dropped view's history would be lost.
-After each statement returns, every file whose name contains ``metadata.json`` (view metadata
+Why files are captured after every step instead of copying the warehouse at the end: on DROP VIEW,
+Iceberg (CatalogUtil.dropViewMetadata, gc.enabled defaults to true) deletes the view's current metadata
+file and its .crc, so the dropped view's last state would be lost; its older metadata files stay on disk
+as orphans. Capturing per step also ties every file to the statement that wrote it. After each
+statement returns, every file whose name contains ``metadata.json`` (view metadata
 ``NNNNN-<uuid>.gz.metadata.json``, table metadata ``NNNNN-<uuid>.metadata.json`` and Hadoop's
 ``.<name>.crc`` side files) not seen before is copied to OUT_DIR/warehouse/<relative path> with
 ``shutil.copy2`` (mtime kept). Nothing else is copied: no data or manifest files, no sqlite catalog.

@@ -1,0 +1,208 @@
+"""SQL text of one representation -> the base tables it reads: a pure function of the SQL, its
+dialect, the version's defaults, the view's catalog and `LineageConfig`.
+
+Tables are found through sqlglot's scopes, so CTE names (even one named like the table it reads),
+derived tables, lateral views and UNNEST are never mistaken for tables, and every subquery, join,
+set operation and correlated subquery is followed. Table-valued functions are not tables;
+`IDENTIFIER('db.t')` is. Iceberg metadata tables and branch, tag and time-travel forms read their
+base table, with the suffix or pin recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, SqlglotError, TokenError
+from sqlglot.optimizer.scope import traverse_scope
+
+from .config import LineageConfig
+from .dialects import CASE_INSENSITIVE
+from .findings import Finding, Severity
+
+LINEAGE_RULES_VERSION = 1
+"""Bump when extraction or resolution changes: it is part of the memo key, so stored results of
+older rules are recomputed rather than reused."""
+
+METADATA_TABLES = frozenset(
+    {"history", "metadata_log_entries", "snapshots", "entries", "files", "data_files", "delete_files",
+     "manifests", "partitions", "position_deletes", "refs", "all_data_files", "all_delete_files", "all_files",
+     "all_manifests", "all_entries", "properties"}
+)
+"""Iceberg metadata table names (`db.t.snapshots` in Spark, `"t$snapshots"` in Trino)."""
+
+_PIN_PREFIXES = ("branch_", "tag_")
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class TableReference:
+    """One table a representation reads, resolved against the version's defaults."""
+
+    catalog: str | None
+    namespace: tuple[str, ...]
+    name: str
+    suffix: str | None = None
+    """Iceberg metadata table read (`snapshots`), if any."""
+    pin: str | None = None
+    """Branch, tag or time-travel clause (`branch_x`, `VERSION AS OF 42`), if any."""
+    catalog_source: str = "explicit"
+    """`explicit`, `default-catalog`, `catalog-map`, or `unknown` (no catalog could be inferred)."""
+    raw: str = ""
+    """The reference as written."""
+
+    @property
+    def qualified_name(self) -> str:
+        return ".".join([*([self.catalog] if self.catalog else []), *self.namespace, self.name])
+
+
+@dataclass(frozen=True, slots=True)
+class LineageRequest:
+    """Everything lineage depends on, so that equal requests give equal answers (the memo key)."""
+
+    sql: str
+    dialect: str
+    default_catalog: str | None
+    default_namespace: tuple[str, ...]
+    view_catalog: str | None
+
+    def key(self, config: LineageConfig) -> str:
+        text = "\x00".join(
+            [str(LINEAGE_RULES_VERSION), config.fingerprint(), self.dialect, self.default_catalog or "",
+             "\x1f".join(self.default_namespace), self.view_catalog or "", self.sql]
+        )
+        return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Lineage:
+    references: tuple[TableReference, ...]
+    findings: tuple[Finding, ...]
+
+
+def extract_lineage(request: LineageRequest, config: LineageConfig) -> Lineage:
+    """The tables `request.sql` reads.
+
+    >>> req = LineageRequest("WITH t AS (SELECT * FROM t) SELECT * FROM t JOIN db2.u USING (id)",
+    ...                      "spark", "prod", ("db",), None)
+    >>> [r.qualified_name for r in extract_lineage(req, LineageConfig()).references]
+    ['prod.db.t', 'prod.db2.u']
+    """
+    resolver = _Resolver(request, config)
+    try:
+        statements = sqlglot.parse(request.sql, read=request.dialect)
+    except (ParseError, TokenError) as exc:
+        return Lineage((), (_parse_error_finding(exc),))
+    for statement in statements:
+        if statement is None:
+            continue
+        if not isinstance(statement, exp.Query):
+            resolver.findings.append(
+                Finding("sql-parse-error", Severity.ERROR,
+                        f"not a query: {statement.sql(request.dialect)[:80]!r} parses as {statement.key}", "1:1")
+            )
+            continue
+        try:
+            scopes = traverse_scope(statement)
+        except SqlglotError as exc:
+            resolver.findings.append(Finding("sql-parse-error", Severity.ERROR, f"cannot resolve scopes: {exc}"))
+            continue
+        seen: set[int] = set()
+        for scope in scopes:
+            for source in scope.sources.values():
+                if isinstance(source, exp.Table) and id(source) not in seen:
+                    seen.add(id(source))
+                    resolver.add(source)
+    return Lineage(tuple(sorted(set(resolver.references))), tuple(resolver.findings))
+
+
+def _parse_error_finding(exc: ParseError | TokenError) -> Finding:
+    errors = getattr(exc, "errors", None) or [{}]
+    first = errors[0]
+    line, col = first.get("line"), first.get("col")
+    message = first.get("description") or str(exc).splitlines()[0]
+    return Finding("sql-parse-error", Severity.ERROR, message, f"{line}:{col}" if line is not None else "")
+
+
+class _Resolver:
+    def __init__(self, request: LineageRequest, config: LineageConfig) -> None:
+        self.request = request
+        self.dialect = request.dialect
+        self.fold = request.dialect in CASE_INSENSITIVE
+        self.aliases = {name: catalog for (dialect, name), catalog in config.aliases.items()
+                        if dialect == request.dialect}
+        default_catalog = self._catalog(request.default_catalog) if request.default_catalog else None
+        self.default_catalog = default_catalog
+        self.known_catalogs = set(config.catalogs) | set(self.aliases) | {
+            c for c in (default_catalog, request.view_catalog, self._fold(request.default_catalog or "")) if c
+        }
+        self.references: list[TableReference] = []
+        self.findings: list[Finding] = []
+
+    def _fold(self, name: str) -> str:
+        return name.lower() if self.fold else name
+
+    def _catalog(self, name: str) -> str:
+        folded = self._fold(name)
+        return self.aliases.get(folded.lower(), folded)
+
+    def add(self, table: exp.Table) -> None:
+        if not isinstance(table.this, exp.Identifier):
+            parts = self._function_parts(table.this)
+            if parts is None:
+                return
+        else:
+            parts = [self._fold(part.name) for part in table.parts]
+        raw = ".".join(parts)
+        pin = None
+        version = table.args.get("version")
+        if isinstance(version, exp.Version):
+            pin = version.sql(self.dialect)
+        suffix = None
+        if "$" in parts[-1]:
+            parts[-1], _, suffix = parts[-1].partition("$")
+        catalog = None
+        if len(parts) >= 2 and parts[0] in self.known_catalogs:
+            catalog = self._catalog(parts[0])
+            parts = parts[1:]
+        if len(parts) >= 2 and parts[-1].startswith(_PIN_PREFIXES):
+            pin = parts.pop()
+        elif suffix is None and len(parts) >= 3 and parts[-1] in METADATA_TABLES:
+            suffix = parts.pop()
+        if len(parts) == 1:
+            namespace = tuple(self._fold(part) for part in self.request.default_namespace)
+        else:
+            namespace = tuple(parts[:-1])
+        if catalog is not None:
+            source = "explicit"
+        elif self.default_catalog:
+            catalog, source = self.default_catalog, "default-catalog"
+        elif self.request.view_catalog:
+            catalog, source = self.request.view_catalog, "catalog-map"
+        else:
+            source = "unknown"
+            self.findings.append(
+                Finding("catalog-unknown", Severity.WARNING,
+                        f"no catalog for {raw!r}: no default-catalog and no --catalog-map entry; "
+                        "it matches on namespace and name only")
+            )
+        self.references.append(TableReference(catalog, namespace, parts[-1], suffix, pin, source, raw))
+
+    def _function_parts(self, function: exp.Expression) -> list[str] | None:
+        """A table name from `IDENTIFIER('db.t')`; None for any other table-valued function."""
+        if not (isinstance(function, exp.Anonymous) and function.name.upper() == "IDENTIFIER"):
+            return None
+        argument = function.expressions[0] if function.expressions else None
+        if isinstance(argument, exp.Literal) and argument.is_string:
+            try:
+                named = exp.to_table(argument.this, dialect=self.dialect)
+            except SqlglotError:
+                named = None
+            if named is not None:
+                return [self._fold(part.name) for part in named.parts]
+        self.findings.append(
+            Finding("dynamic-identifier", Severity.WARNING,
+                    f"{function.sql(self.dialect)} names its table at run time; not resolved")
+        )
+        return None

@@ -1,0 +1,158 @@
+"""Locations -> bytes: the one seam through which metadata files are listed and read.
+
+`reader_for(url)` picks `LocalReader` for paths and `file:` URLs and `FsspecReader` (s3fs and any
+other fsspec filesystem) by scheme. Both enforce the stored-size limit before reading, and
+`mapped_errors` turns filesystem, botocore and network errors into our `ReadError` types.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .errors import ObjectMissing, ObjectTooLarge, ReadError, TransientReadError
+from .locations import is_metadata_file_name, normalize_location
+
+
+@dataclass(frozen=True, slots=True)
+class FileRead:
+    """The bytes of one file as stored, with the facts the store keeps about the object."""
+
+    location: str
+    data: bytes
+    modified_ms: int | None
+    modified_source: str | None
+    """`mtime` for local files, `last-modified` for object stores."""
+
+
+@dataclass(frozen=True, slots=True)
+class ListedFile:
+    location: str
+    size: int | None = None
+    modified_ms: int | None = None
+
+
+class Reader(Protocol):
+    def list(self, location: str) -> Iterator[ListedFile]:
+        """Metadata files under a directory (by name), or the file itself if `location` names one."""
+        ...
+
+    def read(self, location: str, max_bytes: int, listed: ListedFile | None = None) -> FileRead:
+        """The stored bytes; raises `ObjectMissing`, `ObjectTooLarge` or `TransientReadError`."""
+        ...
+
+
+@contextlib.contextmanager
+def mapped_errors(location: str) -> Iterator[None]:
+    """Translate third-party read errors into `ReadError` subclasses, keeping the cause."""
+    try:
+        yield
+    except ReadError:
+        raise
+    except FileNotFoundError as exc:
+        raise ObjectMissing(location, "no such file or object") from exc
+    except (IsADirectoryError, NotADirectoryError) as exc:
+        raise ObjectMissing(location, f"not a file: {exc}") from exc
+    except PermissionError as exc:
+        raise TransientReadError(location, f"permission denied: {exc}") from exc
+    except (OSError, TimeoutError, ConnectionError) as exc:
+        raise TransientReadError(location, f"{type(exc).__name__}: {exc}") from exc
+    except Exception as exc:
+        # botocore/aiohttp errors do not share a base class we can import without s3fs installed.
+        module = type(exc).__module__.split(".")[0]
+        if module in {"botocore", "aiobotocore", "aiohttp", "s3fs", "fsspec"}:
+            code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
+            if code in {"NoSuchKey", "404", "NotFound"}:
+                raise ObjectMissing(location, "no such object") from exc
+            raise TransientReadError(location, f"{type(exc).__name__}: {exc}") from exc
+        raise
+
+
+class LocalReader:
+    """Local files. Hidden directories (`.git`, `.cache`) are not descended into."""
+
+    def list(self, location: str) -> Iterator[ListedFile]:
+        with mapped_errors(location):
+            info = os.stat(location)
+        if not stat.S_ISDIR(info.st_mode):
+            yield ListedFile(location, info.st_size, info.st_mtime_ns // 1_000_000)
+            return
+        for root, directories, names in os.walk(location):
+            directories[:] = sorted(d for d in directories if not d.startswith("."))
+            for name in sorted(names):
+                if is_metadata_file_name(name):
+                    yield ListedFile(os.path.join(root, name))
+
+    def read(self, location: str, max_bytes: int, listed: ListedFile | None = None) -> FileRead:
+        with mapped_errors(location), open(location, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if info.st_size > max_bytes:
+                raise ObjectTooLarge(location, f"{info.st_size} bytes is over the {max_bytes}-byte limit")
+            data = handle.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise ObjectTooLarge(location, f"grew past the {max_bytes}-byte limit while read")
+        return FileRead(location, data, info.st_mtime_ns // 1_000_000, "mtime")
+
+
+class FsspecReader:
+    """Object stores through fsspec (s3fs for `s3://`). Listing returns sizes and LastModified, so
+    reading needs no extra request per object."""
+
+    def __init__(self, protocol: str, storage_options: Mapping[str, Any] | None = None) -> None:
+        import fsspec
+
+        self.protocol = protocol
+        self.fs = fsspec.filesystem(protocol, **dict(storage_options or {}))
+
+    def _url(self, path: str) -> str:
+        return normalize_location(f"{self.protocol}://{path.split('://', 1)[-1]}")
+
+    def list(self, location: str) -> Iterator[ListedFile]:
+        with mapped_errors(location):
+            if self.fs.isfile(location):
+                info = self.fs.info(location)
+                yield ListedFile(location, info.get("size"), _modified_ms(info))
+                return
+            found = self.fs.find(location, detail=True)
+        for path, info in sorted(found.items()):
+            if is_metadata_file_name(path.rsplit("/", 1)[-1]):
+                yield ListedFile(self._url(path), info.get("size"), _modified_ms(info))
+
+    def read(self, location: str, max_bytes: int, listed: ListedFile | None = None) -> FileRead:
+        with mapped_errors(location):
+            if listed is None or listed.size is None:
+                info = self.fs.info(location)
+                listed = ListedFile(location, info.get("size"), _modified_ms(info))
+            if listed.size is not None and listed.size > max_bytes:
+                raise ObjectTooLarge(location, f"{listed.size} bytes is over the {max_bytes}-byte limit")
+            data = self.fs.cat_file(location, start=0, end=max_bytes + 1)
+        if len(data) > max_bytes:
+            raise ObjectTooLarge(location, f"grew past the {max_bytes}-byte limit while read")
+        return FileRead(location, data, listed.modified_ms, "last-modified")
+
+
+def _modified_ms(info: Mapping[str, Any]) -> int | None:
+    modified = info.get("LastModified") or info.get("mtime") or info.get("last_modified")
+    if modified is None:
+        return None
+    if hasattr(modified, "timestamp"):
+        return int(modified.timestamp() * 1000)
+    return int(float(modified) * 1000)
+
+
+def reader_for(location: str, s3_endpoint: str | None = None) -> Reader:
+    """The reader for a normalised location, chosen by scheme."""
+    if "://" not in location:
+        return LocalReader()
+    protocol = location.split("://", 1)[0]
+    options: dict[str, Any] = {}
+    if protocol == "s3" and s3_endpoint:
+        options["client_kwargs"] = {"endpoint_url": s3_endpoint}
+    try:
+        return FsspecReader(protocol, options)
+    except (ImportError, ValueError) as exc:
+        raise ReadError(location, f"no filesystem for {protocol}:// ({exc}); install s3fs or gcsfs") from exc
