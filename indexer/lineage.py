@@ -36,7 +36,7 @@ METADATA_TABLES = frozenset(
 _PIN_PREFIXES = ("branch_", "tag_")
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@dataclass(frozen=True, slots=True)
 class TableReference:
     """One table a representation reads, resolved against the version's defaults."""
 
@@ -77,6 +77,7 @@ class LineageRequest:
 
 @dataclass(frozen=True, slots=True)
 class Lineage:
+    dialect: str
     references: tuple[TableReference, ...]
     findings: tuple[Finding, ...]
 
@@ -93,7 +94,7 @@ def extract_lineage(request: LineageRequest, config: LineageConfig) -> Lineage:
     try:
         statements = sqlglot.parse(request.sql, read=request.dialect)
     except (ParseError, TokenError) as exc:
-        return Lineage((), (_parse_error_finding(exc),))
+        return Lineage(request.dialect, (), (_parse_error_finding(exc),))
     for statement in statements:
         if statement is None:
             continue
@@ -114,7 +115,13 @@ def extract_lineage(request: LineageRequest, config: LineageConfig) -> Lineage:
                 if isinstance(source, exp.Table) and id(source) not in seen:
                     seen.add(id(source))
                     resolver.add(source)
-    return Lineage(tuple(sorted(set(resolver.references))), tuple(resolver.findings))
+    # One reference per resolved table: `t` and `db.t` in one query are the same read.
+    unique = {(r.catalog, r.namespace, r.name, r.suffix, r.pin): r for r in reversed(resolver.references)}
+    return Lineage(request.dialect, tuple(sorted(unique.values(), key=_sort_key)), tuple(resolver.findings))
+
+
+def _sort_key(ref: TableReference) -> tuple[str, ...]:
+    return (ref.catalog or "", *ref.namespace, ref.name, ref.suffix or "", ref.pin or "", ref.raw)
 
 
 def _parse_error_finding(exc: ParseError | TokenError) -> Finding:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from . import rules
 from .config import ParseConfig
-from .dialects import canonical_dialect
+from .dialects import canonical_dialect, unknown_dialect_hint
 from .errors import DecompressionBomb, QuarantineError, TruncatedGzip
 from .findings import Finding, Severity
 from .locations import ViewName, sequence_number, view_name
@@ -288,8 +288,10 @@ def _parse_view(
         schema.schema_id: _parsed_schema(schema, raw)
         for _, schema, raw in _validate_list(document, "schemas", Schema, findings)
     }
+    view_uuid = header.view_uuid.strip().lower() if header.view_uuid else None
+    view_id = view_uuid if view_uuid else f"loc:{header.location}"
     versions = [
-        _parsed_version(ordinal, version, raw, schemas, findings)
+        _parsed_version(view_id, ordinal, version, raw, schemas, findings)
         for ordinal, version, raw in _validate_list(document, "versions", ViewVersion, findings)
     ]
     log = [entry for _, entry, _ in _validate_list(document, "version-log", ViewHistoryEntry, findings)]
@@ -299,11 +301,10 @@ def _parse_view(
     findings.extend(rules.check_log_monotonic(log))
     findings.extend(rules.check_log_versions_present(log, set(version_ids)))
 
-    view_uuid = header.view_uuid.strip().lower() if header.view_uuid else None
     entry = config.catalog_for(location)
     name = view_name(location, entry.prefix, entry.catalog) if entry else None
     view = ParsedView(
-        view_id=view_uuid if view_uuid else f"loc:{header.location}",
+        view_id=view_id,
         view_uuid=view_uuid,
         format_version=header.format_version,
         metadata_location=header.location,
@@ -332,6 +333,7 @@ def _parsed_schema(schema: Schema, raw: dict[str, Any]) -> ParsedSchema:
 
 
 def _parsed_version(
+    view_id: str,
     ordinal: int,
     version: ViewVersion,
     raw: dict[str, Any],
@@ -353,7 +355,7 @@ def _parsed_version(
             f"{path}.representations",
         )
     )
-    content = orjson.dumps([raw, schema.schema_hash if schema else None], option=orjson.OPT_SORT_KEYS)
+    content = orjson.dumps([view_id, raw, schema.schema_hash if schema else None], option=orjson.OPT_SORT_KEYS)
     return ParsedVersion(
         version_id=version.version_id,
         version_hash=digest(content),

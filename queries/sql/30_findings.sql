@@ -1,0 +1,42 @@
+-- findings: every finding with where it applies. Per-file findings come from parsing, SQL findings
+-- from lineage (once per version using the SQL); version-conflict, competing-commit and
+-- dialect-drift compare files and representations, so they are derived here, whatever the order
+-- the files arrived in.
+CREATE OR REPLACE VIEW findings AS
+SELECT 'file' AS scope, ff.location, vf.view_id, NULL::INTEGER AS version_id, ff.code, ff.severity,
+       ff.message, ff.path AS position
+FROM file_findings ff LEFT JOIN view_files vf USING (location)
+UNION ALL
+SELECT DISTINCT 'sql', NULL, v.view_id, v.version_id, lf.code, lf.severity, lf.message,
+       'representations[' || r.ordinal || '] ' || lf.position
+FROM lineage_findings lf JOIN representations r USING (lineage_key) JOIN versions v USING (version_hash)
+UNION ALL
+SELECT 'view', NULL, view_id, version_id, 'version-conflict', 'warning',
+       'version ' || version_id || ' has ' || count(*) || ' different contents; the copy in the file with '
+       || 'the highest sequence number is used', '$.versions'
+FROM versions GROUP BY view_id, version_id HAVING count(*) > 1
+UNION ALL
+SELECT 'view', NULL, view_id, NULL, 'competing-commit', 'warning',
+       count(*) || ' files with sequence number ' || sequence_number || ': ' || string_agg(location, ', ' ORDER BY location)
+       || '; committed: ' || coalesce(string_agg(CASE WHEN committed THEN location END, ', ' ORDER BY location), 'none yet'),
+       '$'
+FROM (
+    SELECT f.*, EXISTS (
+        SELECT 1 FROM view_files later JOIN version_log l ON l.location = later.location
+        WHERE later.view_id = f.view_id AND later.sequence_number > f.sequence_number
+          AND l.version_id = f.last_log_version_id AND l.timestamp_ms = f.last_log_ms) AS committed
+    FROM view_files f WHERE f.sequence_number IS NOT NULL
+)
+GROUP BY view_id, sequence_number HAVING count(*) > 1
+UNION ALL
+SELECT 'version', NULL, v.view_id, v.version_id, 'dialect-drift', 'warning',
+       'dialects read different tables: ' || string_agg(dialect || ' -> [' || tables || ']', '; ' ORDER BY dialect), '$'
+FROM (
+    SELECT r.version_hash, r.dialect, coalesce(string_agg(DISTINCT
+        coalesce(tr.catalog || '.', '') || array_to_string(list_append(tr.namespace, tr.name), '.'), ', '
+        ORDER BY coalesce(tr.catalog || '.', '') || array_to_string(list_append(tr.namespace, tr.name), '.')), '') AS tables
+    FROM representations r LEFT JOIN table_references tr USING (lineage_key)
+    WHERE r.lineage_key IS NOT NULL
+    GROUP BY r.version_hash, r.dialect
+) d JOIN versions v USING (version_hash)
+GROUP BY v.view_id, v.version_id, v.version_hash HAVING count(DISTINCT tables) > 1;

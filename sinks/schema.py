@@ -1,0 +1,69 @@
+"""The store's schema: versioned migrations (`migrations/NNNN_name.sql`) recorded in `_migrations`,
+and the query macros of `viewlineage.queries`, reinstalled whenever a writer opens the store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+
+import duckdb
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    id: int
+    name: str
+    sql: str
+
+
+def migrations() -> list[Migration]:
+    found = []
+    for entry in resources.files("viewlineage.sinks").joinpath("migrations").iterdir():
+        if entry.name.endswith(".sql"):
+            number, _, rest = entry.name.partition("_")
+            found.append(Migration(int(number), entry.name.removesuffix(".sql"), entry.read_text()))
+    return sorted(found, key=lambda m: m.id)
+
+
+SCHEMA_VERSION = max(m.id for m in migrations())
+
+
+def applied(conn: duckdb.DuckDBPyConnection) -> list[int]:
+    exists = conn.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = '_migrations'"
+    ).fetchone()
+    if not exists or not exists[0]:
+        return []
+    return [row[0] for row in conn.execute("SELECT id FROM _migrations ORDER BY id").fetchall()]
+
+
+def migrate(conn: duckdb.DuckDBPyConnection) -> list[str]:
+    """Apply the migrations this store lacks, each in its own transaction. Returns their names."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS _migrations (id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
+        "applied_at TIMESTAMPTZ NOT NULL DEFAULT current_timestamp)"
+    )
+    done = set(applied(conn))
+    names = []
+    for migration in migrations():
+        if migration.id in done:
+            continue
+        conn.execute("BEGIN TRANSACTION")
+        try:
+            conn.execute(migration.sql)
+            conn.execute("INSERT INTO _migrations (id, name) VALUES (?, ?)", [migration.id, migration.name])
+            conn.execute("COMMIT")
+        except duckdb.Error:
+            conn.execute("ROLLBACK")
+            raise
+        names.append(migration.name)
+    return names
+
+
+def install_queries(conn: duckdb.DuckDBPyConnection) -> None:
+    """(Re)create the query views and macros from `queries/sql/*.sql`, in file-name order."""
+    folder = resources.files("viewlineage.queries").joinpath("sql")
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".sql"):
+            conn.execute(entry.read_text())

@@ -1,0 +1,171 @@
+"""The DuckDB store: the only writer of a store file, and sandboxed read-only readers.
+
+DuckDB lets one process open a file for writing, and a writer's lock keeps every other process
+out, readers included. So while a writer runs (`index`, `watch`, `reindex`) it publishes a
+read-only replica, `<store>.replica`, at most every `replica_interval` seconds after a committed
+batch: CHECKPOINT, copy, atomic rename. Readers open the store itself when it is free and the
+replica when it is not; an open replica keeps its inode when the next one is renamed over it, so
+readers are never blocked and never see a half-written file, and what they see never goes back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from viewlineage.indexer.batches import DERIVED_TABLES, Batch
+from viewlineage.indexer.errors import StoreError
+
+from .schema import install_queries, migrate
+
+READER_CONFIG = {"enable_external_access": False, "lock_configuration": True, "autoload_known_extensions": False}
+"""Readers (and the `sql` command) get no file or network access from SQL and cannot re-enable it."""
+
+
+def replica_path(path: str | os.PathLike[str]) -> Path:
+    return Path(f"{os.fspath(path)}.replica")
+
+
+class Store:
+    """A writer connection to a store file: migrations applied, query macros installed."""
+
+    def __init__(self, path: str | os.PathLike[str], replica_interval: float | None = 2.0) -> None:
+        self.path = Path(path)
+        self.replica_interval = replica_interval
+        self._last_replica = 0.0
+        self._dirty = False
+        try:
+            self.conn = duckdb.connect(str(self.path))
+        except duckdb.Error as exc:
+            raise StoreError(f"cannot open {self.path} for writing: {exc}") from exc
+        migrate(self.conn)
+        install_queries(self.conn)
+
+    def close(self) -> None:
+        if self._dirty:
+            self.publish_replica(force=True)
+        self.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def write(self, batch: Batch) -> None:
+        """Insert a batch in one transaction. Every key is content-derived, so inserting what is
+        already there changes nothing (INSERT OR IGNORE): ingest is idempotent and order-free."""
+        tables = batch.to_arrow()
+        if not tables:
+            return
+        indexed = pa.table({"location": [item.parsed.location for item in batch.indexed]})
+        try:
+            self.conn.execute("BEGIN TRANSACTION")
+            for name, table in tables.items():
+                self.conn.register("_batch", table)
+                if name == "quarantine":
+                    # A location that indexed once stays indexed; a quarantine row never hides it.
+                    self.conn.execute(
+                        "INSERT OR IGNORE INTO quarantine SELECT * FROM _batch "
+                        "WHERE location NOT IN (SELECT location FROM files)"
+                    )
+                else:
+                    self.conn.execute(f"INSERT OR IGNORE INTO {name} SELECT * FROM _batch")
+                self.conn.unregister("_batch")
+            if indexed.num_rows:
+                self.conn.register("_indexed", indexed)
+                self.conn.execute("DELETE FROM quarantine WHERE location IN (SELECT location FROM _indexed)")
+                self.conn.unregister("_indexed")
+            self.conn.execute("COMMIT")
+        except duckdb.Error as exc:
+            with contextlib.suppress(duckdb.Error):
+                self.conn.execute("ROLLBACK")
+            raise StoreError(f"batch of {len(batch)} files not stored: {exc}") from exc
+        self._dirty = True
+        self.publish_replica()
+
+    def record_roots(self, roots: Iterable[str]) -> None:
+        self.conn.executemany("INSERT OR IGNORE INTO index_roots VALUES (?)", [[root] for root in roots])
+
+    def roots(self) -> list[str]:
+        return [row[0] for row in self.conn.execute("SELECT prefix FROM index_roots ORDER BY prefix").fetchall()]
+
+    def indexed(self, locations: Iterable[str]) -> set[str]:
+        """Which of these locations are already indexed (their files are immutable)."""
+        return self._existing("files", "location", locations)
+
+    def known_lineage(self, keys: Iterable[str]) -> set[str]:
+        """Which lineage keys have stored results (the memo across runs)."""
+        return self._existing("lineage", "lineage_key", keys)
+
+    def _existing(self, table: str, column: str, values: Iterable[str]) -> set[str]:
+        wanted = pa.table({"value": pa.array(list(values), type=pa.string())})
+        if not wanted.num_rows:
+            return set()
+        self.conn.register("_wanted", wanted)
+        try:
+            rows = self.conn.execute(
+                f"SELECT {column} FROM {table} WHERE {column} IN (SELECT value FROM _wanted)"
+            ).fetchall()
+        finally:
+            self.conn.unregister("_wanted")
+        return {row[0] for row in rows}
+
+    def stored_documents(self, chunk: int = 1000) -> Iterator[list[tuple[str, bytes, int | None, str | None]]]:
+        """(location, stored document, modified_ms, modified_source) of every indexed file, in chunks."""
+        cursor = self.conn.execute(
+            "SELECT f.location, r.document, f.modified_ms, f.modified_source FROM files f "
+            "JOIN raw_documents r USING (content_hash) ORDER BY f.location"
+        )
+        while rows := cursor.fetchmany(chunk):
+            yield [(row[0], row[1], row[2], row[3]) for row in rows]
+
+    def clear_derived(self) -> None:
+        self.conn.execute("BEGIN TRANSACTION")
+        for name in reversed(DERIVED_TABLES):
+            self.conn.execute(f"DELETE FROM {name}")
+        self.conn.execute("COMMIT")
+
+    def publish_replica(self, force: bool = False) -> None:
+        """Copy a checkpointed store to `<store>.replica` (atomic rename), at most every
+        `replica_interval` seconds unless forced. None disables replicas."""
+        if self.replica_interval is None:
+            return
+        now = time.monotonic()
+        if not force and now - self._last_replica < self.replica_interval:
+            return
+        self.conn.execute("CHECKPOINT")
+        target = replica_path(self.path)
+        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        shutil.copyfile(self.path, temporary)
+        os.replace(temporary, target)
+        self._last_replica = now
+        self._dirty = False
+
+
+def open_reader(path: str | os.PathLike[str], retry_seconds: float = 2.0) -> duckdb.DuckDBPyConnection:
+    """A read-only, sandboxed connection: the store itself when no writer holds it, else its replica."""
+    path = Path(path)
+    if not path.exists():
+        raise StoreError(f"no store at {path}; run `viewlineage index` first")
+    deadline = time.monotonic() + retry_seconds
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=True, config=dict(READER_CONFIG))
+        except duckdb.IOException as exc:
+            replica = replica_path(path)
+            if replica.exists():
+                with contextlib.suppress(duckdb.IOException):
+                    return duckdb.connect(str(replica), read_only=True, config=dict(READER_CONFIG))
+            if time.monotonic() > deadline:
+                raise StoreError(f"store {path} is locked by a writer and has no replica yet: {exc}") from exc
+            time.sleep(0.05)
+
+
