@@ -136,7 +136,7 @@ class Store:
     def publish_replica(self, force: bool = False) -> None:
         """Copy a checkpointed store to `<store>.replica` (atomic rename), at most every
         `replica_interval` seconds unless forced. None disables replicas."""
-        if self.replica_interval is None:
+        if self.replica_interval is None or not (self._dirty or force):
             return
         now = time.monotonic()
         if not force and now - self._last_replica < self.replica_interval:

@@ -1,0 +1,1 @@
+"""Event sources: where file reads come from (a directory watch; Kafka in a later module)."""

@@ -1,0 +1,241 @@
+"""`viewlineage`: the command line. Commands call the pipeline or the query API and print through
+an `Output`; a `ViewLineageError` becomes a one-line message and a non-zero exit (`--debug` shows
+the traceback)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from viewlineage.indexer.config import Settings, load_settings
+from viewlineage.indexer.errors import UsageError, ViewLineageError
+from viewlineage.indexer.pipeline import IndexStats, index_locations, reindex
+from viewlineage.sinks.store import open_reader
+
+from . import api
+from .output import JsonOutput, Output, TextOutput
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_SETTING_FLAGS = ("catalog_map", "catalog_alias", "max_file_bytes", "max_decompressed_bytes", "read_workers",
+                  "batch_files", "replica_interval", "settle_seconds", "s3_endpoint")
+
+
+def setting_options(function: F) -> F:
+    """One option per setting, from the `Settings` table (name, type, help)."""
+    for name in reversed(_SETTING_FLAGS):
+        info = Settings.model_fields[name]
+        flag = "--" + (info.alias or name).replace("_", "-")
+        many = name in ("catalog_map", "catalog_alias")
+        kind = {int: int, float: float}.get(info.annotation, str)  # type: ignore[call-overload]
+        function = click.option(flag, name, multiple=many, type=kind, default=None, help=info.description)(
+            function)
+    return function
+
+
+def handle_errors(function: F) -> F:
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        context = click.get_current_context()
+        try:
+            return function(*args, **kwargs)
+        except ViewLineageError as exc:
+            if context.obj and context.obj.get("debug"):
+                raise
+            click.echo(f"error: {exc}", err=True)
+            context.exit(2 if isinstance(exc, UsageError) else 1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def settings_from(context: click.Context, **flags: Any) -> Settings:
+    obj = context.obj
+    flags = {k: (tuple(v) if isinstance(v, tuple | list) else v) for k, v in flags.items()}
+    if obj.get("db"):
+        flags["db"] = obj["db"]
+    return load_settings(obj.get("config"), flags=flags)
+
+
+def output_for(fmt: str) -> Output:
+    return JsonOutput() if fmt == "json" else TextOutput()
+
+
+format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+                             show_default=True, help="Readable table, or JSON with stable fields.")
+as_of_option = click.option("--as-of", "as_of", default=None,
+                            help="ISO-8601 time (UTC when no zone is given) or epoch ms; default: now.")
+
+
+@click.group()
+@click.option("--config", type=click.Path(dir_okay=False), default=None, help="TOML settings file.")
+@click.option("--db", default=None, help="DuckDB store file [default: ./viewlineage.duckdb].")
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+@click.pass_context
+def cli(context: click.Context, config: str | None, db: str | None, debug: bool) -> None:
+    """Index Apache Iceberg view metadata into a DuckDB lineage store and query it."""
+    context.obj = {"config": config, "db": db, "debug": debug}
+
+
+def _print_summary(stats: IndexStats, fmt: str) -> None:
+    summary = stats.summary()
+    if fmt == "json":
+        click.echo(json.dumps(summary))
+        return
+    click.echo(", ".join(f"{value} {key.replace('_', ' ')}" for key, value in summary.items()))
+    for code, count in sorted(stats.findings.items()):
+        click.echo(f"  {count:6d} {code}")
+
+
+@cli.command()
+@click.argument("locations", nargs=-1, required=True)
+@setting_options
+@format_option
+@click.option("--progress/--no-progress", default=None, help="Progress bar [default: on a terminal].")
+@click.pass_context
+@handle_errors
+def index(context: click.Context, locations: tuple[str, ...], fmt: str, progress: bool | None,
+          **flags: Any) -> None:
+    """Index every metadata file under LOCATIONS (paths or s3:// URLs)."""
+    settings = settings_from(context, **flags)
+    show_bar = sys.stderr.isatty() if progress is None else progress
+    bar: Any = None
+
+    def on_listed(count: int) -> None:
+        nonlocal bar
+        if show_bar:
+            bar = click.progressbar(length=count, label="indexing", file=sys.stderr)
+            bar.__enter__()
+
+    try:
+        stats = index_locations(locations, settings, on_listed, lambda n: bar.update(n) if bar else None)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    _print_summary(stats, fmt)
+
+
+@cli.command()
+@click.argument("root")
+@setting_options
+@click.pass_context
+@handle_errors
+def watch(context: click.Context, root: str, **flags: Any) -> None:
+    """Index ROOT, then follow it: every metadata file closed or moved into it is indexed."""
+    from viewlineage.indexer.sources.watch import watch_directory
+
+    settings = settings_from(context, **flags)
+    watch_directory(root, settings, log=lambda line: click.echo(line, err=True))
+
+
+@cli.command("reindex")
+@setting_options
+@format_option
+@click.pass_context
+@handle_errors
+def reindex_command(context: click.Context, fmt: str, **flags: Any) -> None:
+    """Rebuild every derived row from the raw documents in the store."""
+    _print_summary(reindex(settings_from(context, **flags)), fmt)
+
+
+def _reader(context: click.Context) -> Any:
+    return open_reader(settings_from(context).db)
+
+
+def _as_of(value: str | None) -> int | None:
+    return api.parse_time(value) if value is not None else None
+
+
+@cli.command()
+@click.argument("view")
+@as_of_option
+@format_option
+@click.pass_context
+@handle_errors
+def show(context: click.Context, view: str, as_of: str | None, fmt: str) -> None:
+    """VIEW's definition at a time: SQL per dialect, schema, defaults, properties, times."""
+    with _reader(context) as conn:
+        output_for(fmt).result(api.show(conn, view, _as_of(as_of)))
+
+
+@cli.command()
+@click.argument("view")
+@format_option
+@click.pass_context
+@handle_errors
+def history(context: click.Context, view: str, fmt: str) -> None:
+    """Every version and activation of VIEW, with the SQL diff between activations."""
+    with _reader(context) as conn:
+        result = api.history(conn, view)
+        if fmt == "json":
+            output_for(fmt).result(result)
+        else:
+            output_for(fmt).result({"view": result["view"], "view_id": result["view_id"],
+                                    "activations": result["activations"]})
+
+
+@cli.command()
+@click.argument("view")
+@as_of_option
+@click.option("--transitive", is_flag=True, help="Follow the views VIEW reads.")
+@format_option
+@click.pass_context
+@handle_errors
+def deps(context: click.Context, view: str, as_of: str | None, transitive: bool, fmt: str) -> None:
+    """The tables VIEW reads."""
+    with _reader(context) as conn:
+        output_for(fmt).result(api.deps(conn, view, _as_of(as_of), transitive))
+
+
+@cli.command()
+@click.argument("table")
+@as_of_option
+@click.option("--transitive", is_flag=True, help="Include views reading TABLE through other views.")
+@format_option
+@click.pass_context
+@handle_errors
+def uses(context: click.Context, table: str, as_of: str | None, transitive: bool, fmt: str) -> None:
+    """The views that read TABLE."""
+    with _reader(context) as conn:
+        output_for(fmt).result(api.uses(conn, table, _as_of(as_of), transitive))
+
+
+@cli.command()
+@click.option("--code", default=None, help="Only this finding code (a prefix before ':' matches too).")
+@click.option("--view", default=None, help="Only this view.")
+@format_option
+@click.pass_context
+@handle_errors
+def findings(context: click.Context, code: str | None, view: str | None, fmt: str) -> None:
+    """Every rule broken by an indexed file or SQL text."""
+    with _reader(context) as conn:
+        output_for(fmt).result(api.findings(conn, code, view))
+
+
+@cli.command()
+@format_option
+@click.pass_context
+@handle_errors
+def quarantine(context: click.Context, fmt: str) -> None:
+    """Files that could not be indexed, with the reason."""
+    with _reader(context) as conn:
+        output_for(fmt).result(api.quarantine(conn))
+
+
+@cli.command()
+@click.argument("query")
+@format_option
+@click.pass_context
+@handle_errors
+def sql(context: click.Context, query: str, fmt: str) -> None:
+    """Run QUERY on a read-only, sandboxed connection (no file or network access)."""
+    with _reader(context) as conn:
+        output_for(fmt).result(api.run_sql(conn, query))
+
+
+def main() -> None:
+    cli(prog_name="viewlineage")
