@@ -155,7 +155,7 @@ class _Resolver:
         return self.aliases.get(folded.lower(), folded)
 
     def add(self, table: exp.Table) -> None:
-        if not isinstance(table.this, exp.Identifier):
+        if not isinstance(table.this, exp.Identifier | exp.Dot):
             parts = self._function_parts(table.this)
             if parts is None:
                 return

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import pytest
+import sqlglot
+from sqlglot import exp
+
+from viewlineage.indexer.config import LineageConfig
+from viewlineage.indexer.lineage import LineageRequest, extract_lineage
+
+from .lineage_cases import LineageCase, load_cases, render
+
+CASES = load_cases()
+
+
+def test_there_are_enough_cases() -> None:
+    assert len(CASES) >= 40
+    assert len({case.title for case in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.title for case in CASES])
+def test_lineage_case(case: LineageCase) -> None:
+    lineage = extract_lineage(case.request(), case.config())
+    assert sorted(render(r) for r in lineage.references) == sorted(case.expected)
+    assert sorted({f.code for f in lineage.findings}) == sorted(set(case.findings))
+
+
+def naive_lineage(request: LineageRequest) -> list[str]:
+    """What a straightforward integration does: every exp.Table node, qualified with the defaults."""
+    try:
+        tree = sqlglot.parse_one(request.sql, read=request.dialect)
+    except sqlglot.errors.SqlglotError:
+        return []
+    found = set()
+    for table in tree.find_all(exp.Table):
+        catalog = table.catalog or request.default_catalog or request.view_catalog or "?"
+        namespace = [table.db] if table.db else list(request.default_namespace)
+        found.add(".".join([catalog, *namespace, table.name]))
+    return sorted(found)
+
+
+def test_naive_extractor_fails_at_least_12_cases() -> None:
+    failures = [case.title for case in CASES
+                if naive_lineage(case.request()) != sorted(case.expected) or case.findings]
+    assert len(failures) >= 12, failures
+
+
+def test_memo_key_covers_every_input() -> None:
+    base = LineageRequest("SELECT 1", "spark", None, ("db",), "prod")
+    variants = [
+        LineageRequest("SELECT 2", "spark", None, ("db",), "prod"),
+        LineageRequest("SELECT 1", "trino", None, ("db",), "prod"),
+        LineageRequest("SELECT 1", "spark", "dev", ("db",), "prod"),
+        LineageRequest("SELECT 1", "spark", None, ("db", "x"), "prod"),
+        LineageRequest("SELECT 1", "spark", None, ("db",), None),
+    ]
+    config = LineageConfig()
+    keys = {base.key(config), *(v.key(config) for v in variants),
+            base.key(LineageConfig(catalogs=frozenset({"dev"})))}
+    assert len(keys) == 7
+
+
+def test_input_sql_is_not_modified_and_results_are_deterministic() -> None:
+    request = LineageRequest("SELECT * FROM b JOIN a USING (id)", "spark", None, ("db",), "prod")
+    first = extract_lineage(request, LineageConfig())
+    assert first == extract_lineage(request, LineageConfig())
+    assert [r.name for r in first.references] == ["a", "b"]
+    assert request.sql == "SELECT * FROM b JOIN a USING (id)"
+
+
+def test_parse_error_has_line_and_column() -> None:
+    lineage = extract_lineage(LineageRequest("SELECT *\nFROM (SELECT 1", "spark", None, (), "prod"),
+                              LineageConfig())
+    assert [(f.code, f.path) for f in lineage.findings] == [("sql-parse-error", "2:14")]
