@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from viewlineage.indexer.config import Settings, load_settings
+
+from .data.restore_mtimes import SAMPLE, restore_mtimes
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+CONFORMANCE = SHARED / "conformance"
+
+
+@pytest.fixture(autouse=True)
+def _isolate_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A developer's own VIEWLINEAGE_* variables must not leak into tests."""
+    for name in list(os.environ):
+        if name.startswith("VIEWLINEAGE_"):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture(scope="session")
+def sample_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the committed real-writer warehouse with its recorded mtimes."""
+    target = tmp_path_factory.mktemp("sample") / "warehouse"
+    shutil.copytree(SAMPLE / "warehouse", target)
+    restore_mtimes(SAMPLE, target)
+    return target
+
+
+def settings_for(db: Path, *catalog_map: str, **extra: object) -> Settings:
+    return load_settings(environ={}, flags={"db": str(db), "catalog_map": catalog_map, **extra})
+
+
+@pytest.fixture(scope="session")
+def sample_store(sample_warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    from viewlineage.indexer.pipeline import index_locations
+
+    db = tmp_path_factory.mktemp("store") / "sample.duckdb"
+    index_locations([str(sample_warehouse)], settings_for(db, f"{sample_warehouse}=prod"))
+    yield db

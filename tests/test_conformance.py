@@ -1,0 +1,90 @@
+"""Every file of the shared conformance corpus gets its expected outcome and exact finding codes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from viewlineage.indexer.config import ParseConfig
+from viewlineage.indexer.errors import QuarantineError
+from viewlineage.indexer.parse import parse_metadata
+from viewlineage.indexer.pipeline import index_locations
+
+from .conftest import CONFORMANCE, settings_for
+
+LEGACY_SCHEMA = "legacy-key:current-schema-id"
+EXPECTED: dict[str, tuple[str, list[str]]] = {
+    "iceberg/ValidViewMetadata.json": ("view", [LEGACY_SCHEMA]),
+    "iceberg/ViewMetadataInvalidCurrentSchema.json": ("view", ["schema-not-found"]),
+    "iceberg/ViewMetadataInvalidCurrentVersion.json": ("view", ["current-version-not-found", LEGACY_SCHEMA]),
+    "iceberg/ViewMetadataMissingCurrentVersion.json": ("view", [LEGACY_SCHEMA, "missing-field:current-version-id"]),
+    "iceberg/ViewMetadataMissingLocation.json": ("view", [LEGACY_SCHEMA, "missing-field:location"]),
+    "iceberg/ViewMetadataMultipleSQLsForDialect.json": ("view", ["duplicate-dialect", LEGACY_SCHEMA]),
+    "iceberg/inline/TestViewMetadataParser__roundTripSerdeWithoutProperties__expectedJson.json":
+        ("view", ["legacy-key:operation", "no-representations"]),
+    "iceberg/inline/TestLoadViewResponseParser__roundTripSerde__expectedJson.json":
+        ("view", ["no-representations", "rest-envelope"]),
+    "iceberg/inline/TestLoadViewResponseParser__roundTripSerdeWithConfig__expectedJson.json":
+        ("view", ["no-representations", "rest-envelope"]),
+    "iceberg/_historical/ViewMetadataLimitedVersions.json":
+        ("view", [LEGACY_SCHEMA, "legacy-key:operation", "missing-view-uuid"]),
+    "iceberg/_historical/ViewMetadataMissingCurrentSchema.json": ("view", ["legacy-key:operation", "missing-view-uuid"]),
+    "iceberg-python/conftest__example_view_metadata_v1.json": ("view", ["legacy-key:engineVersion"]),
+    "iceberg-python/conftest__example_view_metadata_v1_multiple_versions.json": ("view", []),
+    "iceberg-python/test_rest__example_view_metadata_rest_json.json":
+        ("view", ["legacy-key:engineVersion", "rest-envelope"]),
+    "iceberg-spec/view-spec__appendixA__00001-metadata.json": ("view", []),
+    "iceberg-spec/view-spec__appendixA__00002-metadata.json": ("view", []),
+    "iceberg-pr11041-mv-spec/mv-spec__example__event_agg_mv-00001-metadata.json": ("view", []),
+    "iceberg-pr11041-mv-spec/mv-spec__example__refresh-state.json": ("quarantine:not-metadata", []),
+    "iceberg-pr11041-mv-spec/mv-spec__appendixB__strategy1-empty-refresh-state.json": ("quarantine:not-metadata", []),
+    "iceberg-pr9830-spark-mv/TestRefreshStateParser__testParseSpecExample.json": ("quarantine:not-metadata", []),
+    "iceberg-pr9830-spark-mv/TestRefreshStateParser__testUnknownTypeThrows.json": ("quarantine:not-metadata", []),
+    "iceberg-pr9830-spark-mv/TestViewVersionParser__testParseViewVersionWithStorageTableJson.json":
+        ("quarantine:not-metadata", []),
+    "trino/00001-69970f62-bbbc-4af2-a3ee-771e851ba4dd.metadata.json": ("table", []),
+}
+S3_EVENTS = sorted(p.relative_to(CONFORMANCE).as_posix() for p in (CONFORMANCE / "s3-events").glob("*.json"))
+EXPECTED.update({name: ("quarantine:not-metadata", []) for name in S3_EVENTS})
+
+
+def test_every_corpus_file_has_an_expectation() -> None:
+    corpus = {p.relative_to(CONFORMANCE).as_posix() for p in CONFORMANCE.rglob("*.json")}
+    assert corpus == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_conformance_file(name: str) -> None:
+    outcome, codes = EXPECTED[name]
+    path = CONFORMANCE / name
+    try:
+        parsed = parse_metadata(path.read_bytes(), str(path), ParseConfig())
+    except QuarantineError as exc:
+        assert f"quarantine:{exc.reason}" == outcome
+        return
+    assert parsed.kind == outcome
+    assert sorted({f.code for f in parsed.findings}) == codes
+
+
+def test_corpus_indexes_into_the_store(tmp_path: Path) -> None:
+    db = tmp_path / "corpus.duckdb"
+    # A path that names a file is read whatever its name; directories are listed by name only.
+    files = [str(CONFORMANCE / name) for name in sorted(EXPECTED)]
+    stats = index_locations(files, settings_for(db))
+    assert (stats.indexed, stats.quarantined, stats.table_files) == (18, 17, 1)
+    with duckdb.connect(str(db), read_only=True) as conn:
+        missing = conn.execute(
+            "SELECT view_id FROM view_files WHERE view_uuid IS NULL ORDER BY location").fetchall()
+        assert missing == [("loc:s3://bucket/test/location",), ("loc:s3://bucket/test/location",)]
+        reasons = conn.execute("SELECT reason, count(*) FROM quarantine GROUP BY ALL").fetchall()
+        assert reasons == [("not-metadata", 17)]
+        conflicts = conn.execute(
+            "SELECT view_id, version_id FROM findings WHERE code = 'version-conflict' ORDER BY ALL").fetchall()
+        # The Java corpus reuses view-uuids across files whose versions differ (schema ids, namespaces).
+        assert conflicts == [
+            ("386b9f01-002b-4d8c-b77f-42c3fd3b7c9b", 1),
+            ("fa6506c3-7681-40c8-86dc-e36561f83385", 1),
+            ("fa6506c3-7681-40c8-86dc-e36561f83385", 2),
+        ]
