@@ -85,6 +85,7 @@ def test_corpus_indexes_into_the_store(tmp_path: Path) -> None:
         # The Java corpus reuses view-uuids across files whose versions differ (schema ids, namespaces).
         assert conflicts == [
             ("386b9f01-002b-4d8c-b77f-42c3fd3b7c9b", 1),
+            ("a20125c8-7284-442c-9aea-15fee620737c", 1),
             ("fa6506c3-7681-40c8-86dc-e36561f83385", 1),
             ("fa6506c3-7681-40c8-86dc-e36561f83385", 2),
         ]
