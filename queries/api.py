@@ -85,9 +85,9 @@ def resolve_view(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = 
             SELECT view_id, catalog, name FROM (
                 SELECT view_id, catalog, name, max(commit_ms) FILTER (WHERE commit_ms <= ?2) AS before,
                        min(commit_ms) AS first
-                FROM view_files
-                WHERE len(name) >= len(?1) AND list_slice(list_concat(CASE WHEN catalog IS NULL THEN []
-                      ELSE [catalog] END, name), -len(?1), -1) = ?1
+                FROM (SELECT *, list_concat(CASE WHEN catalog IS NULL THEN [] ELSE [catalog] END, name) AS full_name
+                      FROM view_files)
+                WHERE len(full_name) >= len(?1) AND list_slice(full_name, -len(?1), -1) = ?1
                 GROUP BY ALL)
             QUALIFY row_number() OVER (PARTITION BY catalog, name
                                        ORDER BY before DESC NULLS LAST, first DESC, view_id) = 1""",
@@ -258,6 +258,7 @@ def uses(conn: duckdb.DuckDBPyConnection, table: str, as_of_ms: int | None = Non
         "path": [names.get(v, v) for v in row["path"]],
         "catalog_unknown": row["catalog_unknown"],
     } for row in rows]
+    views.sort(key=lambda v: (v["depth"], v["path"]))
     return {"table": ".".join(([catalog] if catalog else []) + reference), "as_of_ms": as_of_ms,
             "as_of": iso(as_of_ms), "transitive": transitive, "views": views}
 
