@@ -1,0 +1,94 @@
+"""Indexing the same files in any order, once or twice, gives the same store."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from viewlineage.indexer.batches import SCHEMAS
+from viewlineage.indexer.config import ParseConfig
+from viewlineage.indexer.pipeline import Indexer, reindex, with_roots
+from viewlineage.indexer.read import LocalReader
+from viewlineage.sinks.store import Store
+
+from .conftest import settings_for
+from .generate import generate
+
+BOOKKEEPING = {"ingested_at", "quarantined_at", "computed_at"}
+
+
+def snapshot(db: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Every non-bookkeeping column of every store table, as a sorted multiset."""
+    with duckdb.connect(str(db), read_only=True) as conn:
+        tables = {}
+        for name, schema in SCHEMAS.items():
+            columns = ", ".join(f'"{f.name}"' for f in schema if f.name not in BOOKKEEPING)
+            rows = conn.execute(f"SELECT {columns} FROM {name}").fetchall()
+            tables[name] = sorted(rows, key=repr)
+        return tables
+
+
+def index_in_order(files: list[Path], root: Path, db: Path, batch: int = 37) -> None:
+    config = with_roots(ParseConfig(), [str(root)])
+    reader = LocalReader()
+    with Store(db, replica_interval=None) as store:
+        store.record_roots([str(root)])
+        indexer = Indexer(store, config)
+        indexer.ingest((reader.read(str(path), 1 << 26) for path in files), batch)
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
+    root = tmp_path_factory.mktemp("generated")
+    generated = generate(root)
+    return root, generated.files
+
+
+def test_generated_warehouse_is_big_and_varied(warehouse: tuple[Path, list[Path]], tmp_path: Path) -> None:
+    root, files = warehouse
+    assert len(files) >= 500
+    db = tmp_path / "one.duckdb"
+    index_in_order(files, root, db)
+    with duckdb.connect(str(db), read_only=True) as conn:
+        codes = dict(conn.execute("SELECT code, count(*) FROM findings GROUP BY ALL").fetchall())
+        reasons = dict(conn.execute("SELECT reason, count(*) FROM quarantine GROUP BY ALL").fetchall())
+        rollbacks = conn.execute(
+            "SELECT count(*) FROM (SELECT view_id, version_id FROM activations GROUP BY ALL HAVING count(*) > 1)"
+        ).fetchone()
+    assert reasons == {"truncated-gzip": 1, "not-json": 1, "not-object": 1, "not-metadata": 1}
+    assert codes["version-conflict"] == 1
+    assert codes["competing-commit"] == 1
+    assert codes["log-version-expired"] > 0
+    assert rollbacks is not None and rollbacks[0] > 0
+
+
+def test_shuffled_and_repeated_ingest_gives_identical_tables(
+    warehouse: tuple[Path, list[Path]], tmp_path: Path
+) -> None:
+    root, files = warehouse
+    reference = tmp_path / "sorted.duckdb"
+    index_in_order(sorted(files), root, reference)
+    expected = snapshot(reference)
+    assert sum(len(rows) for rows in expected.values()) > 5000
+    for seed in (1, 2, 3):
+        shuffled = files[:]
+        random.Random(seed).shuffle(shuffled)
+        db = tmp_path / f"shuffled-{seed}.duckdb"
+        index_in_order(shuffled, root, db, batch=13 * seed)
+        index_in_order(list(reversed(shuffled)), root, db, batch=101)
+        assert snapshot(db) == expected, f"seed {seed}"
+
+
+def test_reindex_equals_a_fresh_index(warehouse: tuple[Path, list[Path]], tmp_path: Path) -> None:
+    root, files = warehouse
+    db = tmp_path / "reindexed.duckdb"
+    index_in_order(files, root, db)
+    before = snapshot(db)
+    with duckdb.connect(str(db)) as conn:
+        conn.execute("DELETE FROM table_references; DELETE FROM lineage; DELETE FROM versions")
+    stats = reindex(settings_for(db, replica_interval=0))
+    assert stats.indexed == len(files) - 4
+    assert snapshot(db) == before
