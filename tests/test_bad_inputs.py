@@ -1,0 +1,118 @@
+"""Bad inputs never stop indexing: each gets its exact reason or finding, and the next file indexes."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from viewlineage.indexer.config import ParseConfig
+from viewlineage.indexer.errors import DecompressionBomb, ObjectTooLarge, QuarantineError, TruncatedGzip
+from viewlineage.indexer.parse import decompress, parse_metadata
+from viewlineage.indexer.pipeline import index_locations
+from viewlineage.indexer.read import LocalReader
+
+from .conftest import CONFORMANCE, settings_for
+
+VALID = (CONFORMANCE / "iceberg-spec" / "view-spec__appendixA__00002-metadata.json").read_bytes()
+
+
+def test_truncated_gzip() -> None:
+    with pytest.raises(TruncatedGzip, match="ends early"):
+        decompress(gzip.compress(VALID)[:-20], 1 << 20)
+
+
+def test_corrupt_gzip() -> None:
+    data = bytearray(gzip.compress(VALID))
+    data[30] ^= 0xFF
+    with pytest.raises(TruncatedGzip):
+        decompress(bytes(data), 1 << 20)
+
+
+def test_gzip_bomb_stops_at_the_limit() -> None:
+    bomb = gzip.compress(b" " * (8 << 20))
+    assert len(bomb) < 20_000
+    with pytest.raises(DecompressionBomb, match="1048576-byte limit"):
+        decompress(bomb, 1 << 20)
+
+
+def test_concatenated_gzip_members_are_one_document() -> None:
+    half = len(VALID) // 2
+    data = gzip.compress(VALID[:half]) + gzip.compress(VALID[half:])
+    assert decompress(data, 1 << 20) == (VALID, True)
+
+
+def test_over_size_file(tmp_path: Path) -> None:
+    path = tmp_path / "00001-big.metadata.json"
+    path.write_bytes(VALID)
+    with pytest.raises(ObjectTooLarge, match=f"{len(VALID)} bytes is over the 100-byte limit"):
+        LocalReader().read(str(path), 100)
+
+
+@pytest.mark.parametrize(("data", "reason"), [
+    (b"{not json", "not-json"),
+    (b'"a string"', "not-object"),
+    (b"", "not-json"),
+    (b'{"refresh-state": 1}', "not-metadata"),
+    (b'{"versions": [], "format-version": 1}', "no-identity"),
+])
+def test_quarantine_reasons(data: bytes, reason: str) -> None:
+    with pytest.raises(QuarantineError) as caught:
+        parse_metadata(data, "/w/db/v/metadata/00001-x.metadata.json", ParseConfig())
+    assert caught.value.reason == reason
+
+
+def test_wrong_types_keep_what_can_be_identified() -> None:
+    document = json.loads(VALID)
+    document["versions"][0]["version-id"] = "one"
+    document["properties"] = {"comment": 5}
+    document["version-log"].append({"timestamp-ms": 1, "version-id": 2})
+    parsed = parse_metadata(json.dumps(document).encode(), "/w/db/v/00001-x.metadata.json", ParseConfig())
+    assert parsed.view is not None
+    assert [v.version_id for v in parsed.view.versions] == [2]
+    assert parsed.view.properties == {}
+    assert sorted((f.code, f.path) for f in parsed.findings) == [
+        ("invalid-field:comment", "$.properties.comment"),
+        ("invalid-field:version-id", "$.versions[0].version-id"),
+        ("log-not-monotonic", "$.version-log[2].timestamp-ms"),
+        ("log-version-expired", "$.version-log[0].version-id"),
+    ]
+
+
+def test_bad_files_never_stop_index(tmp_path: Path) -> None:
+    metadata = tmp_path / "wh" / "db" / "v" / "metadata"
+    metadata.mkdir(parents=True)
+    (metadata / "00001-a.gz.metadata.json").write_bytes(gzip.compress(VALID)[:-30])
+    (metadata / "00002-b.metadata.json").write_bytes(b"{oops")
+    (metadata / "00003-c.gz.metadata.json").write_bytes(gzip.compress(b"[" * 10 + b" " * (3 << 20)))
+    (metadata / "00004-d.metadata.json").write_bytes(b"x" * 5000)
+    (metadata / "00005-e.metadata.json").write_bytes(VALID)
+    (metadata / ".00005-e.metadata.json.crc").write_bytes(b"crc")
+    db = tmp_path / "store.duckdb"
+    stats = index_locations([str(tmp_path / "wh")],
+                            settings_for(db, max_decompressed_bytes=1 << 20, max_file_bytes=4000))
+    assert (stats.listed, stats.indexed, stats.quarantined) == (5, 1, 4)
+    with duckdb.connect(str(db), read_only=True) as conn:
+        rows = conn.execute("SELECT regexp_extract(location, '0000\\d'), reason FROM quarantine ORDER BY 1").fetchall()
+        indexed = conn.execute("SELECT location FROM files").fetchall()
+    assert rows == [("00001", "truncated-gzip"), ("00002", "not-json"), ("00003", "over-decompressed-limit"),
+                    ("00004", "over-size-limit")]
+    assert indexed == [(str(metadata / "00005-e.metadata.json"),)]
+
+
+def test_a_good_read_supersedes_quarantine(tmp_path: Path) -> None:
+    metadata = tmp_path / "wh" / "db" / "v" / "metadata"
+    metadata.mkdir(parents=True)
+    path = metadata / "00001-a.metadata.json"
+    path.write_bytes(VALID[:50])
+    db = tmp_path / "store.duckdb"
+    settings = settings_for(db)
+    assert index_locations([str(tmp_path / "wh")], settings).quarantined == 1
+    path.write_bytes(VALID)
+    assert index_locations([str(tmp_path / "wh")], settings).indexed == 1
+    with duckdb.connect(str(db), read_only=True) as conn:
+        assert conn.execute("SELECT count(*) FROM quarantine").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM view_files").fetchone() == (1,)
