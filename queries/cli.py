@@ -239,3 +239,7 @@ def sql(context: click.Context, query: str, fmt: str) -> None:
 
 def main() -> None:
     cli(prog_name="viewlineage")
+
+
+if __name__ == "__main__":
+    main()

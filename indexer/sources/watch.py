@@ -17,7 +17,13 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from watchdog.events import FileClosedEvent, FileMovedEvent, FileSystemEventHandler
+from watchdog.events import (
+    DirCreatedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileMovedEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 
 from viewlineage.sinks.store import Store
@@ -37,14 +43,23 @@ warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWa
 
 
 class _Handler(FileSystemEventHandler):
+    """Queues metadata files on close and move, and new directories: a file written into a
+    directory before inotify watches it sends no event, so new directories are listed."""
+
     def __init__(self, paths: queue.Queue[str]) -> None:
         self.paths = paths
 
     def on_closed(self, event: FileClosedEvent) -> None:
         self._offer(event.src_path)
 
-    def on_moved(self, event: FileMovedEvent) -> None:
-        self._offer(event.dest_path)
+    def on_moved(self, event: FileMovedEvent | DirMovedEvent) -> None:
+        if event.is_directory:
+            self.paths.put(os.fsdecode(event.dest_path))
+        else:
+            self._offer(event.dest_path)
+
+    def on_created(self, event: DirCreatedEvent) -> None:
+        self.paths.put(os.fsdecode(event.src_path))
 
     def _offer(self, path: str | bytes) -> None:
         text = os.fsdecode(path)
@@ -82,7 +97,7 @@ def watch_directory(
     reader = LocalReader()
     paths: queue.Queue[str] = queue.Queue()
     observer = Observer()
-    observer.schedule(_Handler(paths), root, recursive=True, event_filter=[FileClosedEvent, FileMovedEvent])
+    observer.schedule(_Handler(paths), root, recursive=True, event_filter=[FileClosedEvent, FileMovedEvent, DirMovedEvent, DirCreatedEvent])
     observer.start()
     try:
         with Store(settings.db, settings.replica_interval) as store:
@@ -104,7 +119,7 @@ def _loop(indexer: Indexer, reader: LocalReader, paths: queue.Queue[str], settin
           stop: threading.Event, log: Callable[[str], None]) -> None:
     retries: dict[str, _Attempt] = {}
     while not stop.is_set():
-        due = _drain(paths, settings.batch_files)
+        due = _expand_directories(_drain(paths, settings.batch_files), reader)
         now = time.monotonic()
         due.extend(location for location, attempt in retries.items() if attempt.due <= now and location not in due)
         if not due:
@@ -154,6 +169,16 @@ def _retry(retries: dict[str, _Attempt], location: str, stat: tuple[int, int] | 
     attempt.stat = stat
     attempt.due = now + min(0.1 * 2**attempt.tries, 2.0)
     return True
+
+
+def _expand_directories(paths: list[str], reader: LocalReader) -> list[str]:
+    expanded: list[str] = []
+    for path in paths:
+        if os.path.isdir(path):
+            expanded.extend(listed.location for listed in reader.list(path))
+        else:
+            expanded.append(path)
+    return expanded
 
 
 def _drain(paths: queue.Queue[str], limit: int) -> list[str]:
