@@ -19,51 +19,158 @@ from .read import FileRead
 
 _STRINGS = pa.list_(pa.string())
 _MAP = pa.map_(pa.string(), pa.string())
-_COLUMN = pa.struct([("id", pa.int32()), ("name", pa.string()), ("type", pa.string()),
-                     ("required", pa.bool_()), ("doc", pa.string())])
+_COLUMN = pa.struct(
+    [
+        ("id", pa.int32()),
+        ("name", pa.string()),
+        ("type", pa.string()),
+        ("required", pa.bool_()),
+        ("doc", pa.string()),
+    ]
+)
 _TS = pa.timestamp("us", tz="UTC")
 
 SCHEMAS: dict[str, pa.Schema] = {
-    "raw_documents": pa.schema([("content_hash", pa.string()), ("document", pa.binary()),
-                                ("document_bytes", pa.int64())]),
-    "files": pa.schema([("location", pa.string()), ("content_hash", pa.string()), ("kind", pa.string()),
-                        ("stored_bytes", pa.int64()), ("gzip", pa.bool_()), ("sequence_number", pa.int64()),
-                        ("modified_ms", pa.int64()), ("modified_source", pa.string()), ("ingested_at", _TS)]),
-    "quarantine": pa.schema([("location", pa.string()), ("reason", pa.string()), ("message", pa.string()),
-                             ("stored_bytes", pa.int64()), ("modified_ms", pa.int64()),
-                             ("quarantined_at", _TS)]),
-    "view_files": pa.schema([("location", pa.string()), ("view_id", pa.string()), ("view_uuid", pa.string()),
-                             ("catalog", pa.string()), ("name", _STRINGS), ("metadata_location", pa.string()),
-                             ("format_version", pa.int32()), ("current_version_id", pa.int32()),
-                             ("properties", _MAP), ("sequence_number", pa.int64()), ("commit_ms", pa.int64()),
-                             ("commit_source", pa.string()), ("last_log_ms", pa.int64()),
-                             ("last_log_version_id", pa.int32())]),
-    "table_files": pa.schema([("location", pa.string()), ("table_uuid", pa.string()),
-                              ("table_location", pa.string()), ("format_version", pa.int32())]),
-    "versions": pa.schema([("version_hash", pa.string()), ("view_id", pa.string()), ("version_id", pa.int32()),
-                           ("timestamp_ms", pa.int64()), ("schema_id", pa.int32()), ("schema_hash", pa.string()),
-                           ("default_catalog", pa.string()), ("default_namespace", _STRINGS),
-                           ("summary", _MAP), ("engine_name", pa.string()), ("engine_version", pa.string())]),
-    "file_versions": pa.schema([("location", pa.string()), ("ordinal", pa.int32()), ("version_id", pa.int32()),
-                                ("version_hash", pa.string())]),
-    "version_log": pa.schema([("location", pa.string()), ("ordinal", pa.int32()), ("view_id", pa.string()),
-                              ("version_id", pa.int32()), ("timestamp_ms", pa.int64())]),
-    "schemas": pa.schema([("schema_hash", pa.string()), ("schema_id", pa.int32()),
-                          ("columns", pa.list_(_COLUMN))]),
-    "representations": pa.schema([("version_hash", pa.string()), ("ordinal", pa.int32()), ("type", pa.string()),
-                                  ("dialect_raw", pa.string()), ("dialect", pa.string()), ("sql", pa.string()),
-                                  ("document", pa.string()), ("lineage_key", pa.string())]),
-    "lineage": pa.schema([("lineage_key", pa.string()), ("rules_version", pa.int32()), ("dialect", pa.string()),
-                          ("computed_at", _TS)]),
-    "table_references": pa.schema([("lineage_key", pa.string()), ("ordinal", pa.int32()),
-                                   ("catalog", pa.string()), ("namespace", _STRINGS), ("name", pa.string()),
-                                   ("suffix", pa.string()), ("pin", pa.string()),
-                                   ("catalog_source", pa.string()), ("raw", pa.string())]),
-    "lineage_findings": pa.schema([("lineage_key", pa.string()), ("ordinal", pa.int32()), ("code", pa.string()),
-                                   ("severity", pa.string()), ("message", pa.string()),
-                                   ("position", pa.string())]),
-    "file_findings": pa.schema([("location", pa.string()), ("ordinal", pa.int32()), ("code", pa.string()),
-                                ("severity", pa.string()), ("message", pa.string()), ("path", pa.string())]),
+    "raw_documents": pa.schema(
+        [("content_hash", pa.string()), ("document", pa.binary()), ("document_bytes", pa.int64())]
+    ),
+    "files": pa.schema(
+        [
+            ("location", pa.string()),
+            ("content_hash", pa.string()),
+            ("kind", pa.string()),
+            ("stored_bytes", pa.int64()),
+            ("gzip", pa.bool_()),
+            ("sequence_number", pa.int64()),
+            ("modified_ms", pa.int64()),
+            ("modified_source", pa.string()),
+            ("ingested_at", _TS),
+        ]
+    ),
+    "quarantine": pa.schema(
+        [
+            ("location", pa.string()),
+            ("reason", pa.string()),
+            ("message", pa.string()),
+            ("stored_bytes", pa.int64()),
+            ("modified_ms", pa.int64()),
+            ("quarantined_at", _TS),
+        ]
+    ),
+    "view_files": pa.schema(
+        [
+            ("location", pa.string()),
+            ("view_id", pa.string()),
+            ("view_uuid", pa.string()),
+            ("catalog", pa.string()),
+            ("name", _STRINGS),
+            ("metadata_location", pa.string()),
+            ("format_version", pa.int32()),
+            ("current_version_id", pa.int32()),
+            ("properties", _MAP),
+            ("sequence_number", pa.int64()),
+            ("commit_ms", pa.int64()),
+            ("commit_source", pa.string()),
+            ("last_log_ms", pa.int64()),
+            ("last_log_version_id", pa.int32()),
+        ]
+    ),
+    "table_files": pa.schema(
+        [
+            ("location", pa.string()),
+            ("table_uuid", pa.string()),
+            ("table_location", pa.string()),
+            ("format_version", pa.int32()),
+        ]
+    ),
+    "versions": pa.schema(
+        [
+            ("version_hash", pa.string()),
+            ("view_id", pa.string()),
+            ("version_id", pa.int32()),
+            ("timestamp_ms", pa.int64()),
+            ("schema_id", pa.int32()),
+            ("schema_hash", pa.string()),
+            ("default_catalog", pa.string()),
+            ("default_namespace", _STRINGS),
+            ("summary", _MAP),
+            ("engine_name", pa.string()),
+            ("engine_version", pa.string()),
+        ]
+    ),
+    "file_versions": pa.schema(
+        [
+            ("location", pa.string()),
+            ("ordinal", pa.int32()),
+            ("version_id", pa.int32()),
+            ("version_hash", pa.string()),
+        ]
+    ),
+    "version_log": pa.schema(
+        [
+            ("location", pa.string()),
+            ("ordinal", pa.int32()),
+            ("view_id", pa.string()),
+            ("version_id", pa.int32()),
+            ("timestamp_ms", pa.int64()),
+        ]
+    ),
+    "schemas": pa.schema(
+        [("schema_hash", pa.string()), ("schema_id", pa.int32()), ("columns", pa.list_(_COLUMN))]
+    ),
+    "representations": pa.schema(
+        [
+            ("version_hash", pa.string()),
+            ("ordinal", pa.int32()),
+            ("type", pa.string()),
+            ("dialect_raw", pa.string()),
+            ("dialect", pa.string()),
+            ("sql", pa.string()),
+            ("document", pa.string()),
+            ("lineage_key", pa.string()),
+        ]
+    ),
+    "lineage": pa.schema(
+        [
+            ("lineage_key", pa.string()),
+            ("rules_version", pa.int32()),
+            ("dialect", pa.string()),
+            ("computed_at", _TS),
+        ]
+    ),
+    "table_references": pa.schema(
+        [
+            ("lineage_key", pa.string()),
+            ("ordinal", pa.int32()),
+            ("catalog", pa.string()),
+            ("namespace", _STRINGS),
+            ("name", pa.string()),
+            ("suffix", pa.string()),
+            ("pin", pa.string()),
+            ("catalog_source", pa.string()),
+            ("raw", pa.string()),
+        ]
+    ),
+    "lineage_findings": pa.schema(
+        [
+            ("lineage_key", pa.string()),
+            ("ordinal", pa.int32()),
+            ("code", pa.string()),
+            ("severity", pa.string()),
+            ("message", pa.string()),
+            ("position", pa.string()),
+        ]
+    ),
+    "file_findings": pa.schema(
+        [
+            ("location", pa.string()),
+            ("ordinal", pa.int32()),
+            ("code", pa.string()),
+            ("severity", pa.string()),
+            ("message", pa.string()),
+            ("path", pa.string()),
+        ]
+    ),
 }
 """Arrow schema of every store table, in insertion order (parents before children)."""
 
@@ -118,27 +225,41 @@ class Batch:
 def _table(name: str, rows: list[tuple[object, ...]]) -> pa.Table:
     schema = SCHEMAS[name]
     columns = list(zip(*rows, strict=True))
-    return pa.table([pa.array(column, type=f.type) for column, f in zip(columns, schema, strict=True)],
-                    schema=schema)
+    return pa.table(
+        [pa.array(column, type=f.type) for column, f in zip(columns, schema, strict=True)], schema=schema
+    )
 
 
-def commit_time(modified_ms: int | None, modified_source: str | None, last_log_ms: int | None
-                ) -> tuple[int | None, str | None]:
+def commit_time(
+    modified_ms: int | None, modified_source: str | None, last_log_ms: int | None
+) -> tuple[int | None, str | None]:
     """A file's commit time: its object time, never earlier than its newest log entry."""
     if modified_ms is None or (last_log_ms is not None and last_log_ms > modified_ms):
         return last_log_ms, "version-log" if last_log_ms is not None else None
     return modified_ms, modified_source
 
 
-def _add_file(rows: dict[str, list[tuple[object, ...]]], item: IndexedFile, now: datetime,
-              include_source: bool) -> None:
+def _add_file(
+    rows: dict[str, list[tuple[object, ...]]], item: IndexedFile, now: datetime, include_source: bool
+) -> None:
     read, parsed = item.read, item.parsed
     location = parsed.location
     if include_source:
         stored = read.data if parsed.gzip else gzip.compress(parsed.document, compresslevel=6, mtime=0)
         rows["raw_documents"].append((parsed.content_hash, stored, len(parsed.document)))
-        rows["files"].append((location, parsed.content_hash, parsed.kind, len(read.data), parsed.gzip,
-                              parsed.sequence_number, read.modified_ms, read.modified_source, now))
+        rows["files"].append(
+            (
+                location,
+                parsed.content_hash,
+                parsed.kind,
+                len(read.data),
+                parsed.gzip,
+                parsed.sequence_number,
+                read.modified_ms,
+                read.modified_source,
+                now,
+            )
+        )
     for ordinal, f in enumerate(parsed.findings):
         rows["file_findings"].append((location, ordinal, f.code, str(f.severity), f.message, f.path))
     if parsed.table is not None:
@@ -150,35 +271,77 @@ def _add_file(rows: dict[str, list[tuple[object, ...]]], item: IndexedFile, now:
     last_log = max(view.log, key=lambda e: e.timestamp_ms, default=None)
     last_log_ms = last_log.timestamp_ms if last_log else None
     commit_ms, commit_source = commit_time(read.modified_ms, read.modified_source, last_log_ms)
-    rows["view_files"].append((
-        location, view.view_id, view.view_uuid, view.name.catalog if view.name else None,
-        list(view.name.parts) if view.name else None, view.metadata_location, view.format_version,
-        view.current_version_id, list(view.properties.items()), parsed.sequence_number, commit_ms,
-        commit_source, last_log_ms, last_log.version_id if last_log else None,
-    ))
+    rows["view_files"].append(
+        (
+            location,
+            view.view_id,
+            view.view_uuid,
+            view.name.catalog if view.name else None,
+            list(view.name.parts) if view.name else None,
+            view.metadata_location,
+            view.format_version,
+            view.current_version_id,
+            list(view.properties.items()),
+            parsed.sequence_number,
+            commit_ms,
+            commit_source,
+            last_log_ms,
+            last_log.version_id if last_log else None,
+        )
+    )
     for schema in view.schemas:
         rows["schemas"].append((schema.schema_hash, schema.schema_id, list(schema.fields)))
     for ordinal, version in enumerate(view.versions):
         rows["file_versions"].append((location, ordinal, version.version_id, version.version_hash))
-        rows["versions"].append((
-            version.version_hash, view.view_id, version.version_id, version.timestamp_ms, version.schema_id,
-            version.schema_hash, version.default_catalog, list(version.default_namespace),
-            list(version.summary.items()), version.engine_name, version.engine_version,
-        ))
+        rows["versions"].append(
+            (
+                version.version_hash,
+                view.view_id,
+                version.version_id,
+                version.timestamp_ms,
+                version.schema_id,
+                version.schema_hash,
+                version.default_catalog,
+                list(version.default_namespace),
+                list(version.summary.items()),
+                version.engine_name,
+                version.engine_version,
+            )
+        )
         for rep in version.representations:
-            rows["representations"].append((
-                version.version_hash, rep.ordinal, rep.type, rep.dialect_raw, rep.dialect, rep.sql, rep.document,
-                item.lineage_keys.get((version.version_hash, rep.ordinal)),
-            ))
+            rows["representations"].append(
+                (
+                    version.version_hash,
+                    rep.ordinal,
+                    rep.type,
+                    rep.dialect_raw,
+                    rep.dialect,
+                    rep.sql,
+                    rep.document,
+                    item.lineage_keys.get((version.version_hash, rep.ordinal)),
+                )
+            )
     for ordinal, entry in enumerate(view.log):
         rows["version_log"].append((location, ordinal, view.view_id, entry.version_id, entry.timestamp_ms))
 
 
-def _add_lineage(rows: dict[str, list[tuple[object, ...]]], key: str, lineage: Lineage, now: datetime) -> None:
+def _add_lineage(
+    rows: dict[str, list[tuple[object, ...]]], key: str, lineage: Lineage, now: datetime
+) -> None:
     rows["lineage"].append((key, LINEAGE_RULES_VERSION, lineage.dialect, now))
     for ordinal, ref in enumerate(lineage.references):
-        rows["table_references"].append((key, ordinal, ref.catalog, list(ref.namespace), ref.name, ref.suffix,
-                                         ref.pin, ref.catalog_source, ref.raw))
+        rows["table_references"].append(
+            (
+                key,
+                ordinal,
+                ref.catalog,
+                list(ref.namespace),
+                ref.name,
+                ref.suffix,
+                ref.pin,
+                ref.catalog_source,
+                ref.raw,
+            )
+        )
     for ordinal, f in enumerate(lineage.findings):
         rows["lineage_findings"].append((key, ordinal, f.code, str(f.severity), f.message, f.path))
-

@@ -27,9 +27,25 @@ LINEAGE_RULES_VERSION = 1
 older rules are recomputed rather than reused."""
 
 METADATA_TABLES = frozenset(
-    {"history", "metadata_log_entries", "snapshots", "entries", "files", "data_files", "delete_files",
-     "manifests", "partitions", "position_deletes", "refs", "all_data_files", "all_delete_files", "all_files",
-     "all_manifests", "all_entries", "properties"}
+    {
+        "history",
+        "metadata_log_entries",
+        "snapshots",
+        "entries",
+        "files",
+        "data_files",
+        "delete_files",
+        "manifests",
+        "partitions",
+        "position_deletes",
+        "refs",
+        "all_data_files",
+        "all_delete_files",
+        "all_files",
+        "all_manifests",
+        "all_entries",
+        "properties",
+    }
 )
 """Iceberg metadata table names (`db.t.snapshots` in Spark, `"t$snapshots"` in Trino)."""
 
@@ -69,8 +85,15 @@ class LineageRequest:
 
     def key(self, config: LineageConfig) -> str:
         text = "\x00".join(
-            [str(LINEAGE_RULES_VERSION), config.fingerprint(), self.dialect, self.default_catalog or "",
-             "\x1f".join(self.default_namespace), self.view_catalog or "", self.sql]
+            [
+                str(LINEAGE_RULES_VERSION),
+                config.fingerprint(),
+                self.dialect,
+                self.default_catalog or "",
+                "\x1f".join(self.default_namespace),
+                self.view_catalog or "",
+                self.sql,
+            ]
         )
         return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
@@ -100,14 +123,20 @@ def extract_lineage(request: LineageRequest, config: LineageConfig) -> Lineage:
             continue
         if not isinstance(statement, exp.Query):
             resolver.findings.append(
-                Finding("sql-parse-error", Severity.ERROR,
-                        f"not a query: {statement.sql(request.dialect)[:80]!r} parses as {statement.key}", "1:1")
+                Finding(
+                    "sql-parse-error",
+                    Severity.ERROR,
+                    f"not a query: {statement.sql(request.dialect)[:80]!r} parses as {statement.key}",
+                    "1:1",
+                )
             )
             continue
         try:
             scopes = traverse_scope(statement)
         except SqlglotError as exc:
-            resolver.findings.append(Finding("sql-parse-error", Severity.ERROR, f"cannot resolve scopes: {exc}"))
+            resolver.findings.append(
+                Finding("sql-parse-error", Severity.ERROR, f"cannot resolve scopes: {exc}")
+            )
             continue
         seen: set[int] = set()
         for scope in scopes:
@@ -137,13 +166,20 @@ class _Resolver:
         self.request = request
         self.dialect = request.dialect
         self.fold = request.dialect in CASE_INSENSITIVE
-        self.aliases = {name: catalog for (dialect, name), catalog in config.aliases.items()
-                        if dialect == request.dialect}
+        self.aliases = {
+            name: catalog for (dialect, name), catalog in config.aliases.items() if dialect == request.dialect
+        }
         default_catalog = self._catalog(request.default_catalog) if request.default_catalog else None
         self.default_catalog = default_catalog
-        self.known_catalogs = set(config.catalogs) | set(self.aliases) | {
-            c for c in (default_catalog, request.view_catalog, self._fold(request.default_catalog or "")) if c
-        }
+        self.known_catalogs = (
+            set(config.catalogs)
+            | set(self.aliases)
+            | {
+                c
+                for c in (default_catalog, request.view_catalog, self._fold(request.default_catalog or ""))
+                if c
+            }
+        )
         self.references: list[TableReference] = []
         self.findings: list[Finding] = []
 
@@ -190,9 +226,12 @@ class _Resolver:
         else:
             source = "unknown"
             self.findings.append(
-                Finding("catalog-unknown", Severity.WARNING,
-                        f"no catalog for {raw!r}: no default-catalog and no --catalog-map entry; "
-                        "it matches on namespace and name only")
+                Finding(
+                    "catalog-unknown",
+                    Severity.WARNING,
+                    f"no catalog for {raw!r}: no default-catalog and no --catalog-map entry; "
+                    "it matches on namespace and name only",
+                )
             )
         self.references.append(TableReference(catalog, namespace, parts[-1], suffix, pin, source, raw))
 
@@ -209,7 +248,10 @@ class _Resolver:
             if named is not None:
                 return [self._fold(part.name) for part in named.parts]
         self.findings.append(
-            Finding("dynamic-identifier", Severity.WARNING,
-                    f"{function.sql(self.dialect)} names its table at run time; not resolved")
+            Finding(
+                "dynamic-identifier",
+                Severity.WARNING,
+                f"{function.sql(self.dialect)} names its table at run time; not resolved",
+            )
         )
         return None

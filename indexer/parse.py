@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from . import rules
 from .config import ParseConfig
-from .dialects import canonical_dialect, unknown_dialect_hint
+from .dialects import canonical_dialect
 from .errors import DecompressionBomb, QuarantineError, TruncatedGzip
 from .findings import Finding, Severity
 from .locations import ViewName, sequence_number, view_name
@@ -355,7 +355,9 @@ def _parsed_version(
             f"{path}.representations",
         )
     )
-    content = orjson.dumps([view_id, raw, schema.schema_hash if schema else None], option=orjson.OPT_SORT_KEYS)
+    content = orjson.dumps(
+        [view_id, raw, schema.schema_hash if schema else None], option=orjson.OPT_SORT_KEYS
+    )
     return ParsedVersion(
         version_id=version.version_id,
         version_hash=digest(content),

@@ -44,10 +44,16 @@ class IndexStats:
 
     def summary(self) -> dict[str, int]:
         return {
-            "files": self.listed, "indexed": self.indexed, "already_indexed": self.already_indexed,
-            "quarantined": self.quarantined, "missing": self.missing, "table_files": self.table_files,
-            "views": len(self.views), "versions": len(self.versions),
-            "findings": sum(self.findings.values()), "lineage_computed": self.lineage_computed,
+            "files": self.listed,
+            "indexed": self.indexed,
+            "already_indexed": self.already_indexed,
+            "quarantined": self.quarantined,
+            "missing": self.missing,
+            "table_files": self.table_files,
+            "views": len(self.views),
+            "versions": len(self.versions),
+            "findings": sum(self.findings.values()),
+            "lineage_computed": self.lineage_computed,
             "lineage_reused": self.lineage_reused,
         }
 
@@ -111,7 +117,9 @@ class Indexer:
         self._count(batch)
         return batch
 
-    def _lineage_keys(self, parsed: ParsedFile, pending: dict[str, LineageRequest]) -> dict[tuple[str, int], str]:
+    def _lineage_keys(
+        self, parsed: ParsedFile, pending: dict[str, LineageRequest]
+    ) -> dict[tuple[str, int], str]:
         keys: dict[tuple[str, int], str] = {}
         view = parsed.view
         if view is None:
@@ -121,8 +129,9 @@ class Indexer:
             for rep in version.representations:
                 if rep.dialect is None or rep.sql is None:
                     continue
-                request = LineageRequest(rep.sql, rep.dialect, version.default_catalog,
-                                         version.default_namespace, view_catalog)
+                request = LineageRequest(
+                    rep.sql, rep.dialect, version.default_catalog, version.default_namespace, view_catalog
+                )
                 key = request.key(self.config.lineage)
                 pending.setdefault(key, request)
                 keys[(version.version_hash, rep.ordinal)] = key
@@ -141,8 +150,12 @@ class Indexer:
         for lineage in batch.lineage.values():
             self.stats.findings.update(f.code for f in lineage.findings)
 
-    def ingest(self, items: Iterable[FileRead | ReadFailure], batch_files: int,
-               progress: Callable[[int], None] | None = None) -> IndexStats:
+    def ingest(
+        self,
+        items: Iterable[FileRead | ReadFailure],
+        batch_files: int,
+        progress: Callable[[int], None] | None = None,
+    ) -> IndexStats:
         """Store `items` in batches of `batch_files`, one transaction each."""
         chunk: list[FileRead | ReadFailure] = []
         for item in items:
@@ -160,8 +173,9 @@ class Indexer:
             progress(len(chunk))
 
 
-def read_with_retries(read: Callable[[], FileRead], location: str, attempts: int = READ_ATTEMPTS
-                      ) -> FileRead | ReadFailure:
+def read_with_retries(
+    read: Callable[[], FileRead], location: str, attempts: int = READ_ATTEMPTS
+) -> FileRead | ReadFailure:
     """Bounded retries for transient errors; terminal ones fail at once."""
     for attempt in range(attempts):
         try:
@@ -178,12 +192,16 @@ def read_with_retries(read: Callable[[], FileRead], location: str, attempts: int
 def with_roots(config: ParseConfig, roots: Iterable[str]) -> ParseConfig:
     """Add a catalog-less catalog-map entry for each indexed root no entry covers, so views under
     it are named relative to it."""
-    extra = tuple(CatalogMapEntry(root.rstrip("/"), None) for root in roots if config.catalog_for(root) is None)
+    extra = tuple(
+        CatalogMapEntry(root.rstrip("/"), None) for root in roots if config.catalog_for(root) is None
+    )
     return replace(config, catalog_map=config.catalog_map + extra) if extra else config
 
 
 def index_locations(
-    locations: Iterable[str], settings: Settings, on_listed: Callable[[int], None] | None = None,
+    locations: Iterable[str],
+    settings: Settings,
+    on_listed: Callable[[int], None] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> IndexStats:
     """List every metadata file under `locations`, read the new ones in parallel and store them."""
@@ -213,8 +231,9 @@ def _read_all(todo: list[tuple[str, ListedFile]], settings: Settings) -> Iterato
     def read_one(entry: tuple[str, ListedFile]) -> FileRead | ReadFailure:
         root, listed = entry
         reader = readers[root]
-        return read_with_retries(lambda: reader.read(listed.location, settings.max_file_bytes, listed),
-                                 listed.location)
+        return read_with_retries(
+            lambda: reader.read(listed.location, settings.max_file_bytes, listed), listed.location
+        )
 
     with ThreadPoolExecutor(settings.read_workers) as pool:
         yield from pool.map(read_one, todo)
@@ -229,8 +248,10 @@ def reindex(settings: Settings) -> IndexStats:
         store.clear_derived()
         indexer = Indexer(store, config)
         for chunk in documents:
-            reads = [FileRead(location, document, modified_ms, source)
-                     for location, document, modified_ms, source in chunk]
+            reads = [
+                FileRead(location, document, modified_ms, source)
+                for location, document, modified_ms, source in chunk
+            ]
             store.write(indexer.build_batch(reads, include_source=False))
         indexer.stats.listed = indexer.stats.indexed
         return indexer.stats

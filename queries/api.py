@@ -71,46 +71,66 @@ def resolve_view(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = 
     at = FOREVER_MS if at_ms is None else at_ms
     text = ref.strip()
     if _UUID.match(text.lower()) or text.startswith("loc:"):
-        rows = _rows(conn, "SELECT DISTINCT view_id, catalog, name FROM view_files WHERE view_id = ?",
-                     [text.lower() if not text.startswith("loc:") else text])
+        rows = _rows(
+            conn,
+            "SELECT DISTINCT view_id, catalog, name FROM view_files WHERE view_id = ?",
+            [text.lower() if not text.startswith("loc:") else text],
+        )
     elif "://" in text or text.startswith(("/", "file:", ".")):
         location = normalize_location(text).rstrip("/")
-        rows = _rows(conn, """
+        rows = _rows(
+            conn,
+            """
             SELECT DISTINCT view_id, catalog, name FROM view_files
             WHERE location = ?1 OR rtrim(metadata_location, '/') IN (?1, ?2)
-               OR location LIKE ?1 || '/metadata/%'""", [location, text.rstrip("/")])
+               OR location LIKE ?1 || '/metadata/%'""",
+            [location, text.rstrip("/")],
+        )
     else:
         parts = [part.lower() for part in re.split(r"[./]", text) if part]
-        rows = _rows(conn, """
+        rows = _rows(
+            conn,
+            """
             SELECT view_id, catalog, name FROM (
                 SELECT view_id, catalog, name, max(commit_ms) FILTER (WHERE commit_ms <= ?2) AS before,
                        min(commit_ms) AS first
-                FROM (SELECT *, list_concat(CASE WHEN catalog IS NULL THEN [] ELSE [catalog] END, name) AS full_name
-                      FROM view_files)
+                FROM (SELECT *, list_concat(CASE WHEN catalog IS NULL THEN [] ELSE [catalog] END, name)
+                                AS full_name FROM view_files)
                 WHERE len(full_name) >= len(?1) AND list_slice(full_name, -len(?1), -1) = ?1
                 GROUP BY ALL)
             QUALIFY row_number() OVER (PARTITION BY catalog, name
                                        ORDER BY before DESC NULLS LAST, first DESC, view_id) = 1""",
-                     [parts, at])
+            [parts, at],
+        )
     if not rows:
         raise UsageError(f"no view {ref!r} in the store")
     if len(rows) > 1:
-        listed = ", ".join(f"{display_name(r['catalog'], r['name'], r['view_id'])} ({r['view_id']})" for r in rows)
+        listed = ", ".join(
+            f"{display_name(r['catalog'], r['name'], r['view_id'])} ({r['view_id']})" for r in rows
+        )
         raise UsageError(f"{ref!r} is ambiguous: {listed}")
     row = rows[0]
     return ResolvedView(row["view_id"], display_name(row["catalog"], row["name"], row["view_id"]))
 
 
 def _version_rows(conn: duckdb.DuckDBPyConnection, view_id: str, version_id: int) -> dict[str, Any]:
-    version = _rows(conn, """
+    version = _rows(
+        conn,
+        """
         SELECT pv.*, s.columns FROM preferred_versions pv LEFT JOIN schemas s USING (schema_hash)
-        WHERE pv.view_id = ? AND pv.version_id = ?""", [view_id, version_id])
+        WHERE pv.view_id = ? AND pv.version_id = ?""",
+        [view_id, version_id],
+    )
     if not version:
         return {"version_id": version_id, "missing": True}
     v = version[0]
-    representations = _rows(conn, """
+    representations = _rows(
+        conn,
+        """
         SELECT ordinal, type, dialect, dialect_raw, sql, document FROM representations
-        WHERE version_hash = ? ORDER BY ordinal""", [v["version_hash"]])
+        WHERE version_hash = ? ORDER BY ordinal""",
+        [v["version_hash"]],
+    )
     return {
         "version_id": v["version_id"],
         "version_hash": v["version_hash"],
@@ -125,7 +145,8 @@ def _version_rows(conn: duckdb.DuckDBPyConnection, view_id: str, version_id: int
         "columns": [dict(column) for column in v["columns"] or []],
         "representations": [
             {"type": r["type"], "dialect": r["dialect"], "dialect_raw": r["dialect_raw"], "sql": r["sql"]}
-            if r["type"] == "sql" else {"type": r["type"], "document": r["document"]}
+            if r["type"] == "sql"
+            else {"type": r["type"], "document": r["document"]}
             for r in representations
         ],
     }
@@ -159,27 +180,42 @@ def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None)
 def history(conn: duckdb.DuckDBPyConnection, ref: str) -> dict[str, Any]:
     """Every version and every activation of a view, with the SQL diff between activations."""
     view = resolve_view(conn, ref)
-    activations = _rows(conn, """
+    activations = _rows(
+        conn,
+        """
         SELECT version_id, timestamp_ms FROM activations WHERE view_id = ?
-        ORDER BY timestamp_ms, version_id""", [view.view_id])
-    version_ids = _rows(conn, "SELECT DISTINCT version_id FROM preferred_versions WHERE view_id = ? ORDER BY 1",
-                        [view.view_id])
-    versions = {row["version_id"]: _version_rows(conn, view.view_id, row["version_id"]) for row in version_ids}
+        ORDER BY timestamp_ms, version_id""",
+        [view.view_id],
+    )
+    version_ids = _rows(
+        conn,
+        "SELECT DISTINCT version_id FROM preferred_versions WHERE view_id = ? ORDER BY 1",
+        [view.view_id],
+    )
+    versions = {
+        row["version_id"]: _version_rows(conn, view.view_id, row["version_id"]) for row in version_ids
+    }
     entries = []
     previous: dict[str, Any] | None = None
     for activation in activations:
         version = versions.get(activation["version_id"], {"missing": True, "representations": []})
-        entries.append({
-            "version_id": activation["version_id"],
-            "activated_ms": activation["timestamp_ms"],
-            "activated_at": iso(activation["timestamp_ms"]),
-            "engine_name": version.get("engine_name"),
-            "engine_version": version.get("engine_version"),
-            "diff": _sql_diff(previous, version) if previous is not None else None,
-        })
+        entries.append(
+            {
+                "version_id": activation["version_id"],
+                "activated_ms": activation["timestamp_ms"],
+                "activated_at": iso(activation["timestamp_ms"]),
+                "engine_name": version.get("engine_name"),
+                "engine_version": version.get("engine_version"),
+                "diff": _sql_diff(previous, version) if previous is not None else None,
+            }
+        )
         previous = version
-    return {"view": view.name, "view_id": view.view_id, "versions": list(versions.values()),
-            "activations": entries}
+    return {
+        "view": view.name,
+        "view_id": view.view_id,
+        "versions": list(versions.values()),
+        "activations": entries,
+    }
 
 
 def _sql_diff(before: dict[str, Any], after: dict[str, Any]) -> str:
@@ -191,8 +227,11 @@ def _sql_diff(before: dict[str, Any], after: dict[str, Any]) -> str:
                 lines.extend(line + "\n" for line in rep["sql"].splitlines())
         return lines
 
-    return "".join(difflib.unified_diff(text(before), text(after), f"v{before.get('version_id')}",
-                                        f"v{after.get('version_id')}", n=2))
+    return "".join(
+        difflib.unified_diff(
+            text(before), text(after), f"v{before.get('version_id')}", f"v{after.get('version_id')}", n=2
+        )
+    )
 
 
 def _reference_name(row: dict[str, Any]) -> str:
@@ -205,76 +244,119 @@ def _names(conn: duckdb.DuckDBPyConnection, at: int) -> dict[str, str]:
     return {r["view_id"]: display_name(r["catalog"], r["name"], r["view_id"]) for r in rows}
 
 
-def deps(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None, transitive: bool = False
-         ) -> dict[str, Any]:
+def deps(
+    conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None, transitive: bool = False
+) -> dict[str, Any]:
     """The tables a view reads at `as_of_ms`; with `transitive`, through the views it reads too."""
     view = resolve_view(conn, ref, as_of_ms)
     at = FOREVER_MS if as_of_ms is None else as_of_ms
-    rows = _rows(conn, "SELECT * FROM deps_as_of(?, ?) WHERE depth = 1 OR ? ORDER BY depth, catalog, namespace, "
-                       "table_name, suffix, pin", [view.view_id, at, transitive])
+    rows = _rows(
+        conn,
+        "SELECT * FROM deps_as_of(?, ?) WHERE depth = 1 OR ? ORDER BY depth, catalog, namespace, "
+        "table_name, suffix, pin",
+        [view.view_id, at, transitive],
+    )
     names = _names(conn, at)
     seen: set[tuple[Any, ...]] = set()
     reads = []
     for row in rows:
-        key = (row["catalog"], tuple(row["namespace"]), row["table_name"], row["suffix"], row["pin"],
-               tuple(row["path"]))
+        key = (
+            row["catalog"],
+            tuple(row["namespace"]),
+            row["table_name"],
+            row["suffix"],
+            row["pin"],
+            tuple(row["path"]),
+        )
         if key in seen:
             continue
         seen.add(key)
-        reads.append({
-            "table": _reference_name(row),
-            "depth": row["depth"],
-            "via": [names.get(v, v) for v in row["path"]],
-            "is_view": row["target_view_id"] is not None,
-            "view_id": row["target_view_id"],
-            "suffix": row["suffix"],
-            "pin": row["pin"],
-            "catalog_unknown": row["catalog_unknown"],
-        })
-    return {"view": view.name, "view_id": view.view_id, "as_of_ms": as_of_ms, "as_of": iso(as_of_ms),
-            "transitive": transitive, "reads": reads}
+        reads.append(
+            {
+                "table": _reference_name(row),
+                "depth": row["depth"],
+                "via": [names.get(v, v) for v in row["path"]],
+                "is_view": row["target_view_id"] is not None,
+                "view_id": row["target_view_id"],
+                "suffix": row["suffix"],
+                "pin": row["pin"],
+                "catalog_unknown": row["catalog_unknown"],
+            }
+        )
+    return {
+        "view": view.name,
+        "view_id": view.view_id,
+        "as_of_ms": as_of_ms,
+        "as_of": iso(as_of_ms),
+        "transitive": transitive,
+        "reads": reads,
+    }
 
 
-def uses(conn: duckdb.DuckDBPyConnection, table: str, as_of_ms: int | None = None, transitive: bool = False
-         ) -> dict[str, Any]:
+def uses(
+    conn: duckdb.DuckDBPyConnection, table: str, as_of_ms: int | None = None, transitive: bool = False
+) -> dict[str, Any]:
     """The views reading `table` at `as_of_ms`; with `transitive`, through other views too.
     `table` is `[catalog.]namespace.name`; the first part is a catalog only if the store knows it."""
     parts = [part.lower() for part in re.split(r"[./]", table.strip()) if part]
     if len(parts) < 2:
         raise UsageError(f"name the table with its namespace: {table!r}")
-    catalogs = {row["catalog"] for row in _rows(conn, "SELECT DISTINCT catalog FROM view_files WHERE catalog "
-                                                      "IS NOT NULL UNION SELECT DISTINCT catalog FROM "
-                                                      "table_references WHERE catalog IS NOT NULL")}
+    catalogs = {
+        row["catalog"]
+        for row in _rows(
+            conn,
+            "SELECT DISTINCT catalog FROM view_files WHERE catalog "
+            "IS NOT NULL UNION SELECT DISTINCT catalog FROM "
+            "table_references WHERE catalog IS NOT NULL",
+        )
+    }
     catalog = parts[0] if len(parts) >= 3 and parts[0] in catalogs else None
     reference = parts[1:] if catalog else parts
     at = FOREVER_MS if as_of_ms is None else as_of_ms
-    rows = _rows(conn, "SELECT * FROM uses_as_of(?, ?, ?) WHERE depth = 1 OR ? ORDER BY depth, path",
-                 [catalog, reference, at, transitive])
+    rows = _rows(
+        conn,
+        "SELECT * FROM uses_as_of(?, ?, ?) WHERE depth = 1 OR ? ORDER BY depth, path",
+        [catalog, reference, at, transitive],
+    )
     names = _names(conn, at)
-    views = [{
-        "view": names.get(row["view_id"], row["view_id"]),
-        "view_id": row["view_id"],
-        "depth": row["depth"],
-        "path": [names.get(v, v) for v in row["path"]],
-        "catalog_unknown": row["catalog_unknown"],
-    } for row in rows]
+    views = [
+        {
+            "view": names.get(row["view_id"], row["view_id"]),
+            "view_id": row["view_id"],
+            "depth": row["depth"],
+            "path": [names.get(v, v) for v in row["path"]],
+            "catalog_unknown": row["catalog_unknown"],
+        }
+        for row in rows
+    ]
     views.sort(key=lambda v: (v["depth"], v["path"]))
-    return {"table": ".".join(([catalog] if catalog else []) + reference), "as_of_ms": as_of_ms,
-            "as_of": iso(as_of_ms), "transitive": transitive, "views": views}
+    return {
+        "table": ".".join(([catalog] if catalog else []) + reference),
+        "as_of_ms": as_of_ms,
+        "as_of": iso(as_of_ms),
+        "transitive": transitive,
+        "views": views,
+    }
 
 
-def findings(conn: duckdb.DuckDBPyConnection, code: str | None = None, view: str | None = None
-             ) -> list[dict[str, Any]]:
+def findings(
+    conn: duckdb.DuckDBPyConnection, code: str | None = None, view: str | None = None
+) -> list[dict[str, Any]]:
     view_id = resolve_view(conn, view).view_id if view else None
-    return _rows(conn, """
+    return _rows(
+        conn,
+        """
         SELECT scope, code, severity, view_id, version_id, location, position, message FROM findings
         WHERE (?1 IS NULL OR code = ?1 OR code LIKE ?1 || ':%') AND (?2 IS NULL OR view_id = ?2)
-        ORDER BY code, view_id, version_id, location, position""", [code, view_id])
+        ORDER BY code, view_id, version_id, location, position""",
+        [code, view_id],
+    )
 
 
 def quarantine(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    return _rows(conn, "SELECT location, reason, message, stored_bytes, modified_ms FROM quarantine "
-                       "ORDER BY location")
+    return _rows(
+        conn, "SELECT location, reason, message, stored_bytes, modified_ms FROM quarantine ORDER BY location"
+    )
 
 
 def run_sql(conn: duckdb.DuckDBPyConnection, text: str) -> list[dict[str, Any]]:

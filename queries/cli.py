@@ -22,8 +22,17 @@ from .output import JsonOutput, Output, TextOutput
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_SETTING_FLAGS = ("catalog_map", "catalog_alias", "max_file_bytes", "max_decompressed_bytes", "read_workers",
-                  "batch_files", "replica_interval", "settle_seconds", "s3_endpoint")
+_SETTING_FLAGS = (
+    "catalog_map",
+    "catalog_alias",
+    "max_file_bytes",
+    "max_decompressed_bytes",
+    "read_workers",
+    "batch_files",
+    "replica_interval",
+    "settle_seconds",
+    "s3_endpoint",
+)
 
 
 def setting_options(function: F) -> F:
@@ -32,9 +41,10 @@ def setting_options(function: F) -> F:
         info = Settings.model_fields[name]
         flag = "--" + (info.alias or name).replace("_", "-")
         many = name in ("catalog_map", "catalog_alias")
-        kind = {int: int, float: float}.get(info.annotation, str)  # type: ignore[call-overload]
+        kind: type = int if info.annotation is int else float if info.annotation is float else str
         function = click.option(flag, name, multiple=many, type=kind, default=None, help=info.description)(
-            function)
+            function
+        )
     return function
 
 
@@ -65,10 +75,20 @@ def output_for(fmt: str) -> Output:
     return JsonOutput() if fmt == "json" else TextOutput()
 
 
-format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-                             show_default=True, help="Readable table, or JSON with stable fields.")
-as_of_option = click.option("--as-of", "as_of", default=None,
-                            help="ISO-8601 time (UTC when no zone is given) or epoch ms; default: now.")
+format_option = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Readable table, or JSON with stable fields.",
+)
+as_of_option = click.option(
+    "--as-of",
+    "as_of",
+    default=None,
+    help="ISO-8601 time (UTC when no zone is given) or epoch ms; default: now.",
+)
 
 
 @click.group()
@@ -98,8 +118,9 @@ def _print_summary(stats: IndexStats, fmt: str) -> None:
 @click.option("--progress/--no-progress", default=None, help="Progress bar [default: on a terminal].")
 @click.pass_context
 @handle_errors
-def index(context: click.Context, locations: tuple[str, ...], fmt: str, progress: bool | None,
-          **flags: Any) -> None:
+def index(
+    context: click.Context, /, locations: tuple[str, ...], fmt: str, progress: bool | None, **flags: Any
+) -> None:
     """Index every metadata file under LOCATIONS (paths or s3:// URLs)."""
     settings = settings_from(context, **flags)
     show_bar = sys.stderr.isatty() if progress is None else progress
@@ -124,7 +145,7 @@ def index(context: click.Context, locations: tuple[str, ...], fmt: str, progress
 @setting_options
 @click.pass_context
 @handle_errors
-def watch(context: click.Context, root: str, **flags: Any) -> None:
+def watch(context: click.Context, /, root: str, **flags: Any) -> None:
     """Index ROOT, then follow it: every metadata file closed or moved into it is indexed."""
     from viewlineage.indexer.sources.watch import watch_directory
 
@@ -137,7 +158,7 @@ def watch(context: click.Context, root: str, **flags: Any) -> None:
 @format_option
 @click.pass_context
 @handle_errors
-def reindex_command(context: click.Context, fmt: str, **flags: Any) -> None:
+def reindex_command(context: click.Context, /, fmt: str, **flags: Any) -> None:
     """Rebuild every derived row from the raw documents in the store."""
     _print_summary(reindex(settings_from(context, **flags)), fmt)
 
@@ -174,8 +195,9 @@ def history(context: click.Context, view: str, fmt: str) -> None:
         if fmt == "json":
             output_for(fmt).result(result)
         else:
-            output_for(fmt).result({"view": result["view"], "view_id": result["view_id"],
-                                    "activations": result["activations"]})
+            output_for(fmt).result(
+                {"view": result["view"], "view_id": result["view_id"], "activations": result["activations"]}
+            )
 
 
 @cli.command()

@@ -21,7 +21,7 @@ def migrations() -> list[Migration]:
     found = []
     for entry in resources.files("viewlineage.sinks").joinpath("migrations").iterdir():
         if entry.name.endswith(".sql"):
-            number, _, rest = entry.name.partition("_")
+            number = entry.name.partition("_")[0]
             found.append(Migration(int(number), entry.name.removesuffix(".sql"), entry.read_text()))
     return sorted(found, key=lambda m: m.id)
 

@@ -25,7 +25,11 @@ from viewlineage.indexer.errors import StoreError
 
 from .schema import install_queries, migrate
 
-READER_CONFIG = {"enable_external_access": False, "lock_configuration": True, "autoload_known_extensions": False}
+READER_CONFIG = {
+    "enable_external_access": False,
+    "lock_configuration": True,
+    "autoload_known_extensions": False,
+}
 """Readers (and the `sql` command) get no file or network access from SQL and cannot re-enable it."""
 
 
@@ -95,7 +99,9 @@ class Store:
         self.conn.executemany("INSERT OR IGNORE INTO index_roots VALUES (?)", [[root] for root in roots])
 
     def roots(self) -> list[str]:
-        return [row[0] for row in self.conn.execute("SELECT prefix FROM index_roots ORDER BY prefix").fetchall()]
+        return [
+            row[0] for row in self.conn.execute("SELECT prefix FROM index_roots ORDER BY prefix").fetchall()
+        ]
 
     def indexed(self, locations: Iterable[str]) -> set[str]:
         """Which of these locations are already indexed (their files are immutable)."""
@@ -118,7 +124,9 @@ class Store:
             self.conn.unregister("_wanted")
         return {row[0] for row in rows}
 
-    def stored_documents(self, chunk: int = 1000) -> Iterator[list[tuple[str, bytes, int | None, str | None]]]:
+    def stored_documents(
+        self, chunk: int = 1000
+    ) -> Iterator[list[tuple[str, bytes, int | None, str | None]]]:
         """(location, stored document, modified_ms, modified_source) of every indexed file, in chunks."""
         cursor = self.conn.execute(
             "SELECT f.location, r.document, f.modified_ms, f.modified_source FROM files f "
@@ -167,5 +175,3 @@ def open_reader(path: str | os.PathLike[str], retry_seconds: float = 2.0) -> duc
             if time.monotonic() > deadline:
                 raise StoreError(f"store {path} is locked by a writer and has no replica yet: {exc}") from exc
             time.sleep(0.05)
-
-

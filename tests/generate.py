@@ -33,7 +33,8 @@ def _sql(rng: random.Random, view: int, version: int, tables: list[str]) -> str:
     if shape == 0:
         return f"SELECT * FROM {a} WHERE id > {version}"
     if shape == 1:
-        return f"WITH {a.split('.')[-1]} AS (SELECT * FROM {a}) SELECT x.id FROM {a.split('.')[-1]} x JOIN {b} USING (id)"
+        cte = a.split(".")[-1]  # a CTE named like the table it reads
+        return f"WITH {cte} AS (SELECT * FROM {a}) SELECT x.id FROM {cte} x JOIN {b} USING (id)"
     if shape == 2:
         return f"SELECT id FROM {a} UNION ALL SELECT id FROM {b} WHERE v = {view}"
     return f"SELECT id, count(*) OVER (PARTITION BY k) FROM {a} WHERE id IN (SELECT id FROM {b})"
@@ -54,31 +55,48 @@ def generate(root: Path, views: int = 25, commits: int = 20, seed: int = 7) -> G
         current = 0
         for commit in range(commits):
             clock += rng.randrange(1_000, 60_000)
-            kind = "create" if commit == 0 else rng.choices(["replace", "properties", "rollback"], [6, 3, 1])[0]
+            kind = (
+                "create" if commit == 0 else rng.choices(["replace", "properties", "rollback"], [6, 3, 1])[0]
+            )
             if kind == "rollback" and len(versions) < 2:
                 kind = "properties"
             if kind in ("create", "replace"):
                 current = len(versions) + 1
                 dialects = ["spark"] if view % 3 else ["spark", "trino"]
                 sql = _sql(rng, view, current, tables)
-                versions.append({
-                    "version-id": current, "timestamp-ms": clock, "schema-id": 0,
-                    "summary": {"engine-name": "spark", "engine-version": "3.5.9"},
-                    "default-namespace": ["db"],
-                    "representations": [{"type": "sql", "sql": sql, "dialect": d} for d in dialects],
-                })
+                versions.append(
+                    {
+                        "version-id": current,
+                        "timestamp-ms": clock,
+                        "schema-id": 0,
+                        "summary": {"engine-name": "spark", "engine-version": "3.5.9"},
+                        "default-namespace": ["db"],
+                        "representations": [{"type": "sql", "sql": sql, "dialect": d} for d in dialects],
+                    }
+                )
                 log.append({"timestamp-ms": clock, "version-id": current})
             elif kind == "rollback":
-                current = rng.choice([v["version-id"] for v in versions[-HISTORY:] if v["version-id"] != current])
+                current = rng.choice(
+                    [v["version-id"] for v in versions[-HISTORY:] if v["version-id"] != current]
+                )
                 log.append({"timestamp-ms": clock, "version-id": current})
             else:
                 properties = {**properties, "touched": str(commit)}
             document = {
-                "view-uuid": view_uuid, "format-version": 1,
-                "location": str(directory.parent), "current-version-id": current,
-                "schemas": [{"type": "struct", "schema-id": 0,
-                             "fields": [{"id": 1, "name": "id", "required": False, "type": "long"}]}],
-                "versions": versions[-HISTORY:], "version-log": log, "properties": dict(properties),
+                "view-uuid": view_uuid,
+                "format-version": 1,
+                "location": str(directory.parent),
+                "current-version-id": current,
+                "schemas": [
+                    {
+                        "type": "struct",
+                        "schema-id": 0,
+                        "fields": [{"id": 1, "name": "id", "required": False, "type": "long"}],
+                    }
+                ],
+                "versions": versions[-HISTORY:],
+                "version-log": log,
+                "properties": dict(properties),
             }
             files.append(_write(directory, commit, document, rng, clock))
     # A version conflict: the same view-uuid and version id with another SQL, in a competing file.
@@ -89,7 +107,9 @@ def generate(root: Path, views: int = 25, commits: int = 20, seed: int = 7) -> G
     return Generated(files + list(malformed), malformed)
 
 
-def _write(directory: Path, sequence: int, document: dict[str, object], rng: random.Random, mtime_ms: int) -> Path:
+def _write(
+    directory: Path, sequence: int, document: dict[str, object], rng: random.Random, mtime_ms: int
+) -> Path:
     data = json.dumps(document).encode()
     name = f"{sequence:05d}-{uuid.UUID(int=rng.getrandbits(128), version=4)}"
     if rng.random() < 0.5:

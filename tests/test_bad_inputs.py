@@ -52,13 +52,16 @@ def test_over_size_file(tmp_path: Path) -> None:
         LocalReader().read(str(path), 100)
 
 
-@pytest.mark.parametrize(("data", "reason"), [
-    (b"{not json", "not-json"),
-    (b'"a string"', "not-object"),
-    (b"", "not-json"),
-    (b'{"refresh-state": 1}', "not-metadata"),
-    (b'{"versions": [], "format-version": 1}', "no-identity"),
-])
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"{not json", "not-json"),
+        (b'"a string"', "not-object"),
+        (b"", "not-json"),
+        (b'{"refresh-state": 1}', "not-metadata"),
+        (b'{"versions": [], "format-version": 1}', "no-identity"),
+    ],
+)
 def test_quarantine_reasons(data: bytes, reason: str) -> None:
     with pytest.raises(QuarantineError) as caught:
         parse_metadata(data, "/w/db/v/metadata/00001-x.metadata.json", ParseConfig())
@@ -92,14 +95,21 @@ def test_bad_files_never_stop_index(tmp_path: Path) -> None:
     (metadata / "00005-e.metadata.json").write_bytes(VALID)
     (metadata / ".00005-e.metadata.json.crc").write_bytes(b"crc")
     db = tmp_path / "store.duckdb"
-    stats = index_locations([str(tmp_path / "wh")],
-                            settings_for(db, max_decompressed_bytes=1 << 20, max_file_bytes=4000))
+    stats = index_locations(
+        [str(tmp_path / "wh")], settings_for(db, max_decompressed_bytes=1 << 20, max_file_bytes=4000)
+    )
     assert (stats.listed, stats.indexed, stats.quarantined) == (5, 1, 4)
     with duckdb.connect(str(db), read_only=True) as conn:
-        rows = conn.execute("SELECT regexp_extract(location, '0000\\d'), reason FROM quarantine ORDER BY 1").fetchall()
+        rows = conn.execute(
+            "SELECT regexp_extract(location, '0000\\d'), reason FROM quarantine ORDER BY 1"
+        ).fetchall()
         indexed = conn.execute("SELECT location FROM files").fetchall()
-    assert rows == [("00001", "truncated-gzip"), ("00002", "not-json"), ("00003", "over-decompressed-limit"),
-                    ("00004", "over-size-limit")]
+    assert rows == [
+        ("00001", "truncated-gzip"),
+        ("00002", "not-json"),
+        ("00003", "over-decompressed-limit"),
+        ("00004", "over-size-limit"),
+    ]
     assert indexed == [(str(metadata / "00005-e.metadata.json"),)]
 
 

@@ -19,31 +19,58 @@ EXPECTED: dict[str, tuple[str, list[str]]] = {
     "iceberg/ValidViewMetadata.json": ("view", [LEGACY_SCHEMA]),
     "iceberg/ViewMetadataInvalidCurrentSchema.json": ("view", ["schema-not-found"]),
     "iceberg/ViewMetadataInvalidCurrentVersion.json": ("view", ["current-version-not-found", LEGACY_SCHEMA]),
-    "iceberg/ViewMetadataMissingCurrentVersion.json": ("view", [LEGACY_SCHEMA, "missing-field:current-version-id"]),
+    "iceberg/ViewMetadataMissingCurrentVersion.json": (
+        "view",
+        [LEGACY_SCHEMA, "missing-field:current-version-id"],
+    ),
     "iceberg/ViewMetadataMissingLocation.json": ("view", [LEGACY_SCHEMA, "missing-field:location"]),
     "iceberg/ViewMetadataMultipleSQLsForDialect.json": ("view", ["duplicate-dialect", LEGACY_SCHEMA]),
-    "iceberg/inline/TestViewMetadataParser__roundTripSerdeWithoutProperties__expectedJson.json":
-        ("view", ["legacy-key:operation", "no-representations"]),
-    "iceberg/inline/TestLoadViewResponseParser__roundTripSerde__expectedJson.json":
-        ("view", ["no-representations", "rest-envelope"]),
-    "iceberg/inline/TestLoadViewResponseParser__roundTripSerdeWithConfig__expectedJson.json":
-        ("view", ["no-representations", "rest-envelope"]),
-    "iceberg/_historical/ViewMetadataLimitedVersions.json":
-        ("view", [LEGACY_SCHEMA, "legacy-key:operation", "missing-view-uuid"]),
-    "iceberg/_historical/ViewMetadataMissingCurrentSchema.json": ("view", ["legacy-key:operation", "missing-view-uuid"]),
+    "iceberg/inline/TestViewMetadataParser__roundTripSerdeWithoutProperties__expectedJson.json": (
+        "view",
+        ["legacy-key:operation", "no-representations"],
+    ),
+    "iceberg/inline/TestLoadViewResponseParser__roundTripSerde__expectedJson.json": (
+        "view",
+        ["no-representations", "rest-envelope"],
+    ),
+    "iceberg/inline/TestLoadViewResponseParser__roundTripSerdeWithConfig__expectedJson.json": (
+        "view",
+        ["no-representations", "rest-envelope"],
+    ),
+    "iceberg/_historical/ViewMetadataLimitedVersions.json": (
+        "view",
+        [LEGACY_SCHEMA, "legacy-key:operation", "missing-view-uuid"],
+    ),
+    "iceberg/_historical/ViewMetadataMissingCurrentSchema.json": (
+        "view",
+        ["legacy-key:operation", "missing-view-uuid"],
+    ),
     "iceberg-python/conftest__example_view_metadata_v1.json": ("view", ["legacy-key:engineVersion"]),
     "iceberg-python/conftest__example_view_metadata_v1_multiple_versions.json": ("view", []),
-    "iceberg-python/test_rest__example_view_metadata_rest_json.json":
-        ("view", ["legacy-key:engineVersion", "rest-envelope"]),
+    "iceberg-python/test_rest__example_view_metadata_rest_json.json": (
+        "view",
+        ["legacy-key:engineVersion", "rest-envelope"],
+    ),
     "iceberg-spec/view-spec__appendixA__00001-metadata.json": ("view", []),
     "iceberg-spec/view-spec__appendixA__00002-metadata.json": ("view", []),
     "iceberg-pr11041-mv-spec/mv-spec__example__event_agg_mv-00001-metadata.json": ("view", []),
     "iceberg-pr11041-mv-spec/mv-spec__example__refresh-state.json": ("quarantine:not-metadata", []),
-    "iceberg-pr11041-mv-spec/mv-spec__appendixB__strategy1-empty-refresh-state.json": ("quarantine:not-metadata", []),
-    "iceberg-pr9830-spark-mv/TestRefreshStateParser__testParseSpecExample.json": ("quarantine:not-metadata", []),
-    "iceberg-pr9830-spark-mv/TestRefreshStateParser__testUnknownTypeThrows.json": ("quarantine:not-metadata", []),
-    "iceberg-pr9830-spark-mv/TestViewVersionParser__testParseViewVersionWithStorageTableJson.json":
-        ("quarantine:not-metadata", []),
+    "iceberg-pr11041-mv-spec/mv-spec__appendixB__strategy1-empty-refresh-state.json": (
+        "quarantine:not-metadata",
+        [],
+    ),
+    "iceberg-pr9830-spark-mv/TestRefreshStateParser__testParseSpecExample.json": (
+        "quarantine:not-metadata",
+        [],
+    ),
+    "iceberg-pr9830-spark-mv/TestRefreshStateParser__testUnknownTypeThrows.json": (
+        "quarantine:not-metadata",
+        [],
+    ),
+    "iceberg-pr9830-spark-mv/TestViewVersionParser__testParseViewVersionWithStorageTableJson.json": (
+        "quarantine:not-metadata",
+        [],
+    ),
     "trino/00001-69970f62-bbbc-4af2-a3ee-771e851ba4dd.metadata.json": ("table", []),
 }
 S3_EVENTS = sorted(p.relative_to(CONFORMANCE).as_posix() for p in (CONFORMANCE / "s3-events").glob("*.json"))
@@ -76,12 +103,14 @@ def test_corpus_indexes_into_the_store(tmp_path: Path) -> None:
     assert (stats.indexed, stats.quarantined, stats.table_files) == (18, 17, 1)
     with duckdb.connect(str(db), read_only=True) as conn:
         missing = conn.execute(
-            "SELECT view_id FROM view_files WHERE view_uuid IS NULL ORDER BY location").fetchall()
+            "SELECT view_id FROM view_files WHERE view_uuid IS NULL ORDER BY location"
+        ).fetchall()
         assert missing == [("loc:s3://bucket/test/location",), ("loc:s3://bucket/test/location",)]
         reasons = conn.execute("SELECT reason, count(*) FROM quarantine GROUP BY ALL").fetchall()
         assert reasons == [("not-metadata", 17)]
         conflicts = conn.execute(
-            "SELECT view_id, version_id FROM findings WHERE code = 'version-conflict' ORDER BY ALL").fetchall()
+            "SELECT view_id, version_id FROM findings WHERE code = 'version-conflict' ORDER BY ALL"
+        ).fetchall()
         # The Java corpus reuses view-uuids across files whose versions differ (schema ids, namespaces).
         assert conflicts == [
             ("386b9f01-002b-4d8c-b77f-42c3fd3b7c9b", 1),

@@ -56,7 +56,8 @@ def test_generated_warehouse_is_big_and_varied(warehouse: tuple[Path, list[Path]
         codes = dict(conn.execute("SELECT code, count(*) FROM findings GROUP BY ALL").fetchall())
         reasons = dict(conn.execute("SELECT reason, count(*) FROM quarantine GROUP BY ALL").fetchall())
         rollbacks = conn.execute(
-            "SELECT count(*) FROM (SELECT view_id, version_id FROM activations GROUP BY ALL HAVING count(*) > 1)"
+            "SELECT count(*) FROM (SELECT view_id, version_id FROM activations "
+            "GROUP BY ALL HAVING count(*) > 1)"
         ).fetchone()
     assert reasons == {"truncated-gzip": 1, "not-json": 1, "not-object": 1, "not-metadata": 1}
     assert codes["version-conflict"] == 1

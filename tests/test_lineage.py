@@ -39,8 +39,11 @@ def naive_lineage(request: LineageRequest) -> list[str]:
 
 
 def test_naive_extractor_fails_at_least_12_cases() -> None:
-    failures = [case.title for case in CASES
-                if naive_lineage(case.request()) != sorted(case.expected) or case.findings]
+    failures = [
+        case.title
+        for case in CASES
+        if naive_lineage(case.request()) != sorted(case.expected) or case.findings
+    ]
     assert len(failures) >= 12, failures
 
 
@@ -54,8 +57,11 @@ def test_memo_key_covers_every_input() -> None:
         LineageRequest("SELECT 1", "spark", None, ("db",), None),
     ]
     config = LineageConfig()
-    keys = {base.key(config), *(v.key(config) for v in variants),
-            base.key(LineageConfig(catalogs=frozenset({"dev"})))}
+    keys = {
+        base.key(config),
+        *(v.key(config) for v in variants),
+        base.key(LineageConfig(catalogs=frozenset({"dev"}))),
+    }
     assert len(keys) == 7
 
 
@@ -68,6 +74,7 @@ def test_input_sql_is_not_modified_and_results_are_deterministic() -> None:
 
 
 def test_parse_error_has_line_and_column() -> None:
-    lineage = extract_lineage(LineageRequest("SELECT *\nFROM (SELECT 1", "spark", None, (), "prod"),
-                              LineageConfig())
+    lineage = extract_lineage(
+        LineageRequest("SELECT *\nFROM (SELECT 1", "spark", None, (), "prod"), LineageConfig()
+    )
     assert [(f.code, f.path) for f in lineage.findings] == [("sql-parse-error", "2:14")]

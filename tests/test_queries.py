@@ -39,8 +39,13 @@ def test_show_before_and_after_a_property_only_commit(conn: duckdb.DuckDBPyConne
     after = api.show(conn, "prod.db.big_days", STEPS[28])
     assert (before["view_id"], before["version_id"]) == (BIG_DAYS_OLD, 1)
     assert before["representations"] == [
-        {"type": "sql", "dialect": "spark", "dialect_raw": "spark",
-         "sql": "SELECT * FROM event_agg WHERE event_count > 2"}]
+        {
+            "type": "sql",
+            "dialect": "spark",
+            "dialect_raw": "spark",
+            "sql": "SELECT * FROM event_agg WHERE event_count > 2",
+        }
+    ]
     assert before["properties"]["sla_minutes"] == "30"
     assert "sla_minutes" not in after["properties"]
     assert after["properties"]["team"] == "growth-team"
@@ -54,7 +59,8 @@ def test_drop_and_recreate_gives_a_new_uuid_at_the_same_name(conn: duckdb.DuckDB
     recreated = api.show(conn, "db.big_days", STEPS[34])
     assert recreated["view_id"] == BIG_DAYS_NEW
     assert recreated["representations"][0]["sql"] == (
-        "SELECT event_date, event_count\nFROM event_agg\nWHERE event_count > 3\nORDER BY event_date")
+        "SELECT event_date, event_count\nFROM event_agg\nWHERE event_count > 3\nORDER BY event_date"
+    )
     assert api.show(conn, "big_days")["view_id"] == BIG_DAYS_NEW
     # The dropped view's history stays answerable by uuid.
     dropped = api.history(conn, BIG_DAYS_OLD)
@@ -67,13 +73,19 @@ def test_history_keeps_versions_expired_from_the_newest_file(conn: duckdb.DuckDB
     assert len(result["versions"]) == 13
     newest_file_versions = conn.execute(
         "SELECT list_sort(list(version_id)) FROM file_versions WHERE location = (SELECT max(location) "
-        "FROM view_files WHERE view_id = ?)", [EVENT_AGG]).fetchone()
+        "FROM view_files WHERE view_id = ?)",
+        [EVENT_AGG],
+    ).fetchone()
     assert newest_file_versions == (list(range(4, 14)),)
     diff = result["activations"][1]["diff"]
     assert "-SELECT COUNT(1), CAST(event_ts AS DATE) FROM prod.db.events GROUP BY 2" in diff
     assert "+WHERE kind <> 'heartbeat'" in diff
     v1 = api.show(conn, "prod.db.event_agg", STEPS[10])
-    assert (v1["version_id"], v1["default_catalog"], v1["default_namespace"]) == (1, "spark_catalog", ["default"])
+    assert (v1["version_id"], v1["default_catalog"], v1["default_namespace"]) == (
+        1,
+        "spark_catalog",
+        ["default"],
+    )
 
 
 def test_show_at_each_replacement(conn: duckdb.DuckDBPyConnection) -> None:
@@ -86,13 +98,22 @@ def test_show_at_each_replacement(conn: duckdb.DuckDBPyConnection) -> None:
 def test_deps_transitive_across_namespaces(conn: duckdb.DuckDBPyConnection) -> None:
     direct = api.deps(conn, "prod.acme.finance.revenue_by_region", STEPS[24])
     assert [(r["table"], r["is_view"]) for r in direct["reads"]] == [
-        ("prod.db.event_agg", True), ("prod.sales.customer_revenue", True)]
+        ("prod.db.event_agg", True),
+        ("prod.sales.customer_revenue", True),
+    ]
     transitive = api.deps(conn, "revenue_by_region", STEPS[24], transitive=True)
     assert [(r["table"], r["depth"]) for r in transitive["reads"]] == [
-        ("prod.db.event_agg", 1), ("prod.sales.customer_revenue", 1), ("prod.db.events", 2),
-        ("prod.sales.customers", 2), ("prod.sales.orders", 2)]
+        ("prod.db.event_agg", 1),
+        ("prod.sales.customer_revenue", 1),
+        ("prod.db.events", 2),
+        ("prod.sales.customers", 2),
+        ("prod.sales.orders", 2),
+    ]
     assert transitive["reads"][2]["via"] == ["prod.acme.finance.revenue_by_region", "prod.db.event_agg"]
-    assert transitive["reads"][4]["via"] == ["prod.acme.finance.revenue_by_region", "prod.sales.customer_revenue"]
+    assert transitive["reads"][4]["via"] == [
+        "prod.acme.finance.revenue_by_region",
+        "prod.sales.customer_revenue",
+    ]
     # By step 30 event_agg v9 joins orders and customers too: each path is listed.
     later = api.deps(conn, "revenue_by_region", STEPS[30], transitive=True)
     assert [(r["table"], r["via"][-1]) for r in later["reads"] if r["depth"] == 2] == [
@@ -138,8 +159,19 @@ def test_time_parsing() -> None:
 
 def test_cli_json_and_text(sample_store: Path) -> None:
     runner = CliRunner()
-    result = runner.invoke(cli, ["--db", str(sample_store), "show", "prod.db.big_days", "--as-of",
-                                 str(STEPS[27]), "--format", "json"])
+    result = runner.invoke(
+        cli,
+        [
+            "--db",
+            str(sample_store),
+            "show",
+            "prod.db.big_days",
+            "--as-of",
+            str(STEPS[27]),
+            "--format",
+            "json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     document = json.loads(result.output)
     assert (document["view_id"], document["activated_source"]) == (BIG_DAYS_OLD, "version-log")
@@ -150,12 +182,15 @@ def test_cli_json_and_text(sample_store: Path) -> None:
     assert (missing.exit_code, missing.output.strip()) == (2, "error: no view 'nope' in the store")
 
 
-@pytest.mark.parametrize("statement", [
-    "COPY (SELECT 1) TO '/tmp/viewlineage-escape.csv'",
-    "SELECT * FROM read_csv('/etc/passwd')",
-    "SET enable_external_access = true",
-    "INSERT INTO quarantine VALUES ('x', 'r', 'm', 1, 1, now())",
-])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "COPY (SELECT 1) TO '/tmp/viewlineage-escape.csv'",
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "SET enable_external_access = true",
+        "INSERT INTO quarantine VALUES ('x', 'r', 'm', 1, 1, now())",
+    ],
+)
 def test_sql_is_read_only_and_sandboxed(sample_store: Path, statement: str) -> None:
     result = CliRunner().invoke(cli, ["--db", str(sample_store), "sql", statement])
     assert result.exit_code == 2, result.output
@@ -164,7 +199,16 @@ def test_sql_is_read_only_and_sandboxed(sample_store: Path, statement: str) -> N
 
 
 def test_sql_answers_queries(sample_store: Path) -> None:
-    result = CliRunner().invoke(cli, ["--db", str(sample_store), "sql",
-                                      "SELECT count(*) AS n FROM views_as_of(9e15::BIGINT)", "--format", "json"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "--db",
+            str(sample_store),
+            "sql",
+            "SELECT count(*) AS n FROM views_as_of(9e15::BIGINT)",
+            "--format",
+            "json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.output) == [{"n": 6}]

@@ -24,21 +24,23 @@ def test_previous_schema_version_opens_and_migrates(
         before = conn.execute("SELECT count(*) FROM versions").fetchone()
     monkeypatch.undo()
     with Store(db, replica_interval=None) as store:
-        assert [row[0] for row in store.conn.execute("SELECT name FROM _migrations ORDER BY id").fetchall()] == [
-            "0001_initial", "0002_lookup_indexes"]
+        assert [
+            row[0] for row in store.conn.execute("SELECT name FROM _migrations ORDER BY id").fetchall()
+        ] == ["0001_initial", "0002_lookup_indexes"]
         indexes = store.conn.execute("SELECT index_name FROM duckdb_indexes() ORDER BY 1").fetchall()
         assert indexes == [("file_versions_by_hash",), ("version_log_by_view",), ("view_files_by_view",)]
         assert store.conn.execute("SELECT count(*) FROM versions").fetchone() == before == (21,)
 
 
-def test_readers_use_the_replica_while_a_writer_holds_the_store(sample_warehouse: Path, tmp_path: Path) -> None:
+def test_readers_use_the_replica_while_a_writer_holds_the_store(
+    sample_warehouse: Path, tmp_path: Path
+) -> None:
     db = tmp_path / "busy.duckdb"
     index_locations([str(sample_warehouse)], settings_for(db, f"{sample_warehouse}=prod"))
     assert replica_path(db).exists()
-    with Store(db, replica_interval=0):
-        # Another connection in this process would share the writer; the lock only bites across
-        # processes, which tests/integration checks. Here: the replica is a complete store.
-        with duckdb.connect(str(replica_path(db)), read_only=True) as replica:
-            assert replica.execute("SELECT count(*) FROM view_files").fetchone() == (24,)
+    # The writer's lock only bites across processes (tests/integration checks that); here: the
+    # replica is a complete store while a writer is open.
+    with Store(db, replica_interval=0), duckdb.connect(str(replica_path(db)), read_only=True) as replica:
+        assert replica.execute("SELECT count(*) FROM view_files").fetchone() == (24,)
     with open_reader(db) as conn:
         assert conn.execute("SELECT current_setting('enable_external_access')").fetchone() == (False,)

@@ -21,6 +21,7 @@ from watchdog.events import (
     DirCreatedEvent,
     DirMovedEvent,
     FileClosedEvent,
+    FileCreatedEvent,
     FileMovedEvent,
     FileSystemEventHandler,
 )
@@ -58,8 +59,9 @@ class _Handler(FileSystemEventHandler):
         else:
             self._offer(event.dest_path)
 
-    def on_created(self, event: DirCreatedEvent) -> None:
-        self.paths.put(os.fsdecode(event.src_path))
+    def on_created(self, event: DirCreatedEvent | FileCreatedEvent) -> None:
+        if event.is_directory:
+            self.paths.put(os.fsdecode(event.src_path))
 
     def _offer(self, path: str | bytes) -> None:
         text = os.fsdecode(path)
@@ -97,7 +99,12 @@ def watch_directory(
     reader = LocalReader()
     paths: queue.Queue[str] = queue.Queue()
     observer = Observer()
-    observer.schedule(_Handler(paths), root, recursive=True, event_filter=[FileClosedEvent, FileMovedEvent, DirMovedEvent, DirCreatedEvent])
+    observer.schedule(
+        _Handler(paths),
+        root,
+        recursive=True,
+        event_filter=[FileClosedEvent, FileMovedEvent, DirMovedEvent, DirCreatedEvent],
+    )
     observer.start()
     try:
         with Store(settings.db, settings.replica_interval) as store:
@@ -115,19 +122,30 @@ def watch_directory(
         observer.join()
 
 
-def _loop(indexer: Indexer, reader: LocalReader, paths: queue.Queue[str], settings: Settings,
-          stop: threading.Event, log: Callable[[str], None]) -> None:
+def _loop(
+    indexer: Indexer,
+    reader: LocalReader,
+    paths: queue.Queue[str],
+    settings: Settings,
+    stop: threading.Event,
+    log: Callable[[str], None],
+) -> None:
     retries: dict[str, _Attempt] = {}
     while not stop.is_set():
         due = _expand_directories(_drain(paths, settings.batch_files), reader)
         now = time.monotonic()
-        due.extend(location for location, attempt in retries.items() if attempt.due <= now and location not in due)
+        due.extend(
+            location for location, attempt in retries.items() if attempt.due <= now and location not in due
+        )
         if not due:
             indexer.store.publish_replica()
             time.sleep(IDLE_POLL_SECONDS)
             continue
-        todo = [location for location in dict.fromkeys(normalize_location(p) for p in due)
-                if location in retries or location not in indexer.store.indexed([location])]
+        todo = [
+            location
+            for location in dict.fromkeys(normalize_location(p) for p in due)
+            if location in retries or location not in indexer.store.indexed([location])
+        ]
         ready: list[FileRead | ReadFailure] = []
         for location in todo:
             before = _stat(location)
@@ -142,7 +160,9 @@ def _loop(indexer: Indexer, reader: LocalReader, paths: queue.Queue[str], settin
                 ready.append(ReadFailure(location, exc))
                 continue
             parsed = indexer.parse(read)
-            if isinstance(parsed, QuarantinedFile) and _retry(retries, location, before, settings.settle_seconds):
+            if isinstance(parsed, QuarantinedFile) and _retry(
+                retries, location, before, settings.settle_seconds
+            ):
                 continue
             retries.pop(location, None)
             ready.append(read)
@@ -189,5 +209,3 @@ def _drain(paths: queue.Queue[str], limit: int) -> list[str]:
         except queue.Empty:
             break
     return drained
-
-

@@ -22,10 +22,22 @@ def main() -> None:
             with open_reader(store) as conn:
                 row = conn.execute("SELECT count(*) FROM version_log").fetchone()
                 views = api.run_sql(conn, "SELECT count(*) AS n FROM views_as_of(9e15::BIGINT)")
-            print(json.dumps({"ok": True, "seconds": time.monotonic() - started, "log_entries": row[0] if row
-                              else 0, "views": views[0]["n"]}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "ok": True,
+                        "seconds": time.monotonic() - started,
+                        "log_entries": row[0] if row else 0,
+                        "views": views[0]["n"],
+                    }
+                ),
+                flush=True,
+            )
         except Exception as exc:  # the probe reports every failure; the test asserts there are none
-            print(json.dumps({"ok": False, "seconds": time.monotonic() - started, "error": repr(exc)}), flush=True)
+            print(
+                json.dumps({"ok": False, "seconds": time.monotonic() - started, "error": repr(exc)}),
+                flush=True,
+            )
         time.sleep(max(0.0, 1 / rate - (time.monotonic() - started)))
 
 

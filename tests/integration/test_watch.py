@@ -28,9 +28,21 @@ class Watch:
         self.db = db
         self.log = root.parent / "watch.log"
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "viewlineage.queries.cli", "--db", str(db), "watch", str(root),
-             "--replica-interval", "0.3", "--settle-seconds", "3"],
-            stderr=self.log.open("w"), stdout=subprocess.DEVNULL,
+            [
+                sys.executable,
+                "-m",
+                "viewlineage.queries.cli",
+                "--db",
+                str(db),
+                "watch",
+                str(root),
+                "--replica-interval",
+                "0.3",
+                "--settle-seconds",
+                "3",
+            ],
+            stderr=self.log.open("w"),
+            stdout=subprocess.DEVNULL,
         )
         self.wait_for("watching")
 
@@ -50,7 +62,9 @@ class Watch:
     def wait_until(self, sql: str, expected: int, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         while (found := self.count(sql)) != expected:
-            assert time.monotonic() < deadline, f"{sql}: {found} != {expected}; log: {self.log.read_text()[-2000:]}"
+            assert time.monotonic() < deadline, (
+                f"{sql}: {found} != {expected}; log: {self.log.read_text()[-2000:]}"
+            )
             time.sleep(0.1)
 
     def stop(self) -> None:
@@ -73,7 +87,9 @@ def watched(tmp_path: Path) -> Iterator[tuple[Path, Watch]]:
         watch.stop()
 
 
-def test_queries_from_another_process_while_watch_ingests(watched: tuple[Path, Watch], tmp_path: Path) -> None:
+def test_queries_from_another_process_while_watch_ingests(
+    watched: tuple[Path, Watch], tmp_path: Path
+) -> None:
     root, watch = watched
     source = tmp_path / "generated"
     generated = generate(source, views=50, commits=20, seed=11)
@@ -81,7 +97,9 @@ def test_queries_from_another_process_while_watch_ingests(watched: tuple[Path, W
     assert len(good) >= 1000
     probe = subprocess.Popen(
         [sys.executable, "-m", "tests.integration.reader_probe", str(watch.db), "25", "12"],
-        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parents[2],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).parents[2],
     )
     time.sleep(1)
     for path in good:
@@ -119,9 +137,12 @@ def test_watch_retries_files_still_being_written_and_quarantines_stable_bad_ones
     watch.wait_until("SELECT count(*) FROM quarantine", 2, timeout=30)
     watch.wait_until("SELECT count(*) FROM files", 1)
     with duckdb.connect(f"{watch.db}.replica", read_only=True) as conn:
-        assert conn.execute("SELECT regexp_extract(location, '[^/]+$'), reason FROM quarantine ORDER BY 1"
-                            ).fetchall() == [("00001-bomb.gz.metadata.json", "over-decompressed-limit"),
-                                             ("00002-bad.metadata.json", "not-json")]
+        assert conn.execute(
+            "SELECT regexp_extract(location, '[^/]+$'), reason FROM quarantine ORDER BY 1"
+        ).fetchall() == [
+            ("00001-bomb.gz.metadata.json", "over-decompressed-limit"),
+            ("00002-bad.metadata.json", "not-json"),
+        ]
         assert conn.execute("SELECT name FROM view_files").fetchall() == [(["default", "event_agg"],)]
     # A later good write of a quarantined path supersedes its row; the next good file still indexes.
     good = metadata / "00002-bad.metadata.json"
