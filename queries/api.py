@@ -283,6 +283,7 @@ def deps(
                 "catalog_unknown": row["catalog_unknown"],
             }
         )
+    reads.sort(key=lambda r: (r["depth"], r["table"], r["via"]))
     return {
         "view": view.name,
         "view_id": view.view_id,
