@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from . import rules
 from .config import ParseConfig
-from .dialects import canonical_dialect
+from .dialects import canonical_dialect, unknown_dialect_hint
 from .errors import DecompressionBomb, QuarantineError, TruncatedGzip
 from .findings import Finding, Severity
 from .locations import ViewName, sequence_number, view_name
@@ -391,11 +391,14 @@ def _parsed_representation(
             sql if isinstance(sql, str) else None,
             document,
         )
-    return ParsedRepresentation(
-        ordinal,
-        "sql",
-        representation.dialect,
-        canonical_dialect(representation.dialect),
-        representation.sql,
-        document,
-    )
+    dialect = canonical_dialect(representation.dialect)
+    if dialect is None:
+        findings.append(
+            Finding(
+                "unknown-dialect",
+                Severity.WARNING,
+                f"{unknown_dialect_hint(representation.dialect)}; no lineage",
+                f"{path}.dialect",
+            )
+        )
+    return ParsedRepresentation(ordinal, "sql", representation.dialect, dialect, representation.sql, document)
