@@ -20,7 +20,7 @@ from .config import CatalogMapEntry, ParseConfig, Settings
 from .errors import ObjectMissing, ObjectTooLarge, QuarantineError, ReadError
 from .lineage import Lineage, LineageRequest, extract_lineage
 from .locations import normalize_location
-from .parse import ParsedFile, decompress, parse_metadata
+from .parse import ParsedFile, parse_metadata
 from .read import FileRead, ListedFile, reader_for
 
 READ_ATTEMPTS = 3
@@ -257,4 +257,4 @@ def reindex(settings: Settings) -> IndexStats:
         return indexer.stats
 
 
-__all__ = ["IndexStats", "Indexer", "decompress", "index_locations", "reindex"]
+__all__ = ["IndexStats", "Indexer", "index_locations", "reindex"]
