@@ -15,7 +15,7 @@ $(BIN)/python:
 # Strict editable mode links each module into build/__editable__.*, so mypy can follow the
 # viewlineage.* package mapping; re-run after adding a module.
 setup: $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev]' --config-settings editable_mode=strict
+	$(BIN)/python -m pip install -q -e '.[dev,spark]' --config-settings editable_mode=strict
 
 demo: setup
 	$(BIN)/python tests/data/restore_mtimes.py

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +13,8 @@ from viewlineage.indexer.config import Settings, load_settings
 
 from .data.restore_mtimes import SAMPLE, restore_mtimes
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
 CONFORMANCE = SHARED / "conformance"
 
 
@@ -52,3 +55,19 @@ def sample_store(sample_warehouse: Path, tmp_path_factory: pytest.TempPathFactor
     db = tmp_path_factory.mktemp("store") / "sample.duckdb"
     index_locations([str(sample_warehouse)], settings_for(db, f"{sample_warehouse}=prod"))
     yield db
+
+
+@pytest.fixture(scope="session")
+def iceberg_jars() -> str:
+    """spark.jars for Spark 3.5 + Iceberg 1.10, prepared by the shared recipe (idempotent, ~1 s when
+    already prepared). It installs into the interpreter running the tests, so `python` is put first."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run(
+        ["bash", str(SHARED / "iceberg-spark" / "setup.sh"), str(ROOT / ".cache" / "iceberg-spark")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    return result.stdout.strip().splitlines()[-1]

@@ -1,11 +1,20 @@
-"""The README documents every setting and every store column (generated from the code)."""
+"""The README documents every setting, every store column and every JSON output field."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
 
 from viewlineage.indexer.batches import SCHEMAS
 from viewlineage.indexer.config import Settings
+from viewlineage.indexer.pipeline import index_locations
+from viewlineage.queries.cli import cli
+
+from .conftest import settings_for
 
 README = (Path(__file__).parents[1] / "README.md").read_text()
 
@@ -27,3 +36,51 @@ def test_store_columns_are_documented() -> None:
 def test_readme_starts_with_the_two_commands() -> None:
     block = README.split("```sh", 1)[1].split("```", 1)[0].strip().splitlines()
     assert [line.split("#")[0].strip() for line in block] == ["make demo", "make test"]
+
+
+def _documented_json_fields() -> dict[str, dict[str, set[str]]]:
+    """{command: {field: the backticked names in its meaning}} from the README's JSON table."""
+    block = README.split("<!-- json:start -->", 1)[1].split("<!-- json:end -->", 1)[0]
+    documented: dict[str, dict[str, set[str]]] = {}
+    for line in block.strip().splitlines()[2:]:
+        command, fields, meaning = (cell.strip() for cell in line.strip("|").split(" | "))
+        for field in re.findall(r"`([^`]+)`", fields):
+            documented.setdefault(command.strip("`"), {})[field] = set(re.findall(r"`([^`]+)`", meaning))
+    return documented
+
+
+def _json_of(store: Path, *args: str) -> Any:
+    result = CliRunner().invoke(cli, ["--db", str(store), *args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_json_output_fields_are_documented(sample_store: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "w" / "db" / "v" / "metadata"
+    bad.mkdir(parents=True)
+    (bad / "00001-x.metadata.json").write_text("{")
+    quarantined = tmp_path / "quarantined.duckdb"
+    index_locations([str(tmp_path / "w")], settings_for(quarantined))
+    outputs = {
+        "show": _json_of(sample_store, "show", "prod.db.big_days"),
+        "history": _json_of(sample_store, "history", "prod.db.event_agg"),
+        "deps": _json_of(sample_store, "deps", "revenue_by_region", "--transitive"),
+        "uses": _json_of(sample_store, "uses", "prod.db.events", "--transitive"),
+        "findings": _json_of(sample_store, "findings"),
+        "quarantine": _json_of(quarantined, "quarantine"),
+        "sql": _json_of(sample_store, "sql", "SELECT 1 AS one"),
+    }
+    documented = _documented_json_fields()
+    assert set(documented) == set(outputs)
+    for command, output in outputs.items():
+        fields = documented[command]
+        if isinstance(output, list):  # a list of rows: `[]` names their keys
+            assert output, command
+            keys = set().union(*(row.keys() for row in output))
+            assert keys <= fields["[]"] or command == "sql", (command, keys - fields["[]"])
+            continue
+        assert set(output) == {name.removesuffix("[]") for name in fields}, command
+        for name, mentioned in fields.items():
+            if name.endswith("[]") and output[name[:-2]]:
+                keys = set().union(*(row.keys() for row in output[name[:-2]]))
+                assert keys <= mentioned, (command, name, keys - mentioned)

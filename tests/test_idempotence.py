@@ -8,7 +8,6 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from viewlineage.indexer.batches import SCHEMAS
 from viewlineage.indexer.config import ParseConfig
 from viewlineage.indexer.pipeline import Indexer, reindex, with_roots
 from viewlineage.indexer.read import LocalReader
@@ -16,19 +15,7 @@ from viewlineage.sinks.store import Store
 
 from .conftest import settings_for
 from .generate import generate
-
-BOOKKEEPING = {"ingested_at", "quarantined_at", "computed_at"}
-
-
-def snapshot(db: Path) -> dict[str, list[tuple[object, ...]]]:
-    """Every non-bookkeeping column of every store table, as a sorted multiset."""
-    with duckdb.connect(str(db), read_only=True) as conn:
-        tables = {}
-        for name, schema in SCHEMAS.items():
-            columns = ", ".join(f'"{f.name}"' for f in schema if f.name not in BOOKKEEPING)
-            rows = conn.execute(f"SELECT {columns} FROM {name}").fetchall()
-            tables[name] = sorted(rows, key=repr)
-        return tables
+from .stores import snapshot
 
 
 def index_in_order(files: list[Path], root: Path, db: Path, batch: int = 37) -> None:

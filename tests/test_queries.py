@@ -19,12 +19,12 @@ from viewlineage.queries.cli import cli
 from viewlineage.sinks.store import open_reader
 
 from .data.restore_mtimes import SAMPLE
+from .realwriter.scenario_checks import CHECKS, Check, load_steps
 
-STEPS = {step["step"]: step["finished_ms"] for step in json.loads((SAMPLE / "steps.json").read_text())}
+STEPS = load_steps(SAMPLE)
 EVENT_AGG = "d9f43627-b716-4982-b052-9e38d3e11a0b"
 BIG_DAYS_OLD = "4314fa7c-bbf3-4c33-9cd2-a483e994ddf4"
 BIG_DAYS_NEW = "621f9620-d632-4552-aa8d-b485775cc8b8"
-REVENUE = "685ca871-4c66-493f-8b62-2de9b3c06faa"
 CUSTOMER_REVENUE = "9af11850-f036-44e4-b5ae-7d333009536e"
 
 
@@ -34,112 +34,18 @@ def conn(sample_store: Path) -> Iterator[duckdb.DuckDBPyConnection]:
         yield connection
 
 
-def test_show_before_and_after_a_property_only_commit(conn: duckdb.DuckDBPyConnection) -> None:
-    before = api.show(conn, "prod.db.big_days", STEPS[27])
-    after = api.show(conn, "prod.db.big_days", STEPS[28])
-    assert (before["view_id"], before["version_id"]) == (BIG_DAYS_OLD, 1)
-    assert before["representations"] == [
-        {
-            "type": "sql",
-            "dialect": "spark",
-            "dialect_raw": "spark",
-            "sql": "SELECT * FROM event_agg WHERE event_count > 2",
-        }
+@pytest.mark.parametrize("check", CHECKS, ids=lambda check: check.__name__)
+def test_scenario(conn: duckdb.DuckDBPyConnection, check: Check) -> None:
+    check(conn, STEPS)
+
+
+def test_sample_uuids_are_the_ones_spark_wrote(conn: duckdb.DuckDBPyConnection) -> None:
+    assert [api.show(conn, "prod.db.big_days", STEPS[step])["view_id"] for step in (27, 34)] == [
+        BIG_DAYS_OLD,
+        BIG_DAYS_NEW,
     ]
-    assert before["properties"]["sla_minutes"] == "30"
-    assert "sla_minutes" not in after["properties"]
-    assert after["properties"]["team"] == "growth-team"
-    assert after["properties_since_source"] == "mtime"
-    assert STEPS[27] < after["properties_since_ms"] <= STEPS[28]
-    assert [c["name"] for c in before["columns"]] == ["event_date", "kind", "event_count"]
-    assert (before["default_namespace"], before["engine_name"]) == (["db"], "spark")
-
-
-def test_drop_and_recreate_gives_a_new_uuid_at_the_same_name(conn: duckdb.DuckDBPyConnection) -> None:
-    recreated = api.show(conn, "db.big_days", STEPS[34])
-    assert recreated["view_id"] == BIG_DAYS_NEW
-    assert recreated["representations"][0]["sql"] == (
-        "SELECT event_date, event_count\nFROM event_agg\nWHERE event_count > 3\nORDER BY event_date"
-    )
-    assert api.show(conn, "big_days")["view_id"] == BIG_DAYS_NEW
-    # The dropped view's history stays answerable by uuid.
-    dropped = api.history(conn, BIG_DAYS_OLD)
-    assert [a["version_id"] for a in dropped["activations"]] == [1]
-
-
-def test_history_keeps_versions_expired_from_the_newest_file(conn: duckdb.DuckDBPyConnection) -> None:
-    result = api.history(conn, "prod.db.event_agg")
-    assert [a["version_id"] for a in result["activations"]] == list(range(1, 14))
-    assert len(result["versions"]) == 13
-    newest_file_versions = conn.execute(
-        "SELECT list_sort(list(version_id)) FROM file_versions WHERE location = (SELECT max(location) "
-        "FROM view_files WHERE view_id = ?)",
-        [EVENT_AGG],
-    ).fetchone()
-    assert newest_file_versions == (list(range(4, 14)),)
-    diff = result["activations"][1]["diff"]
-    assert "-SELECT COUNT(1), CAST(event_ts AS DATE) FROM prod.db.events GROUP BY 2" in diff
-    assert "+WHERE kind <> 'heartbeat'" in diff
-    v1 = api.show(conn, "prod.db.event_agg", STEPS[10])
-    assert (v1["version_id"], v1["default_catalog"], v1["default_namespace"]) == (
-        1,
-        "spark_catalog",
-        ["default"],
-    )
-
-
-def test_show_at_each_replacement(conn: duckdb.DuckDBPyConnection) -> None:
-    steps = [10, 12, 14, 16, 20, 22, 25, 27, 30, 33, 35, 37, 39]
-    assert [api.show(conn, EVENT_AGG, STEPS[step])["version_id"] for step in steps] == list(range(1, 14))
-    with pytest.raises(UsageError, match="no active version"):
-        api.show(conn, EVENT_AGG, STEPS[9])
-
-
-def test_deps_transitive_across_namespaces(conn: duckdb.DuckDBPyConnection) -> None:
-    direct = api.deps(conn, "prod.acme.finance.revenue_by_region", STEPS[24])
-    assert [(r["table"], r["is_view"]) for r in direct["reads"]] == [
-        ("prod.db.event_agg", True),
-        ("prod.sales.customer_revenue", True),
-    ]
-    transitive = api.deps(conn, "revenue_by_region", STEPS[24], transitive=True)
-    assert [(r["table"], r["depth"]) for r in transitive["reads"]] == [
-        ("prod.db.event_agg", 1),
-        ("prod.sales.customer_revenue", 1),
-        ("prod.db.events", 2),
-        ("prod.sales.customers", 2),
-        ("prod.sales.orders", 2),
-    ]
-    assert transitive["reads"][2]["via"] == ["prod.acme.finance.revenue_by_region", "prod.db.event_agg"]
-    assert transitive["reads"][4]["via"] == [
-        "prod.acme.finance.revenue_by_region",
-        "prod.sales.customer_revenue",
-    ]
-    # By step 30 event_agg v9 joins orders and customers too: each path is listed.
-    later = api.deps(conn, "revenue_by_region", STEPS[30], transitive=True)
-    assert [(r["table"], r["via"][-1]) for r in later["reads"] if r["depth"] == 2] == [
-        ("prod.db.events", "prod.db.event_agg"),
-        ("prod.sales.customers", "prod.db.event_agg"),
-        ("prod.sales.customers", "prod.sales.customer_revenue"),
-        ("prod.sales.orders", "prod.db.event_agg"),
-        ("prod.sales.orders", "prod.sales.customer_revenue"),
-    ]
-
-
-def test_uses_transitive_changes_with_time(conn: duckdb.DuckDBPyConnection) -> None:
-    def uses(at: int) -> list[tuple[str, int, str]]:
-        result = api.uses(conn, "prod.sales.orders", at, transitive=True)
-        return [(v["view"], v["depth"], v["view_id"]) for v in result["views"]]
-
-    # Step 20: event_agg v5 joins sales.orders; customer_revenue and order_rank read it directly.
-    assert uses(STEPS[20]) == [
-        ("prod.db.event_agg", 1, EVENT_AGG),
-        ("prod.sales.customer_revenue", 1, CUSTOMER_REVENUE),
-        ("prod.sales.order_rank", 1, "cce648e8-0513-471c-abed-bbd8fc608f86"),
-        ("prod.db.big_days", 2, BIG_DAYS_OLD),
-    ]
-    # Step 22: event_agg v6 no longer reads orders.
-    assert ("prod.db.event_agg", 1, EVENT_AGG) not in uses(STEPS[22])
-    assert uses(STEPS[15]) == []
+    assert api.resolve_view(conn, "prod.db.event_agg").view_id == EVENT_AGG
+    assert api.resolve_view(conn, "customer_revenue").view_id == CUSTOMER_REVENUE
 
 
 def test_unknown_and_ambiguous_names(conn: duckdb.DuckDBPyConnection) -> None:
@@ -180,6 +86,44 @@ def test_cli_json_and_text(sample_store: Path) -> None:
     assert "prod.acme.finance.revenue_by_region > prod.db.event_agg" in text.output
     missing = runner.invoke(cli, ["--db", str(sample_store), "show", "nope"])
     assert (missing.exit_code, missing.output.strip()) == (2, "error: no view 'nope' in the store")
+
+
+def test_cli_history_and_deps_at_several_times(sample_store: Path) -> None:
+    def run(*args: str) -> str:
+        result = CliRunner().invoke(cli, ["--db", str(sample_store), *args])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    history = json.loads(run("history", "prod.db.event_agg", "--format", "json"))
+    assert [a["version_id"] for a in history["activations"]] == list(range(1, 14))
+    text = run("history", "prod.db.event_agg")
+    assert "  version_id: 13\n" in text
+    assert "    | +WHERE kind <> 'heartbeat'\n" in text
+    expected_depth_2 = {
+        16: ["prod.db.events"],
+        20: ["prod.db.events", "prod.sales.orders"],
+        22: ["prod.db.events"],
+        30: ["prod.db.events", "prod.sales.customers", "prod.sales.orders"],
+    }
+    for step, tables in expected_depth_2.items():
+        deps = json.loads(
+            run(
+                "deps",
+                "prod.db.big_days",
+                "--as-of",
+                api.iso(STEPS[step]) or "",
+                "--transitive",
+                "--format",
+                "json",
+            )
+        )
+        assert deps["view_id"] == BIG_DAYS_OLD
+        assert [r["table"] for r in deps["reads"]] == ["prod.db.event_agg", *tables], step
+        assert {tuple(r["via"]) for r in deps["reads"][1:]} == {("prod.db.big_days", "prod.db.event_agg")}
+    # After the re-create, the name answers with the new view; its text table shows the path.
+    text = run("deps", "big_days", "--as-of", str(STEPS[34]), "--transitive")
+    assert "view_id: 621f9620-d632-4552-aa8d-b485775cc8b8\n" in text
+    assert "prod.sales.orders  2      prod.db.big_days > prod.db.event_agg" in text
 
 
 @pytest.mark.parametrize(

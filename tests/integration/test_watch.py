@@ -6,7 +6,6 @@ import gzip
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -18,62 +17,10 @@ import pytest
 
 from ..conftest import CONFORMANCE
 from ..generate import generate
+from .watch_process import Watch
 
 pytestmark = pytest.mark.integration
 VALID = (CONFORMANCE / "iceberg-spec" / "view-spec__appendixA__00001-metadata.json").read_bytes()
-
-
-class Watch:
-    def __init__(self, root: Path, db: Path) -> None:
-        self.db = db
-        self.log = root.parent / "watch.log"
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "viewlineage.queries.cli",
-                "--db",
-                str(db),
-                "watch",
-                str(root),
-                "--replica-interval",
-                "0.3",
-                "--settle-seconds",
-                "3",
-            ],
-            stderr=self.log.open("w"),
-            stdout=subprocess.DEVNULL,
-        )
-        self.wait_for("watching")
-
-    def wait_for(self, text: str, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while text not in self.log.read_text():
-            assert self.process.poll() is None, self.log.read_text()
-            assert time.monotonic() < deadline, f"no {text!r} in: {self.log.read_text()}"
-            time.sleep(0.05)
-
-    def count(self, sql: str) -> int:
-        replica = Path(f"{self.db}.replica")
-        with duckdb.connect(str(replica), read_only=True) as conn:
-            row = conn.execute(sql).fetchone()
-            return int(row[0]) if row else 0
-
-    def wait_until(self, sql: str, expected: int, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while (found := self.count(sql)) != expected:
-            assert time.monotonic() < deadline, (
-                f"{sql}: {found} != {expected}; log: {self.log.read_text()[-2000:]}"
-            )
-            time.sleep(0.1)
-
-    def stop(self) -> None:
-        self.process.send_signal(signal.SIGINT)
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
 
 
 @pytest.fixture
