@@ -244,10 +244,9 @@ def reindex(settings: Settings) -> IndexStats:
     config = settings.parse_config()
     with Store(settings.db, settings.replica_interval) as store:
         config = with_roots(config, store.roots())
-        documents = list(store.stored_documents())
         store.clear_derived()
         indexer = Indexer(store, config)
-        for chunk in documents:
+        for chunk in store.stored_documents(settings.batch_files):
             reads = [
                 FileRead(location, document, modified_ms, source)
                 for location, document, modified_ms, source in chunk

@@ -127,8 +127,10 @@ class Store:
     def stored_documents(
         self, chunk: int = 1000
     ) -> Iterator[list[tuple[str, bytes, int | None, str | None]]]:
-        """(location, stored document, modified_ms, modified_source) of every indexed file, in chunks."""
-        cursor = self.conn.execute(
+        """(location, stored document, modified_ms, modified_source) of every indexed file, in chunks.
+        Streams through its own cursor (a second connection to the same database, reading one
+        snapshot), so the caller can write derived rows while it iterates."""
+        cursor = self.conn.cursor().execute(
             "SELECT f.location, r.document, f.modified_ms, f.modified_source FROM files f "
             "JOIN raw_documents r USING (content_hash) ORDER BY f.location"
         )

@@ -77,6 +77,6 @@ def test_reindex_equals_a_fresh_index(warehouse: tuple[Path, list[Path]], tmp_pa
     before = snapshot(db)
     with duckdb.connect(str(db)) as conn:
         conn.execute("DELETE FROM table_references; DELETE FROM lineage; DELETE FROM versions")
-    stats = reindex(settings_for(db, replica_interval=0))
+    stats = reindex(settings_for(db, replica_interval=0, batch_files=37))  # reads and writes interleave
     assert stats.indexed == len(files) - 4
     assert snapshot(db) == before
