@@ -57,6 +57,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("quarantined_at", _TS),
         ]
     ),
+    "removals": pa.schema([("location", pa.string()), ("removed_ms", pa.int64()), ("source", pa.string())]),
     "view_files": pa.schema(
         [
             ("location", pa.string()),
@@ -174,7 +175,7 @@ SCHEMAS: dict[str, pa.Schema] = {
 }
 """Arrow schema of every store table, in insertion order (parents before children)."""
 
-SOURCE_TABLES = ("raw_documents", "files", "quarantine")
+SOURCE_TABLES = ("raw_documents", "files", "quarantine", "removals")
 DERIVED_TABLES = tuple(name for name in SCHEMAS if name not in SOURCE_TABLES)
 
 
@@ -197,18 +198,28 @@ class QuarantinedFile:
     modified_ms: int | None
 
 
+@dataclass(frozen=True, slots=True)
+class Removal:
+    """A file that went away, and who reported it."""
+
+    location: str
+    removed_ms: int
+    source: str
+
+
 @dataclass(slots=True)
 class Batch:
-    """What one store transaction takes: files, quarantined files and new lineage results."""
+    """What one store transaction takes: files, quarantined files, removals, new lineage results."""
 
     indexed: list[IndexedFile] = field(default_factory=list)
     quarantined: list[QuarantinedFile] = field(default_factory=list)
+    removals: list[Removal] = field(default_factory=list)
     lineage: dict[str, Lineage] = field(default_factory=dict)
     include_source: bool = True
     """False when re-deriving from stored documents (`reindex`): source rows already exist."""
 
     def __len__(self) -> int:
-        return len(self.indexed) + len(self.quarantined)
+        return len(self.indexed) + len(self.quarantined) + len(self.removals)
 
     def to_arrow(self, now: datetime | None = None) -> dict[str, pa.Table]:
         rows: dict[str, list[tuple[object, ...]]] = {name: [] for name in SCHEMAS}
@@ -217,6 +228,8 @@ class Batch:
             _add_file(rows, item, now, self.include_source)
         for q in self.quarantined:
             rows["quarantine"].append((q.location, q.reason, q.message, q.stored_bytes, q.modified_ms, now))
+        for r in self.removals:
+            rows["removals"].append((r.location, r.removed_ms, r.source))
         for key, lineage in sorted(self.lineage.items()):
             _add_lineage(rows, key, lineage, now)
         return {name: _table(name, table_rows) for name, table_rows in rows.items() if table_rows}

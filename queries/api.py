@@ -156,6 +156,12 @@ def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None)
     """The view's definition at `as_of_ms` (default: now)."""
     view = resolve_view(conn, ref, as_of_ms)
     at = FOREVER_MS if as_of_ms is None else as_of_ms
+    dropped = _dropped(conn, view.view_id)
+    if dropped is not None and dropped["dropped_ms"] <= at:
+        raise UsageError(
+            f"view {view.name} was dropped at {iso(dropped['dropped_ms'])} (its newest metadata file "
+            f"{dropped['location']} was removed); ask with an earlier --as-of"
+        )
     current = _rows(conn, "SELECT * FROM current_versions(?) WHERE view_id = ?", [at, view.view_id])
     if not current:
         raise UsageError(f"view {view.name} had no active version at {iso(at) if as_of_ms else 'any time'}")
@@ -175,6 +181,11 @@ def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None)
         "properties_since": iso(state["commit_ms"]),
         "properties_since_source": state["commit_source"],
     }
+
+
+def _dropped(conn: duckdb.DuckDBPyConnection, view_id: str) -> dict[str, Any] | None:
+    rows = _rows(conn, "SELECT location, dropped_ms FROM view_drops WHERE view_id = ?", [view_id])
+    return rows[0] if rows else None
 
 
 def history(conn: duckdb.DuckDBPyConnection, ref: str) -> dict[str, Any]:
@@ -210,9 +221,13 @@ def history(conn: duckdb.DuckDBPyConnection, ref: str) -> dict[str, Any]:
             }
         )
         previous = version
+    dropped = _dropped(conn, view.view_id)
+    dropped_ms = dropped["dropped_ms"] if dropped is not None else None
     return {
         "view": view.name,
         "view_id": view.view_id,
+        "dropped_ms": dropped_ms,
+        "dropped_at": iso(dropped_ms),
         "versions": list(versions.values()),
         "activations": entries,
     }

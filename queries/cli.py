@@ -196,7 +196,7 @@ def history(context: click.Context, view: str, fmt: str) -> None:
             output_for(fmt).result(result)
         else:
             output_for(fmt).result(
-                {"view": result["view"], "view_id": result["view_id"], "activations": result["activations"]}
+                {key: result[key] for key in ("view", "view_id", "dropped_at", "activations")}
             )
 
 

@@ -14,13 +14,13 @@ import contextlib
 import os
 import shutil
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
-from viewlineage.indexer.batches import DERIVED_TABLES, Batch
+from viewlineage.indexer.batches import DERIVED_TABLES, SCHEMAS, Batch
 from viewlineage.indexer.errors import StoreError
 
 from .schema import install_queries, migrate
@@ -64,34 +64,48 @@ class Store:
         self.close()
 
     def write(self, batch: Batch) -> None:
-        """Insert a batch in one transaction. Every key is content-derived, so inserting what is
-        already there changes nothing (INSERT OR IGNORE): ingest is idempotent and order-free."""
-        tables = batch.to_arrow()
+        """Insert a batch in one transaction (see `write_tables`)."""
+        self.write_tables(batch.to_arrow())
+
+    def write_tables(self, tables: Mapping[str, pa.Table]) -> None:
+        """Insert Arrow tables (named as store tables) in one transaction. Every key is
+        content-derived, so inserting what is already there changes nothing (INSERT OR IGNORE):
+        ingest is idempotent and order-free. A location that indexed once stays indexed, so a
+        quarantine row never hides it and a good read supersedes one; an `object-missing` row gives
+        way to a removal of the same location (the object was deleted before it could be read)."""
         if not tables:
             return
-        indexed = pa.table({"location": [item.parsed.location for item in batch.indexed]})
+        statements = {
+            "quarantine": [
+                "INSERT OR IGNORE INTO quarantine SELECT * FROM _batch b "
+                "WHERE b.location NOT IN (SELECT location FROM files) AND NOT (b.reason = 'object-missing' "
+                "AND b.location IN (SELECT location FROM removals))"
+            ],
+            "files": [
+                "INSERT OR IGNORE INTO files SELECT * FROM _batch",
+                "DELETE FROM quarantine WHERE location IN (SELECT location FROM _batch)",
+            ],
+            "removals": [
+                "INSERT OR IGNORE INTO removals SELECT * FROM _batch",
+                "DELETE FROM quarantine WHERE reason = 'object-missing' "
+                "AND location IN (SELECT location FROM _batch)",
+            ],
+        }
+        rows = sum(table.num_rows for table in tables.values())
         try:
             self.conn.execute("BEGIN TRANSACTION")
-            for name, table in tables.items():
-                self.conn.register("_batch", table)
-                if name == "quarantine":
-                    # A location that indexed once stays indexed; a quarantine row never hides it.
-                    self.conn.execute(
-                        "INSERT OR IGNORE INTO quarantine SELECT * FROM _batch "
-                        "WHERE location NOT IN (SELECT location FROM files)"
-                    )
-                else:
-                    self.conn.execute(f"INSERT OR IGNORE INTO {name} SELECT * FROM _batch")
+            for name in SCHEMAS:
+                if name not in tables:
+                    continue
+                self.conn.register("_batch", tables[name])
+                for statement in statements.get(name, [f"INSERT OR IGNORE INTO {name} SELECT * FROM _batch"]):
+                    self.conn.execute(statement)
                 self.conn.unregister("_batch")
-            if indexed.num_rows:
-                self.conn.register("_indexed", indexed)
-                self.conn.execute("DELETE FROM quarantine WHERE location IN (SELECT location FROM _indexed)")
-                self.conn.unregister("_indexed")
             self.conn.execute("COMMIT")
         except duckdb.Error as exc:
             with contextlib.suppress(duckdb.Error):
                 self.conn.execute("ROLLBACK")
-            raise StoreError(f"batch of {len(batch)} files not stored: {exc}") from exc
+            raise StoreError(f"batch of {rows} rows not stored: {exc}") from exc
         self._dirty = True
         self.publish_replica()
 

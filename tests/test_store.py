@@ -7,6 +7,7 @@ import pytest
 
 from viewlineage.indexer.pipeline import index_locations
 from viewlineage.sinks import schema
+from viewlineage.sinks import store as store_module
 from viewlineage.sinks.store import Store, open_reader, replica_path
 
 from .conftest import settings_for
@@ -18,6 +19,8 @@ def test_previous_schema_version_opens_and_migrates(
     db = tmp_path / "old.duckdb"
     all_migrations = schema.migrations()
     monkeypatch.setattr(schema, "migrations", lambda: all_migrations[:1])
+    # The first version's store had its own queries; today's refer to tables it lacked.
+    monkeypatch.setattr(store_module, "install_queries", lambda conn: None)
     index_locations([str(sample_warehouse)], settings_for(db, f"{sample_warehouse}=prod"))
     with duckdb.connect(str(db), read_only=True) as conn:
         assert conn.execute("SELECT id FROM _migrations").fetchall() == [(1,)]
@@ -26,9 +29,14 @@ def test_previous_schema_version_opens_and_migrates(
     with Store(db, replica_interval=None) as store:
         assert [
             row[0] for row in store.conn.execute("SELECT name FROM _migrations ORDER BY id").fetchall()
-        ] == ["0001_initial", "0002_lookup_indexes"]
+        ] == ["0001_initial", "0002_lookup_indexes", "0003_removals"]
         indexes = store.conn.execute("SELECT index_name FROM duckdb_indexes() ORDER BY 1").fetchall()
-        assert indexes == [("file_versions_by_hash",), ("version_log_by_view",), ("view_files_by_view",)]
+        assert indexes == [
+            ("file_versions_by_hash",),
+            ("removals_by_location",),
+            ("version_log_by_view",),
+            ("view_files_by_view",),
+        ]
         assert store.conn.execute("SELECT count(*) FROM versions").fetchone() == before == (21,)
 
 

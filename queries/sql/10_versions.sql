@@ -32,13 +32,26 @@ SELECT * EXCLUDE (r) FROM (
     FROM view_files
 ) WHERE r = 1;
 
+-- view_drops: a view is dropped when its newest file (latest commit, then highest sequence number)
+-- is removed; dropped_ms is the earliest removal reported for that file.
+CREATE OR REPLACE VIEW view_drops AS
+SELECT f.view_id, f.location, min(r.removed_ms) AS dropped_ms
+FROM (
+    SELECT * FROM view_files
+    QUALIFY row_number() OVER (
+        PARTITION BY view_id ORDER BY commit_ms DESC NULLS LAST, sequence_number DESC NULLS LAST, location DESC) = 1
+) f JOIN removals r USING (location)
+GROUP BY f.view_id, f.location;
+
 -- views_as_of(t): every view current at t with its version and the state of its file. A name is
 -- held by the view whose file was committed last: a view dropped and re-created at the same path
--- is replaced by the new uuid from the new file's commit on.
+-- is replaced by the new uuid from the new file's commit on. A view whose file in force at t was
+-- removed by t is dropped and left out.
 CREATE OR REPLACE MACRO views_as_of(t) AS TABLE
 SELECT * EXCLUDE (name_rank) FROM (
     SELECT f.view_id, f.view_uuid, f.catalog, f.name, c.version_id, c.activated_ms, f.location AS file_location,
            f.properties, f.commit_ms, f.commit_source,
            row_number() OVER (PARTITION BY f.catalog, f.name ORDER BY f.commit_ms DESC, f.view_id) AS name_rank
     FROM current_versions(t) c JOIN view_files_as_of(t) f USING (view_id)
+    WHERE NOT EXISTS (SELECT 1 FROM removals r WHERE r.location = f.location AND r.removed_ms <= t)
 ) WHERE name IS NULL OR name_rank = 1;

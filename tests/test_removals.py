@@ -1,0 +1,92 @@
+"""Removals are history: a view whose newest file is removed is dropped from then on; a file deleted
+before it could be read gives way to its removal, in whatever order the two arrive."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from viewlineage.indexer.batches import Batch, QuarantinedFile, Removal
+from viewlineage.indexer.errors import UsageError
+from viewlineage.queries import api
+from viewlineage.sinks.store import Store, open_reader
+
+from .data.restore_mtimes import SAMPLE
+from .realwriter.scenario_checks import load_steps
+
+STEPS = load_steps(SAMPLE)
+BIG_DAYS_OLD = "4314fa7c-bbf3-4c33-9cd2-a483e994ddf4"
+
+
+@pytest.fixture
+def dropped_store(sample_store: Path, tmp_path: Path) -> Path:
+    """The sample store plus the removal Iceberg made on DROP VIEW (step 32): the newest file of the
+    first big_days."""
+    db = tmp_path / "dropped.duckdb"
+    shutil.copyfile(sample_store, db)
+    with Store(db, replica_interval=None) as store:
+        (newest,) = store.conn.execute(
+            "SELECT location FROM view_files WHERE view_id = ? ORDER BY sequence_number DESC LIMIT 1",
+            [BIG_DAYS_OLD],
+        ).fetchone() or ("",)
+        store.write(Batch(removals=[Removal(newest, STEPS[32], "watch")]))
+    return db
+
+
+def test_a_view_whose_newest_file_is_removed_is_dropped(dropped_store: Path) -> None:
+    with open_reader(dropped_store) as conn:
+        assert api.show(conn, "prod.db.big_days", STEPS[31])["view_id"] == BIG_DAYS_OLD
+        with pytest.raises(UsageError, match=r"view prod.db.big_days was dropped at 2026-11-21T23:17:2"):
+            api.show(conn, "prod.db.big_days", STEPS[33])
+        assert api.show(conn, "prod.db.big_days", STEPS[34])["view_id"] != BIG_DAYS_OLD  # re-created
+
+        def users(at: int) -> list[str]:
+            return [v["view"] for v in api.uses(conn, "prod.db.events", at, transitive=True)["views"]]
+
+        assert "prod.db.big_days" in users(STEPS[31])
+        assert "prod.db.big_days" not in users(STEPS[33])
+        history = api.history(conn, BIG_DAYS_OLD)
+        assert (history["dropped_ms"], [a["version_id"] for a in history["activations"]]) == (STEPS[32], [1])
+        assert conn.execute("SELECT count(*) FROM views_as_of(?)", [STEPS[33]]).fetchone() == (5,)
+
+
+def test_removing_an_older_file_drops_nothing(sample_store: Path, tmp_path: Path) -> None:
+    db = tmp_path / "older.duckdb"
+    shutil.copyfile(sample_store, db)
+    with Store(db, replica_interval=None) as store:
+        (oldest,) = store.conn.execute(
+            "SELECT location FROM view_files WHERE view_id = ? ORDER BY sequence_number LIMIT 1",
+            [BIG_DAYS_OLD],
+        ).fetchone() or ("",)
+        store.write(Batch(removals=[Removal(oldest, STEPS[30], "seaweedfs")]))
+    with open_reader(db) as conn:
+        assert api.show(conn, BIG_DAYS_OLD, STEPS[31])["version_id"] == 1
+        assert api.history(conn, BIG_DAYS_OLD)["dropped_ms"] is None
+
+
+@pytest.mark.parametrize("removal_first", [True, False])
+def test_deleted_before_read_is_not_quarantine_in_either_order(tmp_path: Path, removal_first: bool) -> None:
+    missing = QuarantinedFile(
+        "s3://lake/w/db/v/metadata/00001-a.gz.metadata.json", "object-missing", "gone", None, None
+    )
+    never_deleted = QuarantinedFile(
+        "s3://lake/w/db/v/metadata/00002-b.gz.metadata.json", "object-missing", "gone", None, None
+    )
+    removal = Removal(missing.location, 1_000, "aws")
+    batches = [Batch(removals=[removal]), Batch(quarantined=[missing, never_deleted])]
+    with Store(tmp_path / "s.duckdb", replica_interval=None) as store:
+        for batch in batches if removal_first else reversed(batches):
+            store.write(batch)
+        store.write(batches[0])  # a duplicate delivery changes nothing
+        quarantined = store.conn.execute("SELECT location, reason FROM quarantine").fetchall()
+        removals = store.conn.execute("SELECT * FROM removals").fetchall()
+    assert quarantined == [(never_deleted.location, "object-missing")]
+    assert removals == [(missing.location, 1_000, "aws")]
+
+
+def test_readers_of_a_store_without_removals_get_no_error(sample_store: Path) -> None:
+    with duckdb.connect(str(sample_store), read_only=True) as conn:
+        assert conn.execute("SELECT count(*) FROM removals").fetchone() == (0,)
