@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -61,14 +62,65 @@ class Settings(BaseModel):
         10.0, alias="settle-seconds", gt=0, description="`watch`: how long a changing file is retried."
     )
     s3_endpoint: str | None = Field(None, alias="s3-endpoint", description="S3-compatible endpoint URL.")
+    bootstrap_servers: str = Field(
+        "127.0.0.1:9092", alias="bootstrap-servers", description="`consume`: Kafka brokers, host:port,..."
+    )
+    topics: tuple[str, ...] = Field(
+        (), alias="topic", description="`consume`: topic with object-store notifications. Repeatable."
+    )
+    group: str = Field("viewlineage", description="`consume`: Kafka consumer group.")
+    kafka_config: str | None = Field(
+        None,
+        alias="kafka-config",
+        description="`consume`: TOML file of kafka-python client settings (TLS, SASL, ...); `${VAR}` in a "
+        "value is read from the environment.",
+    )
+    allow_prefix: tuple[str, ...] = Field(
+        (),
+        alias="allow-prefix",
+        description="`consume`: only objects under this URL prefix are read (s3://bucket/prefix). "
+        "Repeatable; required unless --allow-any-prefix.",
+    )
+    allow_any_prefix: bool = Field(
+        False, alias="allow-any-prefix", description="`consume`: read objects under any prefix."
+    )
+    dead_letter_topic: str | None = Field(
+        None,
+        alias="dead-letter-topic",
+        description="`consume`: also send messages that cannot be decoded to this topic.",
+    )
+    reconcile_every: float | None = Field(
+        None,
+        alias="reconcile-every",
+        gt=0,
+        description="`consume`, `watch`: re-list and fill gaps this often (30s, 5m, 1h; none: never).",
+    )
+    log_format: Literal["text", "json"] = Field(
+        "text", alias="log-format", description="`consume`, `watch`: log lines as text or JSON objects."
+    )
+    metrics_port: int | None = Field(
+        None,
+        alias="metrics-port",
+        ge=0,
+        le=65535,
+        description="`consume`, `watch`: serve /healthz and Prometheus /metrics on this port (0: any free).",
+    )
+    metrics_host: str = Field(
+        "127.0.0.1", alias="metrics-host", description="`consume`, `watch`: address for --metrics-port."
+    )
 
-    @field_validator("catalog_map", "catalog_alias", mode="before")
+    @field_validator("catalog_map", "catalog_alias", "topics", "allow_prefix", mode="before")
     @classmethod
     def _split_lists(cls, value: Any) -> Any:
         # Environment variables carry lists comma-separated.
         if isinstance(value, str):
             return tuple(part.strip() for part in value.split(",") if part.strip())
         return value
+
+    @field_validator("reconcile_every", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> Any:
+        return parse_duration(value) if isinstance(value, str) else value
 
     def parse_config(self) -> ParseConfig:
         return ParseConfig(
@@ -174,3 +226,43 @@ def parse_catalog_aliases(entries: tuple[str, ...]) -> dict[tuple[str, str], str
             )
         aliases[(canonical, name.strip().lower())] = catalog.strip().lower()
     return aliases
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(text: str) -> float:
+    """`90`, `90s`, `5m`, `1.5h`, `1d`, `250ms` -> seconds."""
+    match = _DURATION.match(text)
+    if match is None:
+        raise ValueError(f"not a duration: {text!r} (examples: 30s, 5m, 1h)")
+    return float(match.group(1)) * _UNIT_SECONDS[match.group(2) or "s"]
+
+
+_ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def load_kafka_config(path: str, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """kafka-python client settings from a TOML file. Secrets stay out of the file: `${NAME}` in a
+    string value is replaced by the environment variable NAME, which must be set."""
+    environ = os.environ if environ is None else environ
+    try:
+        with Path(path).open("rb") as handle:
+            document = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise UsageError(f"cannot read Kafka config {path}: {exc}") from exc
+
+    def expand(value: Any, key: str) -> Any:
+        if not isinstance(value, str):
+            return value
+
+        def variable(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in environ:
+                raise UsageError(f"Kafka config {path}: {key} refers to ${{{name}}}, which is not set")
+            return environ[name]
+
+        return _ENV_REFERENCE.sub(variable, value)
+
+    return {key.replace("-", "_").replace(".", "_"): expand(value, key) for key, value in document.items()}

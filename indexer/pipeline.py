@@ -1,7 +1,7 @@
 """The indexing loop: file reads -> parse -> lineage (memoised) -> Arrow batch -> store.
 
 `Indexer` owns the memo caches and the store; the stages it calls are pure. Sources (`index`
-listings, `watch`, later Kafka) feed it `FileRead`s or read failures; every batch is one store
+listings, `watch`, `consume`) feed it `FileRead`s or read failures; every batch is one store
 transaction.
 """
 
@@ -15,13 +15,13 @@ from dataclasses import dataclass, field, replace
 
 from viewlineage.sinks.store import Store
 
-from .batches import Batch, IndexedFile, QuarantinedFile
+from .batches import Batch, IndexedFile, QuarantinedFile, Removal
 from .config import CatalogMapEntry, ParseConfig, Settings
 from .errors import ObjectMissing, ObjectTooLarge, QuarantineError, ReadError
 from .lineage import Lineage, LineageRequest, extract_lineage
 from .locations import normalize_location
 from .parse import ParsedFile, parse_metadata
-from .read import FileRead, ListedFile, reader_for
+from .read import FileRead, ListedFile, Reader, reader_for
 
 READ_ATTEMPTS = 3
 
@@ -66,18 +66,24 @@ class ReadFailure:
     error: ReadError
 
 
-def quarantine_read_failure(failure: ReadFailure) -> QuarantinedFile | None:
-    """A read failure's quarantine row; None for objects that are simply gone."""
+def quarantine_read_failure(
+    failure: ReadFailure, missing_is_quarantine: bool = False
+) -> QuarantinedFile | None:
+    """A read failure's quarantine row. A missing object is only quarantined (`object-missing`)
+    when an event said it was created: a listing that races a delete has nothing to keep."""
     if isinstance(failure.error, ObjectMissing):
-        return None
+        if not missing_is_quarantine:
+            return None
+        return QuarantinedFile(failure.location, "object-missing", str(failure.error), None, None)
     reason = "over-size-limit" if isinstance(failure.error, ObjectTooLarge) else "unreadable"
     return QuarantinedFile(failure.location, reason, str(failure.error), None, None)
 
 
 class Indexer:
-    """Turns file reads into store batches, memoising lineage in the run and through the store."""
+    """Turns file reads into store batches, memoising lineage in the run and through the store.
+    Without a store (a consumer that does not hold the write lock) the memo is the run's only."""
 
-    def __init__(self, store: Store, config: ParseConfig) -> None:
+    def __init__(self, store: Store | None, config: ParseConfig) -> None:
         self.store = store
         self.config = config
         self.lineage_memo: dict[str, Lineage] = {}
@@ -89,12 +95,17 @@ class Indexer:
         except QuarantineError as exc:
             return QuarantinedFile(read.location, exc.reason, str(exc), len(read.data), read.modified_ms)
 
-    def build_batch(self, items: Iterable[FileRead | ReadFailure], include_source: bool = True) -> Batch:
+    def build_batch(
+        self,
+        items: Iterable[FileRead | ReadFailure],
+        include_source: bool = True,
+        missing_is_quarantine: bool = False,
+    ) -> Batch:
         batch = Batch(include_source=include_source)
         pending: dict[str, LineageRequest] = {}
         for item in items:
             if isinstance(item, ReadFailure):
-                quarantined = quarantine_read_failure(item)
+                quarantined = quarantine_read_failure(item, missing_is_quarantine)
                 if quarantined is None:
                     self.stats.missing += 1
                 else:
@@ -107,7 +118,7 @@ class Indexer:
             keys = self._lineage_keys(parsed, pending)
             batch.indexed.append(IndexedFile(item, parsed, keys))
         fresh = set(pending) - set(self.lineage_memo)
-        stored = self.store.known_lineage(fresh) if include_source else set()
+        stored = self.store.known_lineage(fresh) if include_source and self.store is not None else set()
         self.stats.lineage_reused += len(pending) - len(fresh) + len(stored)
         for key in sorted(fresh - stored):
             self.lineage_memo[key] = batch.lineage[key] = extract_lineage(pending[key], self.config.lineage)
@@ -168,6 +179,7 @@ class Indexer:
         return self.stats
 
     def _flush(self, chunk: list[FileRead | ReadFailure], progress: Callable[[int], None] | None) -> None:
+        assert self.store is not None, "ingest needs the store"
         self.store.write(self.build_batch(chunk))
         if progress is not None:
             progress(len(chunk))
@@ -227,16 +239,41 @@ def index_locations(
 
 def _read_all(todo: list[tuple[str, ListedFile]], settings: Settings) -> Iterator[FileRead | ReadFailure]:
     readers = {root: reader_for(root, settings.s3_endpoint) for root, _ in todo}
+    yield from read_all([(readers[root], listed) for root, listed in todo], settings)
 
-    def read_one(entry: tuple[str, ListedFile]) -> FileRead | ReadFailure:
-        root, listed = entry
-        reader = readers[root]
+
+def read_all(
+    todo: Iterable[tuple[Reader, ListedFile]], settings: Settings
+) -> Iterator[FileRead | ReadFailure]:
+    """Read files in parallel (`read_workers` threads), in order, with bounded retries."""
+
+    def read_one(entry: tuple[Reader, ListedFile]) -> FileRead | ReadFailure:
+        reader, listed = entry
         return read_with_retries(
             lambda: reader.read(listed.location, settings.max_file_bytes, listed), listed.location
         )
 
     with ThreadPoolExecutor(settings.read_workers) as pool:
         yield from pool.map(read_one, todo)
+
+
+def gap_batch(
+    indexer: Indexer, reader: Reader, prefix: str, settings: Settings, now_ms: int
+) -> tuple[Batch, Counter[str]]:
+    """Reconciliation: list `prefix` again, read the metadata files the store lacks, and record as
+    removed (at `now_ms`, source `reconcile`) the stored ones that are gone and had no removal yet.
+    Needs the store: only the process holding it reconciles."""
+    store = indexer.store
+    assert store is not None, "reconciling needs the store"
+    listed = {item.location: item for item in reader.list(prefix)}
+    known = store.indexed(listed)
+    reads = list(read_all([(reader, item) for loc, item in listed.items() if loc not in known], settings))
+    batch = indexer.build_batch(reads)
+    vanished = store.without_removal(prefix) - set(listed)
+    batch.removals.extend(Removal(location, now_ms, "reconcile") for location in sorted(vanished))
+    outcomes = Counter({"reconciled": len(batch.indexed), "removed": len(vanished)})
+    outcomes["quarantined"] += len(batch.quarantined)
+    return batch, outcomes
 
 
 def reindex(settings: Settings) -> IndexStats:

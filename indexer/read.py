@@ -113,6 +113,7 @@ class FsspecReader:
 
     def list(self, location: str) -> Iterator[ListedFile]:
         with mapped_errors(location):
+            self.fs.invalidate_cache()  # s3fs caches listings; a re-list must see the store as it is now
             if self.fs.isfile(location):
                 info = self.fs.info(location)
                 yield ListedFile(location, info.get("size"), _modified_ms(info))

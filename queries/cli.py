@@ -4,11 +4,14 @@ the traceback)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import signal
 import sys
-from collections.abc import Callable
-from typing import Any, TypeVar
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, Literal, TypeVar, get_args, get_origin
 
 import click
 
@@ -22,7 +25,9 @@ from .output import JsonOutput, Output, TextOutput
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_SETTING_FLAGS = (
+# Which settings each command takes as flags (every setting can also come from the TOML file or
+# the environment).
+_INDEXING = (
     "catalog_map",
     "catalog_alias",
     "max_file_bytes",
@@ -30,22 +35,47 @@ _SETTING_FLAGS = (
     "read_workers",
     "batch_files",
     "replica_interval",
-    "settle_seconds",
     "s3_endpoint",
+)
+_FOLLOWING = ("reconcile_every", "log_format", "metrics_port", "metrics_host")
+_CONSUMING = (
+    "bootstrap_servers",
+    "topics",
+    "group",
+    "kafka_config",
+    "allow_prefix",
+    "allow_any_prefix",
+    "dead_letter_topic",
 )
 
 
-def setting_options(function: F) -> F:
-    """One option per setting, from the `Settings` table (name, type, help)."""
-    for name in reversed(_SETTING_FLAGS):
-        info = Settings.model_fields[name]
-        flag = "--" + (info.alias or name).replace("_", "-")
-        many = name in ("catalog_map", "catalog_alias")
-        kind: type = int if info.annotation is int else float if info.annotation is float else str
-        function = click.option(flag, name, multiple=many, type=kind, default=None, help=info.description)(
-            function
-        )
-    return function
+def _setting_option(name: str) -> Callable[[F], F]:
+    info = Settings.model_fields[name]
+    flag = "--" + (info.alias or name).replace("_", "-")
+    annotation = info.annotation
+    if annotation is bool:
+        return click.option(flag, name, is_flag=True, default=None, help=info.description)
+    if annotation == tuple[str, ...]:
+        return click.option(flag, name, multiple=True, default=None, help=info.description)
+    kind: Any = str  # strings, and durations that `Settings` parses
+    if annotation in (int, int | None):
+        kind = int
+    elif annotation is float:
+        kind = float
+    elif get_origin(annotation) is Literal:
+        kind = click.Choice(get_args(annotation))
+    return click.option(flag, name, type=kind, default=None, help=info.description)
+
+
+def setting_options(*names: str) -> Callable[[F], F]:
+    """One option per named setting, from the `Settings` table (name, type, help)."""
+
+    def decorate(function: F) -> F:
+        for name in reversed(names):
+            function = _setting_option(name)(function)
+        return function
+
+    return decorate
 
 
 def handle_errors(function: F) -> F:
@@ -113,7 +143,7 @@ def _print_summary(stats: IndexStats, fmt: str) -> None:
 
 @cli.command()
 @click.argument("locations", nargs=-1, required=True)
-@setting_options
+@setting_options(*_INDEXING)
 @format_option
 @click.option("--progress/--no-progress", default=None, help="Progress bar [default: on a terminal].")
 @click.pass_context
@@ -142,19 +172,62 @@ def index(
 
 @cli.command()
 @click.argument("root")
-@setting_options
+@setting_options(*_INDEXING, "settle_seconds", *_FOLLOWING)
 @click.pass_context
 @handle_errors
 def watch(context: click.Context, /, root: str, **flags: Any) -> None:
     """Index ROOT, then follow it: every metadata file closed or moved into it is indexed."""
+    from viewlineage.indexer.health import Health
     from viewlineage.indexer.sources.watch import watch_directory
 
     settings = settings_from(context, **flags)
-    watch_directory(root, settings, log=lambda line: click.echo(line, err=True))
+    health = Health("watch", settings.log_format)
+    with _until_signalled() as stop:
+        if settings.metrics_port is not None:
+            health.serve(settings.metrics_port, settings.metrics_host)
+        try:
+            watch_directory(root, settings, health, stop)
+        finally:
+            health.close()
+
+
+@cli.command()
+@setting_options(*_CONSUMING, *_INDEXING, *_FOLLOWING)
+@click.pass_context
+@handle_errors
+def consume(context: click.Context, /, **flags: Any) -> None:
+    """Follow object-store notifications in Kafka (S3, SNS, EventBridge, MinIO, SeaweedFS) and index
+    every metadata file they announce; deletes are recorded as history. Credentials for the object
+    store come from the usual AWS environment variables or profile."""
+    from viewlineage.indexer.faults import Faults
+    from viewlineage.indexer.health import Health
+    from viewlineage.indexer.sources.kafka import Consumer
+
+    settings = settings_from(context, **flags)
+    health = Health("consume", settings.log_format)
+    with _until_signalled() as stop:
+        if settings.metrics_port is not None:
+            health.serve(settings.metrics_port, settings.metrics_host)
+        try:
+            Consumer(settings, health, Faults.from_environ(), stop).run()
+        finally:
+            health.close()
+
+
+@contextlib.contextmanager
+def _until_signalled() -> Iterator[threading.Event]:
+    """An event set by SIGTERM or SIGINT, so a loop finishes the batch in hand and exits cleanly."""
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield stop
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @cli.command("reindex")
-@setting_options
+@setting_options(*_INDEXING)
 @format_option
 @click.pass_context
 @handle_errors

@@ -121,6 +121,15 @@ class Store:
         """Which of these locations are already indexed (their files are immutable)."""
         return self._existing("files", "location", locations)
 
+    def without_removal(self, prefix: str) -> set[str]:
+        """Indexed locations under `prefix` with no recorded removal."""
+        rows = self.conn.execute(
+            "SELECT location FROM files WHERE starts_with(location, ?) "
+            "AND location NOT IN (SELECT location FROM removals)",
+            [prefix.rstrip("/") + "/"],
+        ).fetchall()
+        return {row[0] for row in rows}
+
     def known_lineage(self, keys: Iterable[str]) -> set[str]:
         """Which lineage keys have stored results (the memo across runs)."""
         return self._existing("lineage", "lineage_key", keys)

@@ -4,7 +4,9 @@ The observer starts before the initial scan, so nothing written during the scan 
 seen twice is absorbed by idempotent ingest). A file that fails to read or parse is retried with
 backoff while its size or mtime still changes, for up to `settle_seconds`; only a file that fails
 twice with the same size and mtime (stable), or is still failing at the deadline, is quarantined.
-A later good read of the same path supersedes its quarantine row.
+A later good read of the same path supersedes its quarantine row. A deleted metadata file is
+recorded as removed at the time the deletion was seen; `--reconcile-every` re-lists the root to
+catch what inotify missed (files it never reported, deletions while `watch` was down).
 """
 
 from __future__ import annotations
@@ -14,14 +16,18 @@ import queue
 import threading
 import time
 import warnings
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from watchdog.events import (
     DirCreatedEvent,
+    DirDeletedEvent,
     DirMovedEvent,
     FileClosedEvent,
     FileCreatedEvent,
+    FileDeletedEvent,
     FileMovedEvent,
     FileSystemEventHandler,
 )
@@ -29,14 +35,16 @@ from watchdog.observers import Observer
 
 from viewlineage.sinks.store import Store
 
-from ..batches import QuarantinedFile
+from ..batches import Batch, QuarantinedFile, Removal
 from ..config import Settings
 from ..errors import ObjectMissing, ReadError
+from ..health import Health
 from ..locations import is_metadata_file_name, normalize_location
-from ..pipeline import Indexer, ReadFailure, with_roots
+from ..pipeline import Indexer, ReadFailure, gap_batch, with_roots
 from ..read import FileRead, LocalReader
 
 IDLE_POLL_SECONDS = 0.05
+T = TypeVar("T")
 
 # watchdog re-registers directories created inside a recursive watch and warns each time; the
 # warning is noise (the watch stays correct), so it is silenced here rather than in every caller.
@@ -45,10 +53,21 @@ warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWa
 
 class _Handler(FileSystemEventHandler):
     """Queues metadata files on close and move, and new directories: a file written into a
-    directory before inotify watches it sends no event, so new directories are listed."""
+    directory before inotify watches it sends no event, so new directories are listed. Deleted
+    metadata files (and the source of a move) are queued as removals, timed when seen."""
 
-    def __init__(self, paths: queue.Queue[str]) -> None:
+    def __init__(self, paths: queue.Queue[str], removals: queue.Queue[Removal]) -> None:
         self.paths = paths
+        self.removals = removals
+
+    def on_deleted(self, event: DirDeletedEvent | FileDeletedEvent) -> None:
+        if not event.is_directory:
+            self._removed(event.src_path)
+
+    def _removed(self, path: str | bytes) -> None:
+        text = normalize_location(os.fsdecode(path))
+        if is_metadata_file_name(os.path.basename(text)):
+            self.removals.put(Removal(text, int(time.time() * 1000), "watch"))
 
     def on_closed(self, event: FileClosedEvent) -> None:
         self._offer(event.src_path)
@@ -57,6 +76,7 @@ class _Handler(FileSystemEventHandler):
         if event.is_directory:
             self.paths.put(os.fsdecode(event.dest_path))
         else:
+            self._removed(event.src_path)
             self._offer(event.dest_path)
 
     def on_created(self, event: DirCreatedEvent | FileCreatedEvent) -> None:
@@ -88,22 +108,24 @@ def _stat(path: str) -> tuple[int, int] | None:
 def watch_directory(
     root: str,
     settings: Settings,
-    log: Callable[[str], None] = lambda line: None,
+    health: Health | None = None,
     stop: threading.Event | None = None,
     on_ready: Callable[[], None] | None = None,
 ) -> None:
     """Run until `stop` is set (or forever)."""
     root = normalize_location(root)
     stop = stop or threading.Event()
+    health = health or Health("watch", settings.log_format)
     config = with_roots(settings.parse_config(), [root])
     reader = LocalReader()
     paths: queue.Queue[str] = queue.Queue()
+    removals: queue.Queue[Removal] = queue.Queue()
     observer = Observer()
     observer.schedule(
-        _Handler(paths),
+        _Handler(paths, removals),
         root,
         recursive=True,
-        event_filter=[FileClosedEvent, FileMovedEvent, DirMovedEvent, DirCreatedEvent],
+        event_filter=[FileClosedEvent, FileMovedEvent, FileDeletedEvent, DirMovedEvent, DirCreatedEvent],
     )
     observer.start()
     try:
@@ -113,65 +135,102 @@ def watch_directory(
             for listed in reader.list(root):
                 paths.put(listed.location)
             store.publish_replica(force=True)
-            log(f"watching {root}")
+            health.log("watching", root=root, store=settings.db)
             if on_ready is not None:
                 on_ready()
-            _loop(indexer, reader, paths, settings, stop, log)
+            _Loop(indexer, store, reader, root, settings, health).run(paths, removals, stop)
     finally:
         observer.stop()
         observer.join()
 
 
-def _loop(
-    indexer: Indexer,
-    reader: LocalReader,
-    paths: queue.Queue[str],
-    settings: Settings,
-    stop: threading.Event,
-    log: Callable[[str], None],
-) -> None:
-    retries: dict[str, _Attempt] = {}
-    while not stop.is_set():
-        due = _expand_directories(_drain(paths, settings.batch_files), reader)
-        now = time.monotonic()
-        due.extend(
-            location for location, attempt in retries.items() if attempt.due <= now and location not in due
-        )
-        if not due:
-            indexer.store.publish_replica()
-            time.sleep(IDLE_POLL_SECONDS)
-            continue
-        todo = [
-            location
-            for location in dict.fromkeys(normalize_location(p) for p in due)
-            if location in retries or location not in indexer.store.indexed([location])
-        ]
+class _Loop:
+    """Batches of queued paths and removals -> the store, one transaction each."""
+
+    def __init__(
+        self,
+        indexer: Indexer,
+        store: Store,
+        reader: LocalReader,
+        root: str,
+        settings: Settings,
+        health: Health,
+    ) -> None:
+        self.indexer = indexer
+        self.store = store
+        self.reader = reader
+        self.root = root
+        self.settings = settings
+        self.health = health
+        self.retries: dict[str, _Attempt] = {}
+
+    def run(self, paths: queue.Queue[str], removals: queue.Queue[Removal], stop: threading.Event) -> None:
+        reconciled_at = time.monotonic()
+        while not stop.is_set():
+            self.health.beat()
+            every = self.settings.reconcile_every
+            if every is not None and time.monotonic() - reconciled_at >= every:
+                self._reconcile()
+                reconciled_at = time.monotonic()
+            due = _expand_directories(_drain(paths, self.settings.batch_files), self.reader)
+            removed = _drain(removals, self.settings.batch_files)
+            now = time.monotonic()
+            due.extend(
+                location
+                for location, attempt in self.retries.items()
+                if attempt.due <= now and location not in due
+            )
+            if not due and not removed:
+                self.store.publish_replica()
+                time.sleep(IDLE_POLL_SECONDS)
+                continue
+            self._batch(due, removed)
+
+    def _batch(self, due: list[str], removed: list[Removal]) -> None:
+        started = time.monotonic()
+        outcomes: Counter[str] = Counter(removed=len(removed))
+        unique = list(dict.fromkeys(normalize_location(p) for p in due))
+        known = self.store.indexed(location for location in unique if location not in self.retries)
+        outcomes["already-indexed"] += len(known)
         ready: list[FileRead | ReadFailure] = []
-        for location in todo:
+        for location in (location for location in unique if location not in known):
             before = _stat(location)
             try:
-                read = reader.read(location, settings.max_file_bytes)
+                read = self.reader.read(location, self.settings.max_file_bytes)
             except ObjectMissing:
-                retries.pop(location, None)
+                self.retries.pop(location, None)
+                outcomes["deleted-before-read"] += 1  # its deletion is queued as a removal
                 continue
             except ReadError as exc:
-                if _retry(retries, location, before, settings.settle_seconds):
+                if _retry(self.retries, location, before, self.settings.settle_seconds):
                     continue
                 ready.append(ReadFailure(location, exc))
                 continue
-            parsed = indexer.parse(read)
+            parsed = self.indexer.parse(read)
             if isinstance(parsed, QuarantinedFile) and _retry(
-                retries, location, before, settings.settle_seconds
+                self.retries, location, before, self.settings.settle_seconds
             ):
                 continue
-            retries.pop(location, None)
+            self.retries.pop(location, None)
             ready.append(read)
-        if ready:
-            batch = indexer.build_batch(ready)
-            indexer.store.write(batch)
-            for item in batch.quarantined:
-                log(f"quarantined {item.location}: {item.reason}: {item.message}")
-            log(f"indexed {len(batch.indexed)} files, quarantined {len(batch.quarantined)}")
+        batch = self.indexer.build_batch(ready) if ready else Batch()
+        batch.removals.extend(removed)
+        if not batch:
+            return
+        self.store.write(batch)
+        for item in batch.quarantined:
+            self.health.log("quarantined", location=item.location, reason=item.reason, message=item.message)
+        outcomes["indexed"] += len(batch.indexed)
+        outcomes["quarantined"] += len(batch.quarantined)
+        self.health.batch(outcomes, time.monotonic() - started, files=len(batch.indexed))
+
+    def _reconcile(self) -> None:
+        batch, outcomes = gap_batch(
+            self.indexer, self.reader, self.root, self.settings, int(time.time() * 1000)
+        )
+        self.store.write(batch)
+        self.health.count(outcomes)
+        self.health.log("reconciled", root=self.root, outcomes=dict(outcomes))
 
 
 def _retry(retries: dict[str, _Attempt], location: str, stat: tuple[int, int] | None, settle: float) -> bool:
@@ -201,11 +260,11 @@ def _expand_directories(paths: list[str], reader: LocalReader) -> list[str]:
     return expanded
 
 
-def _drain(paths: queue.Queue[str], limit: int) -> list[str]:
-    drained: list[str] = []
+def _drain(items: queue.Queue[T], limit: int) -> list[T]:
+    drained: list[T] = []
     while len(drained) < limit:
         try:
-            drained.append(paths.get_nowait())
+            drained.append(items.get_nowait())
         except queue.Empty:
             break
     return drained

@@ -1,0 +1,140 @@
+"""Health of a long-running source (`consume`, `watch`): outcome counters, lag and batch latency as
+Prometheus metrics and as structured log lines, and `/healthz` + `/metrics` over HTTP (opt-in).
+
+Outcomes, counted per message or per file event:
+
+    indexed             a new metadata file went into the store
+    already-indexed     a re-delivery or duplicate: the file was in the store already
+    quarantined         a file that cannot be indexed (reason in the quarantine table)
+    object-missing      a created object that was gone when read (quarantined until its delete
+                        event arrives; then it counts as deleted before read)
+    removed             a delete event, recorded as history
+    bad-event           a message that is no notification we know (quarantined, dead-lettered)
+    skipped:<reason>    test events, directories, SeaweedFS internals, other event types,
+                        keys that are no metadata file, objects outside the allowed prefixes
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any, TextIO
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client import CollectorRegistry, Gauge, Histogram, make_wsgi_app
+from prometheus_client import Counter as PromCounter
+
+STALL_SECONDS = 60.0
+"""/healthz turns unhealthy when the main loop has not come round for this long."""
+
+_StartResponse = Callable[[str, list[tuple[str, str]]], Any]
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """Scrapes are not worth a log line each."""
+
+
+class Health:
+    """Counters and log lines for one source process. Thread-safe: the HTTP server reads them."""
+
+    def __init__(self, source: str, log_format: str = "text", stream: TextIO | None = None) -> None:
+        self.source = source
+        self.log_format = log_format
+        self.stream = stream or sys.stderr
+        self.registry = CollectorRegistry()
+        self._outcomes = PromCounter(
+            "viewlineage_outcomes",
+            "Messages and file events by outcome.",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self._batches = Histogram(
+            "viewlineage_batch_seconds",
+            "Time from a batch's first message to its store commit.",
+            registry=self.registry,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+        )
+        self._lag = Gauge("viewlineage_lag_messages", "Messages not yet consumed.", registry=self.registry)
+        self.totals: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._last_beat = time.monotonic()
+        self._server: WSGIServer | None = None
+
+    def beat(self) -> None:
+        """The main loop came round."""
+        self._last_beat = time.monotonic()
+
+    def count(self, outcomes: Mapping[str, int]) -> None:
+        with self._lock:
+            for outcome, number in outcomes.items():
+                if number:
+                    self._outcomes.labels(outcome).inc(number)
+                    self.totals[outcome] += number
+
+    def batch(
+        self, outcomes: Mapping[str, int], seconds: float, lag: int | None = None, **fields: Any
+    ) -> None:
+        """Count a committed batch and log one line about it."""
+        self.count(outcomes)
+        self._batches.observe(seconds)
+        if lag is not None:
+            self._lag.set(lag)
+        counted = {outcome: number for outcome, number in sorted(outcomes.items()) if number}
+        self.log("batch", outcomes=counted, seconds=round(seconds, 4), lag=lag, **fields)
+
+    def log(self, event: str, **fields: Any) -> None:
+        if self.log_format == "json":
+            record = {"time": datetime.now(UTC).isoformat(), "source": self.source, "event": event, **fields}
+            line = json.dumps(record, default=str)
+        else:
+            line = " ".join(
+                [event, *(f"{key}={_text(value)}" for key, value in fields.items() if value is not None)]
+            )
+        with self._lock:
+            print(line, file=self.stream, flush=True)
+
+    def healthy(self) -> bool:
+        return time.monotonic() - self._last_beat < STALL_SECONDS
+
+    def serve(self, port: int, host: str = "127.0.0.1") -> int:
+        """Serve /healthz and /metrics from a daemon thread; returns the bound port."""
+        metrics = make_wsgi_app(self.registry)
+
+        def app(environ: dict[str, Any], start_response: _StartResponse) -> Iterable[bytes]:
+            path = environ.get("PATH_INFO", "")
+            if path == "/metrics":
+                return metrics(environ, start_response)  # type: ignore[no-any-return]
+            if path == "/healthz":
+                ok = self.healthy()
+                body = json.dumps({"status": "ok" if ok else "stalled", "source": self.source}).encode()
+                start_response(
+                    "200 OK" if ok else "503 Service Unavailable", [("Content-Type", "application/json")]
+                )
+                return [body]
+            start_response("404 Not Found", [("Content-Type", "text/plain")])
+            return [b"not found: try /healthz or /metrics\n"]
+
+        self._server = make_server(host, port, app, handler_class=_QuietHandler)
+        threading.Thread(target=self._server.serve_forever, name="metrics", daemon=True).start()
+        bound = int(self._server.server_port)
+        self.log(
+            "serving", healthz=f"http://{host}:{bound}/healthz", metrics=f"http://{host}:{bound}/metrics"
+        )
+        return bound
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return ",".join(f"{key}:{item}" for key, item in value.items()) or "-"
+    return str(value)

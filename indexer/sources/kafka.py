@@ -1,0 +1,304 @@
+"""`consume`: object-store notifications from Kafka -> the store, with nothing lost.
+
+Each loop polls a batch of messages, decodes them (`events.decode_message`), reads the created
+objects in parallel (bounded retries), parses them, and records removals. The batch goes into the
+spool as one durable segment; the process holding the store's write lock merges the spool into the
+store; only then are the batch's offsets committed. A crash anywhere re-delivers the batch, and
+idempotent ingest absorbs it. Several processes in one group share partitions and the spool; one of
+them at a time is the writer (see `sinks/spool.py`).
+
+Per message: a message that cannot be decoded is quarantined (`bad-event`, located at
+`kafka://topic/partition/offset`) and, with `--dead-letter-topic`, forwarded there with its reason
+in a header; a created object that cannot be read after retries is quarantined with its reason; an
+object outside the allowed prefixes is counted and never read.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from viewlineage.sinks.spool import Spool
+
+from ..batches import Batch, QuarantinedFile, Removal
+from ..config import Settings, load_kafka_config
+from ..errors import UsageError
+from ..events import EventDecodeError, EventKind, decode_message
+from ..faults import Faults
+from ..health import Health
+from ..locations import is_metadata_file_name, normalize_location
+from ..pipeline import Indexer, ReadFailure, gap_batch, read_all
+from ..read import FileRead, ListedFile, Reader, reader_for
+from .writer import StoreWriter
+
+RECENT_LOCATIONS = 100_000
+"""How many indexed locations a process remembers to spot re-deliveries without the store."""
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp_ms: int | None
+
+    @property
+    def location(self) -> str:
+        return f"kafka://{self.topic}/{self.partition}/{self.offset}"
+
+
+@dataclass
+class BuiltBatch:
+    batch: Batch
+    outcomes: Counter[str] = field(default_factory=Counter)
+    bad: list[tuple[Message, EventDecodeError]] = field(default_factory=list)
+
+
+def allowed(url: str, prefixes: tuple[str, ...] | None) -> bool:
+    """None allows any prefix."""
+    return prefixes is None or any(url == p or url.startswith(p.rstrip("/") + "/") for p in prefixes)
+
+
+class EventIngest:
+    """Messages -> one batch: decode, filter, read the created objects, parse, record removals."""
+
+    def __init__(self, indexer: Indexer, settings: Settings, prefixes: tuple[str, ...] | None) -> None:
+        self.indexer = indexer
+        self.settings = settings
+        self.prefixes = prefixes
+        self._readers: dict[str, Reader] = {}
+        self._recent: OrderedDict[str, None] = OrderedDict()
+
+    def reader(self, url: str) -> Reader:
+        scheme = url.split("://", 1)[0]
+        if scheme not in self._readers:
+            self._readers[scheme] = reader_for(url, self.settings.s3_endpoint)
+        return self._readers[scheme]
+
+    def _indexed(self, locations: list[str]) -> set[str]:
+        known = {location for location in locations if location in self._recent}
+        if self.indexer.store is not None:
+            known |= self.indexer.store.indexed(set(locations) - known)
+        return known
+
+    def _remember(self, locations: Iterable[str]) -> None:
+        for location in locations:
+            self._recent[location] = None
+            self._recent.move_to_end(location)
+        while len(self._recent) > RECENT_LOCATIONS:
+            self._recent.popitem(last=False)
+
+    def build(self, messages: list[Message]) -> BuiltBatch:
+        built = BuiltBatch(Batch())
+        created: list[str] = []
+        for message in messages:
+            try:
+                decoded = decode_message(message.key, message.value, message.timestamp_ms)
+            except EventDecodeError as exc:
+                built.bad.append((message, exc))
+                built.batch.quarantined.append(
+                    QuarantinedFile(message.location, "bad-event", f"{exc.reason}: {exc}", None, None)
+                )
+                built.outcomes["bad-event"] += 1
+                continue
+            for skipped in decoded.skipped:
+                built.outcomes[f"skipped:{skipped.reason}"] += 1
+            for event in decoded.events:
+                url = normalize_location(event.url)
+                if not is_metadata_file_name(url.rsplit("/", 1)[-1]):
+                    built.outcomes["skipped:not-metadata-key"] += 1
+                elif not allowed(url, self.prefixes):
+                    built.outcomes["skipped:outside-allowed-prefix"] += 1
+                elif event.kind is EventKind.REMOVED:
+                    removed_ms = event.event_ms if event.event_ms is not None else message.timestamp_ms
+                    built.batch.removals.append(Removal(url, removed_ms or 0, event.source))
+                    built.outcomes["removed"] += 1
+                else:
+                    created.append(url)
+        # Outcomes per event, whatever the batching: the first event of a file indexes it, later
+        # ones (here or in later batches) find it indexed; a missing object is missing each time.
+        unique = list(dict.fromkeys(created))
+        known = self._indexed(unique)
+        todo = [(self.reader(url), ListedFile(url)) for url in unique if url not in known]
+        reads: list[FileRead | ReadFailure] = list(read_all(todo, self.settings))
+        files = self.indexer.build_batch(reads, missing_is_quarantine=True)
+        built.batch.indexed = files.indexed
+        built.batch.lineage = files.lineage
+        built.batch.quarantined.extend(files.quarantined)
+        result = {item.read.location: "indexed" for item in files.indexed}
+        for item in files.quarantined:
+            result[item.location] = "object-missing" if item.reason == "object-missing" else "quarantined"
+        for url in created:
+            outcome = "already-indexed" if url in known else result[url]
+            built.outcomes[outcome] += 1
+            if outcome == "indexed":
+                known.add(url)
+        self._remember(item.parsed.location for item in files.indexed)
+        return built
+
+
+def _messages(polled: dict[Any, list[Any]]) -> list[Message]:
+    return [
+        Message(r.topic, r.partition, r.offset, r.key, r.value, r.timestamp)
+        for records in polled.values()
+        for r in records
+    ]
+
+
+class Consumer:
+    """The `consume` loop. `stop` ends it after the batch in hand is committed."""
+
+    def __init__(self, settings: Settings, health: Health, faults: Faults, stop: threading.Event) -> None:
+        if not settings.topics:
+            raise UsageError("consume needs at least one --topic")
+        if not settings.allow_prefix and not settings.allow_any_prefix:
+            raise UsageError(
+                "consume needs --allow-prefix s3://bucket/prefix (repeatable) or --allow-any-prefix"
+            )
+        self.settings = settings
+        self.health = health
+        self.faults = faults
+        self.stop = stop
+        self.prefixes = (
+            None if settings.allow_any_prefix else tuple(normalize_location(p) for p in settings.allow_prefix)
+        )
+        self.kafka_config = load_kafka_config(settings.kafka_config) if settings.kafka_config else {}
+
+    def _consumer(self) -> Any:
+        from kafka import KafkaConsumer
+
+        options: dict[str, Any] = {
+            "bootstrap_servers": self.settings.bootstrap_servers.split(","),
+            "group_id": self.settings.group,
+            "enable_auto_commit": False,
+            "auto_offset_reset": "earliest",
+            "max_poll_records": self.settings.batch_files,
+            "session_timeout_ms": 10_000,
+            "heartbeat_interval_ms": 3_000,
+            **self.kafka_config,
+        }
+        return KafkaConsumer(*self.settings.topics, **options)
+
+    def _producer(self) -> Any:
+        from kafka import KafkaProducer
+
+        client_keys = {"security_protocol", "ssl_cafile", "ssl_certfile", "ssl_keyfile", "ssl_password"}
+        client_keys |= {"sasl_mechanism", "sasl_plain_username", "sasl_plain_password", "client_id"}
+        options = {key: value for key, value in self.kafka_config.items() if key in client_keys}
+        return KafkaProducer(bootstrap_servers=self.settings.bootstrap_servers.split(","), **options)
+
+    def run(self) -> None:
+        settings = self.settings
+        spool = Spool(settings.db)
+        writer = StoreWriter(settings, spool, self.health)
+        indexer = Indexer(None, settings.parse_config())
+        ingest = EventIngest(indexer, settings, self.prefixes)
+        consumer = self._consumer()
+        producer = self._producer() if settings.dead_letter_topic else None
+        reconciled_at = time.monotonic()
+        self.health.log(
+            "consuming", topics=",".join(settings.topics), group=settings.group, store=settings.db
+        )
+        try:
+            while not self.stop.is_set():
+                self.health.beat()
+                if writer.acquire():
+                    indexer.store = writer.store
+                polled = consumer.poll(timeout_ms=200, max_records=settings.batch_files)
+                messages = _messages(polled)
+                if messages:
+                    self._handle(messages, polled, ingest, spool, writer, consumer, producer)
+                elif writer.store is not None:
+                    writer.merge()
+                if (
+                    writer.store is not None
+                    and settings.reconcile_every is not None
+                    and time.monotonic() - reconciled_at >= settings.reconcile_every
+                ):
+                    self._reconcile(indexer, ingest, spool, writer)
+                    reconciled_at = time.monotonic()
+        finally:
+            consumer.close()
+            if producer is not None:
+                producer.close()
+            writer.close()
+
+    def _handle(
+        self,
+        messages: list[Message],
+        polled: dict[Any, list[Any]],
+        ingest: EventIngest,
+        spool: Spool,
+        writer: StoreWriter,
+        consumer: Any,
+        producer: Any,
+    ) -> None:
+        from kafka.errors import CommitFailedError
+        from kafka.structs import OffsetAndMetadata
+
+        started = time.monotonic()
+        built = ingest.build(messages)
+        self.faults.point("mid-batch")
+        if producer is not None:
+            for message, error in built.bad:
+                headers = [
+                    ("viewlineage-reason", error.reason.encode()),
+                    ("viewlineage-source", message.location.encode()),
+                ]
+                producer.send(
+                    self.settings.dead_letter_topic, value=message.value, key=message.key, headers=headers
+                )
+            producer.flush()
+        spool.put(built.batch.to_arrow())
+        self.faults.point("after-spool")
+        if writer.store is not None:
+            writer.merge()
+        self.faults.point("after-store-commit")
+        offsets = {
+            tp: OffsetAndMetadata(max(r.offset for r in records) + 1, "", -1)
+            for tp, records in polled.items()
+        }
+        try:
+            consumer.commit(offsets)
+        except CommitFailedError as exc:
+            # The group rebalanced: another member gets these messages again; the store absorbs it.
+            self.health.log("commit-failed", error=str(exc))
+        self.faults.point("after-offset-commit")
+        self.health.batch(
+            built.outcomes,
+            time.monotonic() - started,
+            lag=_lag(consumer),
+            messages=len(messages),
+            writer=writer.store is not None,
+        )
+
+    def _reconcile(self, indexer: Indexer, ingest: EventIngest, spool: Spool, writer: StoreWriter) -> None:
+        if self.prefixes is None:
+            return  # nothing bounded to list
+        for prefix in self.prefixes:
+            batch, outcomes = gap_batch(
+                indexer, ingest.reader(prefix), prefix, self.settings, int(time.time() * 1000)
+            )
+            spool.put(batch.to_arrow())
+            writer.merge()
+            self.health.count(outcomes)
+            self.health.log("reconciled", prefix=prefix, outcomes=dict(outcomes))
+
+
+def _lag(consumer: Any) -> int | None:
+    total = 0
+    for tp in consumer.assignment():
+        highwater = consumer.highwater(tp)
+        if highwater is None:
+            return None
+        total += max(0, highwater - consumer.position(tp))
+    return total
+
+
+__all__ = ["Consumer", "EventIngest", "Message", "allowed"]

@@ -1,0 +1,57 @@
+"""The one process that writes a store: whoever holds its lock merges the spool into it."""
+
+from __future__ import annotations
+
+import time
+
+from viewlineage.sinks.spool import Spool
+from viewlineage.sinks.store import Store
+
+from ..config import Settings
+from ..errors import StoreError
+from ..health import Health
+
+ACQUIRE_RETRY_SECONDS = 1.0
+
+
+class StoreWriter:
+    """Tries for the store's write lock (at most every second) until it holds it, then keeps it
+    and merges the spool. A process that never gets it keeps feeding the spool."""
+
+    def __init__(self, settings: Settings, spool: Spool, health: Health) -> None:
+        self.settings = settings
+        self.spool = spool
+        self.health = health
+        self.store: Store | None = None
+        self._tried = float("-inf")
+        self._refusal: str | None = None
+
+    def acquire(self) -> bool:
+        """True when this call took the lock."""
+        now = time.monotonic()
+        if self.store is not None or now - self._tried < ACQUIRE_RETRY_SECONDS:
+            return False
+        self._tried = now
+        try:
+            self.store = Store(self.settings.db, self.settings.replica_interval)
+        except StoreError as exc:
+            if self._refusal is None:
+                self.health.log("not-writer", reason=str(exc).splitlines()[0])
+            self._refusal = str(exc)
+            return False
+        self.health.log("writer", store=self.settings.db)
+        self.merge()
+        return True
+
+    def merge(self) -> int:
+        if self.store is None:
+            return 0
+        merged = self.spool.merge_into(self.store)
+        self.store.publish_replica()
+        return merged
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.merge()
+            self.store.close()
+            self.store = None

@@ -1,0 +1,96 @@
+"""The spool: durable batches between the processes that build them and the one that stores them.
+
+A DuckDB file has one writer. Several `consume` processes (one Kafka group sharing partitions) and a
+`watch` therefore never write the store directly: each puts its batches into `<store>.spool/` as
+segments (one Arrow IPC file per store table, written to a hidden temporary directory, fsynced, then
+renamed into place, so a segment is whole or absent). Whichever process holds the store's write
+lock merges every segment, one store transaction each, then deletes it. A segment that was merged
+but not deleted (a crash in between) is merged again, which changes nothing: ingest is idempotent.
+
+For offsets this means: a batch counts as committed once its segment is in the spool; the writer
+also merges before committing its own offsets, so a single consumer commits only what the store holds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from viewlineage.indexer.batches import SCHEMAS
+
+from .store import Store
+
+STALE_TEMPORARY_SECONDS = 600.0
+"""A temporary segment this old belongs to a process that died while writing it."""
+
+
+def _fsync_directory(path: Path) -> None:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+class Spool:
+    def __init__(self, store_path: str | os.PathLike[str]) -> None:
+        self.path = Path(f"{os.fspath(store_path)}.spool")
+        self.path.mkdir(parents=True, exist_ok=True)
+
+    def put(self, tables: Mapping[str, pa.Table]) -> Path | None:
+        """Write one segment durably; None when there is nothing to write."""
+        if not any(table.num_rows for table in tables.values()):
+            return None
+        name = f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        temporary = self.path / f".{name}.tmp"
+        temporary.mkdir()
+        for table_name, table in tables.items():
+            target = temporary / f"{table_name}.arrow"
+            with pa.OSFile(str(target), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
+                writer.write_table(table)
+            with target.open("rb+") as handle:
+                os.fsync(handle.fileno())
+        _fsync_directory(temporary)
+        segment = self.path / name
+        os.rename(temporary, segment)
+        _fsync_directory(self.path)
+        return segment
+
+    def pending(self) -> list[Path]:
+        return sorted(path for path in self.path.iterdir() if not path.name.startswith("."))
+
+    @staticmethod
+    def read(segment: Path) -> dict[str, pa.Table]:
+        tables = {}
+        for name in SCHEMAS:
+            path = segment / f"{name}.arrow"
+            if path.exists():
+                with pa.memory_map(str(path)) as source:
+                    tables[name] = ipc.open_file(source).read_all()
+        return tables
+
+    def merge_into(self, store: Store) -> int:
+        """Store every pending segment (one transaction each) and delete it; returns how many."""
+        merged = 0
+        for segment in self.pending():
+            store.write_tables(self.read(segment))
+            shutil.rmtree(segment)
+            merged += 1
+        self._remove_stale_temporaries()
+        return merged
+
+    def _remove_stale_temporaries(self) -> None:
+        now = time.time()
+        for path in self.path.iterdir():
+            if path.name.startswith(".") and path.name.endswith(".tmp"):
+                with contextlib.suppress(FileNotFoundError):
+                    if now - path.stat().st_mtime > STALE_TEMPORARY_SECONDS:
+                        shutil.rmtree(path)
