@@ -93,7 +93,7 @@ class Settings(BaseModel):
         None,
         alias="reconcile-every",
         gt=0,
-        description="`consume`, `watch`: re-list and fill gaps this often (30s, 5m, 1h; none: never).",
+        description="`consume`, `watch`: re-list and fill gaps this often (30s, 5m, 1h; unset: never).",
     )
     log_format: Literal["text", "json"] = Field(
         "text", alias="log-format", description="`consume`, `watch`: log lines as text or JSON objects."
