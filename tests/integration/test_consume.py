@@ -8,6 +8,8 @@ shapes for objects that really are in the store.
 from __future__ import annotations
 
 import json
+import random
+import re
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -28,7 +30,7 @@ from ..realwriter.scenario_checks import load_steps
 from ..servers import SeaweedS3, seaweed_s3, tansu_broker
 from ..stores import Snapshot, snapshot
 from .consume_process import Consume
-from .events import FORMATS, notification
+from .events import FORMATS, TEST_EVENT, notification
 
 pytestmark = pytest.mark.integration
 STEPS = load_steps(SAMPLE)
@@ -146,11 +148,22 @@ def good_messages(plain_s3: SeaweedS3, sample_warehouse: Path) -> list[Sent]:
     return messages
 
 
-def consume(work: Path, name: str, bootstrap: str, topic: str, s3: SeaweedS3, **kwargs: str) -> Consume:
+def consume(
+    work: Path,
+    name: str,
+    bootstrap: str,
+    topic: str,
+    s3: SeaweedS3,
+    *options: str,
+    db: Path | None = None,
+    faults: str = "",
+    group: str | None = None,
+) -> Consume:
+    """`consume` of the fmt bucket's sample prefix into `db` (default: a store named after the run)."""
     return Consume(
         work,
         name,
-        work / f"{name}.duckdb",
+        db or work / f"{name}.duckdb",
         bootstrap,
         topic,
         s3,
@@ -158,7 +171,9 @@ def consume(work: Path, name: str, bootstrap: str, topic: str, s3: SeaweedS3, **
         URL_PREFIX,
         "--catalog-map",
         f"{URL_PREFIX}=prod",
-        **kwargs,
+        *options,
+        faults=faults,
+        group=group,
     )
 
 
@@ -208,3 +223,214 @@ def test_every_format_indexes_like_a_local_index(
             ("prod.sales.order_rank", 1),
             ("prod.acme.finance.revenue_by_region", 2),
         ]
+
+
+def test_seaweedfs_notifications_end_to_end(
+    broker: str, sample_warehouse: Path, sample_store: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """PUT the sample into SeaweedFS in the order Spark wrote it (DELETE where Iceberg dropped the
+    view); SeaweedFS's filer notifications reach `consume` through the broker."""
+    work = tmp_path_factory.mktemp("e2e")
+    with seaweed_s3(work / "seaweed", kafka=(broker, "filer")) as s3:
+        client = s3.client()
+        client.create_bucket(Bucket="lake")
+        run = Consume(
+            work,
+            "e2e",
+            work / "e2e.duckdb",
+            broker,
+            "filer",
+            s3,
+            "--allow-prefix",
+            "s3://lake/warehouse",
+            "--catalog-map",
+            "s3://lake/warehouse=prod",
+        )
+        try:
+            steps = json.loads((SAMPLE / "steps.json").read_text())
+            for step in steps:
+                if step["step"] == 32:
+                    # Iceberg deleted the file ~0.6 s after writing it; here the DROP waits until the
+                    # file is indexed, so the test does not race (deleted-before-read is tested apart).
+                    written = sum(1 for number, _ in metadata_files_by_step() if number < 32)
+                    wait_for_store(run.db, (written, 0, 0), [run])
+                    deleted_after_ms = int(time.time() * 1000)
+                    client.delete_object(Bucket="lake", Key=f"warehouse/{big_days_dropped_file()}")
+                for relative in step["new_files"]:  # metadata files and their .crc side files
+                    body = (sample_warehouse / relative).read_bytes()
+                    client.put_object(Bucket="lake", Key=f"warehouse/{relative}", Body=body)
+            wait_for_store(run.db, (32, 1, 0), [run])
+        finally:
+            run.stop()
+    outcomes = run.outcomes()
+    assert (outcomes["indexed"], outcomes["removed"], outcomes["skipped:not-metadata-key"]) == (32, 1, 32)
+    assert outcomes["skipped:directory"] > 0
+    with open_reader(run.db) as consumed, open_reader(sample_store) as local:
+        for name in ("prod.db.event_agg", "prod.db.big_days", "prod.acme.finance.revenue_by_region"):
+            mine, theirs = api.show(consumed, name), api.show(local, name)
+            for field in (
+                "view_id",
+                "version_id",
+                "representations",
+                "columns",
+                "activated_ms",
+                "properties",
+            ):
+                assert mine[field] == theirs[field], (name, field)
+        for table in ("prod.db.events", "prod.sales.orders", "prod.sales.customers"):
+            assert api.uses(consumed, table, transitive=True) == api.uses(local, table, transitive=True)
+        assert [
+            (v["view"], v["depth"]) for v in api.uses(consumed, "prod.db.events", transitive=True)["views"]
+        ] == [
+            ("prod.db.event_agg", 1),
+            ("prod.db.event_tags", 1),
+            ("prod.acme.finance.revenue_by_region", 2),
+            ("prod.db.big_days", 2),
+        ]
+        dropped = api.history(consumed, BIG_DAYS_OLD)
+        # SeaweedFS's notification carries no time: the removal is timed by its Kafka timestamp.
+        assert deleted_after_ms <= dropped["dropped_ms"] <= deleted_after_ms + 5000
+        assert [a["version_id"] for a in dropped["activations"]] == [1]
+
+
+def test_duplicates_reordering_and_bad_messages_change_nothing(
+    broker: str, plain_s3: SeaweedS3, good_messages: list[Sent], clean_store: Path, tmp_path: Path
+) -> None:
+    client = plain_s3.client()
+    broken = f"{PREFIX}/db/broken/metadata/00001-0d7c0c7e-0000-4000-8000-000000000002.metadata.json"
+    client.put_object(Bucket=BUCKET, Key=broken, Body=b'{"view-uuid": ')
+    outside = "elsewhere/db/v/metadata/00001-0d7c0c7e-0000-4000-8000-000000000003.metadata.json"
+    client.put_object(Bucket=BUCKET, Key=outside, Body=b"{}")
+    lost = f"{PREFIX}/db/lost/metadata/00001-0d7c0c7e-0000-4000-8000-000000000004.gz.metadata.json"
+    bad = [
+        Sent(b"", TEST_EVENT),
+        Sent(outside.encode(), notification("aws", True, BUCKET, outside, STEPS[39], 2)),
+        Sent(b"", b"\x00\x01 not an event"),
+        Sent(b"k", b'{"hello": "world"}'),
+        Sent(broken.encode(), notification("minio", True, BUCKET, broken, STEPS[39], 14)),
+        Sent(lost.encode(), notification("aws", True, BUCKET, lost, STEPS[39], 99)),  # never written
+    ]
+    messages = good_messages * 3 + bad
+    random.Random(7).shuffle(messages)
+    produce(broker, "dirty", messages)
+    run = consume(tmp_path, "dirty", broker, "dirty", plain_s3, "--batch-files", "9")
+    try:
+        run.wait_for_messages(len(messages))
+        metrics = run.metrics()
+    finally:
+        run.stop()
+    dirty = snapshot(run.db, exclude=TIMES)
+    assert without(dirty, "quarantine") == without(snapshot(clean_store, exclude=TIMES), "quarantine")
+    quarantined = [(re.sub(r"/\d+/\d+$", "/P/O", row[0]), row[1]) for row in dirty["quarantine"]]
+    assert sorted(quarantined) == [
+        ("kafka://dirty/P/O", "bad-event"),
+        ("kafka://dirty/P/O", "bad-event"),
+        (f"s3://{BUCKET}/{broken}", "not-json"),
+        (f"s3://{BUCKET}/{lost}", "object-missing"),
+    ]
+    expected = {
+        "indexed": 32,
+        "already-indexed": 32 * 3 - 32,
+        "removed": 2 * 3,
+        "object-missing": 3 + 1,  # the ghost each time it is announced, and the lost file
+        "quarantined": 1,
+        "bad-event": 2,
+        "skipped:test-event": 1,
+        "skipped:outside-allowed-prefix": 1,
+    }
+    assert run.outcomes() == Counter(expected)
+    scraped = {
+        match.group(1): float(match.group(2))
+        for match in re.finditer(r'^viewlineage_outcomes_total\{outcome="([^"]+)"\} (\S+)$', metrics, re.M)
+    }
+    assert scraped == {outcome: float(count) for outcome, count in expected.items()}
+
+
+def test_crashes_anywhere_lose_nothing(
+    broker: str, plain_s3: SeaweedS3, good_messages: list[Sent], clean_store: Path, tmp_path: Path
+) -> None:
+    """SIGKILL at seeded points (inside a batch, after the spool, between the store commit and the
+    offset commit) and at random moments; each restart resumes from the committed offsets."""
+    produce(broker, "crashes", good_messages)
+    db = tmp_path / "crashes.duckdb"
+    kill_points = [
+        "mid-batch:2",
+        "after-store-commit:2",
+        "after-spool:1",
+        "after-store-commit:1",
+        "mid-batch:1",
+    ]
+    runs: list[Consume] = []
+    for number, faults in enumerate(kill_points):
+        run = consume(
+            tmp_path,
+            f"run{number}",
+            broker,
+            "crashes",
+            plain_s3,
+            "--batch-files",
+            "4",
+            db=db,
+            faults=faults,
+            group="crashes",
+        )
+        runs.append(run)
+        assert run.process.wait(90) == -9, f"{faults}: {run.log.read_text()[-2000:]}"
+    for number, delay in enumerate(random.Random(3).uniform(3.0, 6.0) for _ in range(2)):
+        run = consume(
+            tmp_path,
+            f"random{number}",
+            broker,
+            "crashes",
+            plain_s3,
+            "--batch-files",
+            "4",
+            db=db,
+            group="crashes",
+        )
+        runs.append(run)
+        time.sleep(delay)
+        run.kill()
+    final = consume(
+        tmp_path, "final", broker, "crashes", plain_s3, "--batch-files", "4", db=db, group="crashes"
+    )
+    try:
+        wait_for_store(db, (32, 2, 0), [final])
+    finally:
+        final.stop()
+    assert snapshot(db, exclude=TIMES) == snapshot(clean_store, exclude=TIMES)
+    # What a run stored but did not commit was delivered again and found in the store.
+    redelivered = sum(run.outcomes()["already-indexed"] for run in [*runs, final])
+    assert redelivered > 0
+    committed = sum(run.messages() for run in [*runs, final])
+    assert committed >= len(good_messages)
+
+
+def test_a_consumer_group_survives_a_killed_member(
+    broker: str, plain_s3: SeaweedS3, good_messages: list[Sent], clean_store: Path, tmp_path: Path
+) -> None:
+    """Two processes in one group share the partitions and one store (the spool, one writer);
+    the writer is killed mid-run and the other takes over its partitions and the store."""
+    produce(broker, "group", good_messages * 2)
+    db = tmp_path / "group.duckdb"
+    members = [
+        consume(tmp_path, name, broker, "group", plain_s3, "--batch-files", "3", db=db, group="shared")
+        for name in ("first", "second")
+    ]
+    try:
+        deadline = time.monotonic() + 60
+        while not any(r["event"] == "writer" for m in members for r in m.records()):
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        (writer,) = [m for m in members if any(r["event"] == "writer" for r in m.records())]
+        (survivor,) = [m for m in members if m is not writer]
+        while writer.messages() == 0:
+            assert time.monotonic() < deadline, writer.log.read_text()[-2000:]
+            time.sleep(0.05)
+        writer.kill()
+        wait_for_store(db, (32, 2, 0), [survivor])
+    finally:
+        for member in members:
+            member.stop()
+    assert any(r["event"] == "writer" for r in survivor.records())
+    assert snapshot(db, exclude=TIMES) == snapshot(clean_store, exclude=TIMES)
