@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections import Counter
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 
 from ..servers import SeaweedS3
 
-KAFKA_CONFIG = "session_timeout_ms = 6000\nheartbeat_interval_ms = 2000\n"
+KAFKA_CONFIG = "session_timeout_ms = 3000\nheartbeat_interval_ms = 1000\n"
 """Tansu makes a join wait half the session timeout: keep it short (see ../shared/infra.md)."""
 
 
@@ -98,6 +99,14 @@ class Consume:
         (serving,) = [r for r in self.records() if r["event"] == "serving"]
         with urllib.request.urlopen(serving["metrics"], timeout=5) as response:
             return str(response.read().decode())
+
+    def health(self) -> tuple[int, Any]:
+        (serving,) = [r for r in self.records() if r["event"] == "serving"]
+        try:
+            with urllib.request.urlopen(serving["healthz"], timeout=5) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
 
     def stop(self) -> None:
         if self.process.poll() is None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from kafka import KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer
 
 from viewlineage.indexer.pipeline import index_locations
 from viewlineage.queries import api
@@ -313,12 +313,24 @@ def test_duplicates_reordering_and_bad_messages_change_nothing(
     messages = good_messages * 3 + bad
     random.Random(7).shuffle(messages)
     produce(broker, "dirty", messages)
-    run = consume(tmp_path, "dirty", broker, "dirty", plain_s3, "--batch-files", "9")
+    run = consume(
+        tmp_path, "dirty", broker, "dirty", plain_s3, "--batch-files", "9", "--dead-letter-topic", "dirty-dlq"
+    )
     try:
         run.wait_for_messages(len(messages))
         metrics = run.metrics()
+        assert run.health() == (200, {"status": "ok", "source": "consume"})
     finally:
         run.stop()
+    dead = KafkaConsumer(
+        "dirty-dlq", bootstrap_servers=broker, auto_offset_reset="earliest", consumer_timeout_ms=5000
+    )
+    letters = sorted((m.value, dict(m.headers)["viewlineage-reason"]) for m in dead)
+    dead.close()
+    assert letters == [
+        (b"\x00\x01 not an event", b"unknown-event-format"),
+        (b'{"hello": "world"}', b"unknown-event-format"),
+    ]
     dirty = snapshot(run.db, exclude=TIMES)
     assert without(dirty, "quarantine") == without(snapshot(clean_store, exclude=TIMES), "quarantine")
     quarantined = [(re.sub(r"/\d+/\d+$", "/P/O", row[0]), row[1]) for row in dirty["quarantine"]]
@@ -434,3 +446,44 @@ def test_a_consumer_group_survives_a_killed_member(
             member.stop()
     assert any(r["event"] == "writer" for r in survivor.records())
     assert snapshot(db, exclude=TIMES) == snapshot(clean_store, exclude=TIMES)
+
+
+def test_reconciliation_fills_lost_events(
+    broker: str, plain_s3: SeaweedS3, sample_warehouse: Path, tmp_path: Path
+) -> None:
+    """No notification ever arrives for these objects (lost events): `--reconcile-every` re-lists the
+    allowed prefix, indexes what the store lacks and records what vanished."""
+    client = plain_s3.client()
+    client.create_bucket(Bucket="recon")
+    files = sorted(p for p in (sample_warehouse / "db" / "big_days" / "metadata").iterdir() if p.is_file())
+    for path in files:
+        client.put_object(Bucket="recon", Key=f"w/db/big_days/metadata/{path.name}", Body=path.read_bytes())
+    produce(broker, "recon", [Sent(b"", TEST_EVENT)])
+    run = Consume(
+        tmp_path,
+        "recon",
+        tmp_path / "recon.duckdb",
+        broker,
+        "recon",
+        plain_s3,
+        "--allow-prefix",
+        "s3://recon/w",
+        "--reconcile-every",
+        "1s",
+    )
+    metadata = [path.name for path in files if not path.name.startswith(".")]
+    try:
+        wait_for_store(run.db, (len(metadata), 0, 0), [run])
+        client.delete_object(Bucket="recon", Key=f"w/db/big_days/metadata/{metadata[-1]}")
+        wait_for_store(run.db, (len(metadata), 1, 0), [run])
+    finally:
+        run.stop()
+    with duckdb.connect(str(run.db), read_only=True) as conn:
+        assert conn.execute("SELECT location, source FROM removals").fetchall() == [
+            (f"s3://recon/w/db/big_days/metadata/{metadata[-1]}", "reconcile")
+        ]
+    reconciled = Counter()
+    for record in run.records():
+        if record["event"] == "reconciled":
+            reconciled.update(record["outcomes"])
+    assert (reconciled["reconciled"], reconciled["removed"]) == (len(metadata), 1)

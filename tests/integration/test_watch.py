@@ -98,3 +98,35 @@ def test_watch_retries_files_still_being_written_and_quarantines_stable_bad_ones
     os.replace(tmp, good)
     watch.wait_until("SELECT count(*) FROM quarantine", 1)
     watch.wait_until("SELECT count(*) FROM files", 2)
+
+
+def test_deletions_are_history_and_reconciliation_catches_what_watch_missed(
+    tmp_path: Path, sample_warehouse: Path
+) -> None:
+    root = tmp_path / "warehouse"
+    shutil.copytree(sample_warehouse / "db" / "big_days", root / "db" / "big_days")
+    metadata = sorted(
+        p for p in (root / "db" / "big_days" / "metadata").iterdir() if not p.name.startswith(".")
+    )
+    db = tmp_path / "store.duckdb"
+    watch = Watch(root, db)
+    try:
+        watch.wait_until("SELECT count(*) FROM files", len(metadata))
+        before_ms = int(time.time() * 1000)
+        metadata[-1].unlink()  # seen by inotify: removed now
+        watch.wait_until("SELECT count(*) FROM removals WHERE source = 'watch'", 1)
+    finally:
+        watch.stop()
+    metadata[-2].unlink()  # while no watch runs: only a re-list can tell
+    watch = Watch(root, db, "--reconcile-every", "0.5")
+    try:
+        watch.wait_until("SELECT count(*) FROM removals WHERE source = 'reconcile'", 1)
+    finally:
+        watch.stop()
+    with duckdb.connect(str(db), read_only=True) as conn:
+        rows = conn.execute("SELECT location, removed_ms, source FROM removals ORDER BY source").fetchall()
+    assert [(location, source) for location, _, source in rows] == [
+        (str(metadata[-2]), "reconcile"),
+        (str(metadata[-1]), "watch"),
+    ]
+    assert before_ms <= rows[1][1] <= before_ms + 5000
