@@ -255,10 +255,13 @@ class Consumer:
                     self.settings.dead_letter_topic, value=message.value, key=message.key, headers=headers
                 )
             producer.flush()
+        spooled = time.monotonic()
         spool.put(built.batch.to_arrow())
         self.faults.point("after-spool")
+        merging = time.monotonic()
         if writer.store is not None:
             writer.merge()
+        stored = time.monotonic()
         self.faults.point("after-store-commit")
         offsets = {
             tp: OffsetAndMetadata(max(r.offset for r in records) + 1, "", -1)
@@ -276,6 +279,8 @@ class Consumer:
             lag=_lag(consumer),
             messages=len(messages),
             writer=writer.store is not None,
+            spool_seconds=round(merging - spooled, 4),
+            store_seconds=round(stored - merging, 4),
         )
 
     def _reconcile(self, indexer: Indexer, ingest: EventIngest, spool: Spool, writer: StoreWriter) -> None:

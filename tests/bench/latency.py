@@ -1,0 +1,221 @@
+"""Latency to queryable, and sustained `consume` throughput, on real servers started here.
+
+    python -m tests.bench.latency [--quick]
+
+- `consume`: a file PUT into SeaweedFS -> the filer's notification -> Kafka (Tansu) -> `consume`
+  -> store -> replica -> a separate process's query (`tests/bench/seen_probe.py`) returns it.
+  SeaweedFS's own delay (PUT returned -> its notification readable in Kafka) is measured apart by a
+  second Kafka consumer, and the store's share from `consume`'s batch lines (`store_seconds`: merge
+  into DuckDB and replica publication).
+- `watch`: a file written and closed in the watched directory -> the same query returns it.
+- Throughput: notifications for N objects already in the store produced at once; files/s from the
+  first batch to the last file visible.
+
+Files are the seeded generator's (`tests/generate.py`). Both followers run with
+`--replica-interval 0` (a replica after every batch), the setting for low latency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from kafka import KafkaConsumer, KafkaProducer
+
+from ..generate import generate
+from ..integration.consume_process import Consume
+from ..integration.events import notification
+from ..integration.watch_process import Watch
+from ..servers import SeaweedS3, seaweed_s3, tansu_broker
+
+ROOT = Path(__file__).parents[2]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def summary(values: list[float]) -> str:
+    return f"p50 {percentile(values, 50):7.0f} ms  p99 {percentile(values, 99):7.0f} ms  (n={len(values)})"
+
+
+def report(follower: str, rate: float, what: str, values: list[float], missing: int = 0) -> None:
+    unseen = f"  NOT SEEN: {missing}" if missing else ""
+    print(f"{follower:8s}{rate:5g} files/s  {what:40s} {summary(values)}{unseen}")
+
+
+def probe(db: Path, expected: int, timeout: float) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.bench.seen_probe", str(db), str(expected), str(timeout)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+
+
+class KafkaTap(threading.Thread):
+    """Records when each object's first notification became readable in Kafka."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        super().__init__(daemon=True)
+        self.consumer = KafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            auto_offset_reset="latest",
+            group_id=f"tap-{time.time_ns()}",
+            session_timeout_ms=3000,
+            heartbeat_interval_ms=1000,
+        )
+        self.arrived: dict[str, int] = {}
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            for records in self.consumer.poll(timeout_ms=50).values():
+                now = int(time.time() * 1000)
+                for record in records:
+                    self.arrived.setdefault(record.key.decode(errors="replace"), now)
+        self.consumer.close()
+
+
+def consume_latency(
+    work: Path, bootstrap: str, s3: SeaweedS3, files: list[tuple[str, bytes]], rate: float
+) -> dict[str, Any]:
+    prefix = f"rate-{rate:g}"
+    db = work / f"consume-{prefix}.duckdb"
+    run = Consume(
+        work, f"consume-{prefix}", db, bootstrap, "filer", s3,
+        "--allow-prefix", f"s3://lake/{prefix}", "--replica-interval", "0", group=f"bench-{prefix}",
+    )  # fmt: skip
+    while not any(r["event"] == "writer" for r in run.records()):
+        time.sleep(0.05)
+    tap = KafkaTap(bootstrap, "filer")
+    tap.start()
+    time.sleep(2)  # the tap joins its group
+    watcher = probe(db, len(files), timeout=len(files) / rate + 60)
+    client = s3.client()
+    put_at: dict[str, int] = {}
+    started = time.monotonic()
+    for index, (relative, body) in enumerate(files):
+        time.sleep(max(0.0, started + index / rate - time.monotonic()))
+        client.put_object(Bucket="lake", Key=f"{prefix}/{relative}", Body=body)
+        put_at[f"s3://lake/{prefix}/{relative}"] = int(time.time() * 1000)
+    seen = json.loads(watcher.communicate()[0])
+    tap.stopped.set()
+    run.stop()
+    latencies = [seen[url] - at for url, at in put_at.items() if url in seen]
+    delays = [
+        tap.arrived[f"/buckets/lake/{url.removeprefix('s3://lake/')}"] - at
+        for url, at in put_at.items()
+        if f"/buckets/lake/{url.removeprefix('s3://lake/')}" in tap.arrived
+    ]
+    store = [
+        r["store_seconds"] * 1000 for r in run.records() if r["event"] == "batch" and "store_seconds" in r
+    ]
+    return {
+        "latency": latencies,
+        "seaweedfs": delays,
+        "store": store,
+        "missing": len(put_at) - len(latencies),
+    }
+
+
+def watch_latency(work: Path, files: list[tuple[str, bytes]], rate: float) -> dict[str, Any]:
+    root = work / f"watched-{rate:g}"
+    root.mkdir()
+    db = work / f"watch-{rate:g}.duckdb"
+    run = Watch(root, db, "--replica-interval", "0")
+    watcher = probe(db, len(files), timeout=len(files) / rate + 60)
+    written_at: dict[str, int] = {}
+    started = time.monotonic()
+    for index, (relative, body) in enumerate(files):
+        time.sleep(max(0.0, started + index / rate - time.monotonic()))
+        target = root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(body)
+        written_at[str(target)] = int(time.time() * 1000)
+    seen = json.loads(watcher.communicate()[0])
+    run.stop()
+    latencies = [seen[path] - at for path, at in written_at.items() if path in seen]
+    return {"latency": latencies, "missing": len(written_at) - len(latencies)}
+
+
+def throughput(work: Path, bootstrap: str, s3: SeaweedS3, files: list[tuple[str, bytes]]) -> float:
+    client = s3.client()
+    client.create_bucket(Bucket="burst")
+    for relative, body in files:
+        client.put_object(Bucket="burst", Key=relative, Body=body)
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    for relative, body in files:
+        producer.send(
+            "burst", key=relative.encode(), value=notification("aws", True, "burst", relative, 0, len(body))
+        )
+    producer.flush()
+    producer.close()
+    db = work / "burst.duckdb"
+    watcher = probe(db, len(files), timeout=600)
+    run = Consume(
+        work, "burst", db, bootstrap, "burst", s3, "--allow-prefix", "s3://burst", "--replica-interval", "1"
+    )
+    seen = json.loads(watcher.communicate()[0])
+    batches = [r for r in run.records() if r["event"] == "batch"]
+    run.stop()
+    first = datetime.fromisoformat(batches[0]["time"]).timestamp() - batches[0]["seconds"]
+    last = max(seen.values()) / 1000
+    return len(seen) / (last - first)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="few files: a smoke run (CI)")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="viewlineage-bench-"))
+    views, commits = (4, 5) if args.quick else (50, 20)
+    generated = generate(work / "generated", views=views, commits=commits, seed=5)
+    files = [
+        (path.relative_to(work / "generated").as_posix(), path.read_bytes())
+        for path in generated.files
+        if path not in generated.malformed
+    ]
+    plans = [(1.0, files[: 5 if args.quick else 30]), (100.0, files[: 20 if args.quick else 1000])]
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    with (
+        tansu_broker(work / "tansu") as bootstrap,
+        seaweed_s3(work / "seaweed", kafka=(bootstrap, "filer")) as s3,
+    ):
+        s3.client().create_bucket(Bucket="lake")
+        for key, value in s3.environment.items():
+            os.environ.setdefault(key, value)
+        for rate, chosen in plans:
+            result = consume_latency(work, bootstrap, s3, chosen, rate)
+            report(
+                "consume", rate, "PUT -> queryable by another process", result["latency"], result["missing"]
+            )
+            report("consume", rate, "of which SeaweedFS PUT -> Kafka", result["seaweedfs"])
+            report("consume", rate, "store share per batch (merge+replica)", result["store"])
+        for rate, chosen in plans:
+            result = watch_latency(work, chosen, rate)
+            report(
+                "watch", rate, "close -> queryable by another process", result["latency"], result["missing"]
+            )
+        burst = files if not args.quick else files[:20]
+        print(f"consume sustained: {throughput(work, bootstrap, s3, burst):.0f} files/s ({len(burst)} files)")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
