@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
+import subprocess
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -177,7 +177,14 @@ class Store:
         self.conn.execute("CHECKPOINT")
         target = replica_path(self.path)
         temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        shutil.copyfile(self.path, temporary)
+        # DuckDB's write lock is a POSIX record lock, which a process loses when it closes *any*
+        # descriptor of the file: copying here would open and close one, and hand the store to
+        # other processes. A child process's descriptors do not touch our lock, so `cp` copies.
+        copied = subprocess.run(
+            ["cp", "--reflink=auto", str(self.path), str(temporary)], capture_output=True, text=True
+        )
+        if copied.returncode != 0:
+            raise StoreError(f"replica of {self.path} not written: {copied.stderr.strip()}")
         os.replace(temporary, target)
         self._last_replica = now
         self._dirty = False

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -52,3 +54,16 @@ def test_readers_use_the_replica_while_a_writer_holds_the_store(
         assert replica.execute("SELECT count(*) FROM view_files").fetchone() == (24,)
     with open_reader(db) as conn:
         assert conn.execute("SELECT current_setting('enable_external_access')").fetchone() == (False,)
+
+
+def test_publishing_a_replica_keeps_the_write_lock(tmp_path: Path) -> None:
+    """A POSIX lock is lost when its process closes any descriptor of the file: the replica copy
+    must not open the store in the writer's process, or other processes could open it mid-write."""
+    db = tmp_path / "locked.duckdb"
+    probe = "import duckdb, sys; duckdb.connect(sys.argv[1], read_only=True); print('opened')"
+    with Store(db, replica_interval=0) as store:
+        store.publish_replica(force=True)
+        assert replica_path(db).exists()
+        other = subprocess.run([sys.executable, "-c", probe, str(db)], capture_output=True, text=True)
+        assert other.stdout == ""
+        assert "Could not set lock" in other.stderr
