@@ -68,27 +68,27 @@ def probe(db: Path, expected: int, timeout: float) -> subprocess.Popen[str]:
 
 
 class KafkaTap(threading.Thread):
-    """Records when each object's first notification became readable in Kafka."""
+    """Records each object's first notification with its Kafka timestamp (SeaweedFS's producer sets
+    it when it publishes), so SeaweedFS's own delay does not depend on when the tap reads."""
 
     def __init__(self, bootstrap: str, topic: str) -> None:
         super().__init__(daemon=True)
         self.consumer = KafkaConsumer(
             topic,
             bootstrap_servers=bootstrap,
-            auto_offset_reset="latest",
+            auto_offset_reset="earliest",
             group_id=f"tap-{time.time_ns()}",
             session_timeout_ms=3000,
             heartbeat_interval_ms=1000,
         )
-        self.arrived: dict[str, int] = {}
+        self.published: dict[str, int] = {}
         self.stopped = threading.Event()
 
     def run(self) -> None:
         while not self.stopped.is_set():
             for records in self.consumer.poll(timeout_ms=50).values():
-                now = int(time.time() * 1000)
                 for record in records:
-                    self.arrived.setdefault(record.key.decode(errors="replace"), now)
+                    self.published.setdefault(record.key.decode(errors="replace"), record.timestamp)
         self.consumer.close()
 
 
@@ -105,7 +105,6 @@ def consume_latency(
         time.sleep(0.05)
     tap = KafkaTap(bootstrap, "filer")
     tap.start()
-    time.sleep(2)  # the tap joins its group
     watcher = probe(db, len(files), timeout=len(files) / rate + 60)
     client = s3.client()
     put_at: dict[str, int] = {}
@@ -115,14 +114,12 @@ def consume_latency(
         client.put_object(Bucket="lake", Key=f"{prefix}/{relative}", Body=body)
         put_at[f"s3://lake/{prefix}/{relative}"] = int(time.time() * 1000)
     seen = json.loads(watcher.communicate()[0])
+    time.sleep(1)  # the tap catches up
     tap.stopped.set()
     run.stop()
     latencies = [seen[url] - at for url, at in put_at.items() if url in seen]
-    delays = [
-        tap.arrived[f"/buckets/lake/{url.removeprefix('s3://lake/')}"] - at
-        for url, at in put_at.items()
-        if f"/buckets/lake/{url.removeprefix('s3://lake/')}" in tap.arrived
-    ]
+    published = {f"s3://lake/{key.removeprefix('/buckets/lake/')}": ms for key, ms in tap.published.items()}
+    delays = [published[url] - at for url, at in put_at.items() if url in published]
     store = [
         r["store_seconds"] * 1000 for r in run.records() if r["event"] == "batch" and "store_seconds" in r
     ]

@@ -27,7 +27,7 @@ from viewlineage.sinks.store import open_reader
 from ..conftest import settings_for
 from ..data.restore_mtimes import SAMPLE
 from ..realwriter.scenario_checks import load_steps
-from ..servers import SeaweedS3, seaweed_s3, tansu_broker
+from ..servers import SECRET_KEY, SeaweedS3, seaweed_s3, tansu_broker
 from ..stores import Snapshot, snapshot
 from .consume_process import Consume
 from .events import FORMATS, TEST_EVENT, notification
@@ -351,6 +351,7 @@ def test_duplicates_reordering_and_bad_messages_change_nothing(
         "skipped:outside-allowed-prefix": 1,
     }
     assert run.outcomes() == Counter(expected)
+    assert SECRET_KEY not in run.log.read_text()
     scraped = {
         match.group(1): float(match.group(2))
         for match in re.finditer(r'^viewlineage_outcomes_total\{outcome="([^"]+)"\} (\S+)$', metrics, re.M)

@@ -36,6 +36,7 @@ def test_watch_follows_spark_writing_views(tmp_path: Path, iceberg_jars: str) ->
                 stderr=subprocess.STDOUT,
                 timeout=600,
                 check=True,
+                cwd=tmp_path,  # Spark creates ./spark-warehouse
             )
         # Every metadata file Spark wrote (captured after each statement), dropped view's included.
         written = sorted(
