@@ -20,7 +20,7 @@ setup: $(BIN)/python
 demo: setup
 	$(BIN)/python tests/data/restore_mtimes.py
 	mkdir -p $(dir $(DB))
-	rm -f $(DB) $(DB).replica
+	rm -rf $(DB) $(DB).replica $(DB).replicas $(DB).spool
 	$(BIN)/viewlineage --db $(DB) index $(SAMPLE) --catalog-map $(SAMPLE)=prod --no-progress
 	$(BIN)/viewlineage --db $(DB) show prod.db.big_days --as-of 2026-11-21T23:17:26.5Z
 	$(BIN)/viewlineage --db $(DB) uses prod.db.events --transitive

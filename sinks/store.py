@@ -1,11 +1,14 @@
 """The DuckDB store: the only writer of a store file, and sandboxed read-only readers.
 
 DuckDB lets one process open a file for writing, and a writer's lock keeps every other process
-out, readers included. So while a writer runs (`index`, `watch`, `reindex`) it publishes a
-read-only replica, `<store>.replica`, at most every `replica_interval` seconds after a committed
-batch: CHECKPOINT, copy, atomic rename. Readers open the store itself when it is free and the
-replica when it is not; an open replica keeps its inode when the next one is renamed over it, so
-readers are never blocked and never see a half-written file, and what they see never goes back.
+out, readers included. So while a writer runs (`index`, `watch`, `consume`, `reindex`) it publishes
+read-only replicas at most every `replica_interval` seconds after a committed batch: CHECKPOINT,
+copy to a new file `<store>.replicas/<n>.duckdb`, then point the symlink `<store>.replica` at it
+(atomic rename). A replica file is never modified or replaced, only deleted once three newer ones
+exist and it is a minute old: DuckDB opens a database by path several times while connecting, so a
+file renamed over a path mid-connect would mix two stores. Readers open the store itself when it is
+free, else the file the symlink names, resolved once; they are never blocked, never see a
+half-written file, and what they see never goes back.
 """
 
 from __future__ import annotations
@@ -33,8 +36,19 @@ READER_CONFIG = {
 """Readers (and the `sql` command) get no file or network access from SQL and cannot re-enable it."""
 
 
+KEEP_REPLICAS = 3
+REPLICA_GRACE_SECONDS = 60.0
+"""An old replica file is deleted only when this many newer ones exist and it is this old, so a
+reader that resolved the symlink just before it moved still connects to a whole file."""
+
+
 def replica_path(path: str | os.PathLike[str]) -> Path:
+    """The stable name readers use: a symlink to the newest replica file."""
     return Path(f"{os.fspath(path)}.replica")
+
+
+def replicas_directory(path: str | os.PathLike[str]) -> Path:
+    return Path(f"{os.fspath(path)}.replicas")
 
 
 class Store:
@@ -175,8 +189,10 @@ class Store:
         if not force and now - self._last_replica < self.replica_interval:
             return
         self.conn.execute("CHECKPOINT")
-        target = replica_path(self.path)
-        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        directory = replicas_directory(self.path)
+        directory.mkdir(exist_ok=True)
+        version = directory / f"{time.time_ns():020d}.duckdb"
+        temporary = directory / f".{version.name}.tmp"
         # DuckDB's write lock is a POSIX record lock, which a process loses when it closes *any*
         # descriptor of the file: copying here would open and close one, and hand the store to
         # other processes. A child process's descriptors do not touch our lock, so `cp` copies.
@@ -185,9 +201,25 @@ class Store:
         )
         if copied.returncode != 0:
             raise StoreError(f"replica of {self.path} not written: {copied.stderr.strip()}")
-        os.replace(temporary, target)
+        os.rename(temporary, version)
+        link = replica_path(self.path)
+        pending_link = link.with_name(f".{link.name}.{os.getpid()}.tmp")
+        with contextlib.suppress(FileNotFoundError):
+            pending_link.unlink()
+        pending_link.symlink_to(os.path.relpath(version, link.parent))
+        os.replace(pending_link, link)
+        _prune_replicas(directory)
         self._last_replica = now
         self._dirty = False
+
+
+def _prune_replicas(directory: Path) -> None:
+    versions = sorted(p for p in directory.iterdir() if p.suffix == ".duckdb" and not p.name.startswith("."))
+    now = time.time()
+    for old in versions[:-KEEP_REPLICAS]:
+        with contextlib.suppress(FileNotFoundError):
+            if now - old.stat().st_mtime > REPLICA_GRACE_SECONDS:
+                old.unlink()
 
 
 def open_reader(path: str | os.PathLike[str], retry_seconds: float = 2.0) -> duckdb.DuckDBPyConnection:
@@ -200,10 +232,9 @@ def open_reader(path: str | os.PathLike[str], retry_seconds: float = 2.0) -> duc
         try:
             return duckdb.connect(str(path), read_only=True, config=dict(READER_CONFIG))
         except duckdb.IOException as exc:
-            replica = replica_path(path)
-            if replica.exists():
-                with contextlib.suppress(duckdb.IOException):
-                    return duckdb.connect(str(replica), read_only=True, config=dict(READER_CONFIG))
+            with contextlib.suppress(duckdb.IOException, OSError):
+                replica = replica_path(path).resolve(strict=True)  # once: the link may move on
+                return duckdb.connect(str(replica), read_only=True, config=dict(READER_CONFIG))
             if time.monotonic() > deadline:
                 raise StoreError(f"store {path} is locked by a writer and has no replica yet: {exc}") from exc
             time.sleep(0.05)

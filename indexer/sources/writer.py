@@ -41,6 +41,7 @@ class StoreWriter:
             return False
         self.health.log("writer", store=self.settings.db)
         self.merge()
+        self.store.publish_replica(force=True)  # readers get an answer (maybe empty) from the start
         return True
 
     def merge(self) -> int:

@@ -81,10 +81,9 @@ def without(tables: Snapshot, *names: str) -> Snapshot:
 
 def replica_counts(db: Path) -> tuple[int, int, int]:
     """(files, removals, quarantine) as another process sees them."""
-    replica = Path(f"{db}.replica")
-    if not replica.exists():
+    if not db.exists():
         return (-1, -1, -1)
-    with duckdb.connect(str(replica), read_only=True) as conn:
+    with open_reader(db) as conn:
         row = conn.execute(
             "SELECT (SELECT count(*) FROM files), (SELECT count(*) FROM removals), "
             "(SELECT count(*) FROM quarantine)"

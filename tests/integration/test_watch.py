@@ -15,6 +15,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from viewlineage.sinks.store import open_reader
+
 from ..conftest import CONFORMANCE
 from ..generate import generate
 from .watch_process import Watch
@@ -83,7 +85,7 @@ def test_watch_retries_files_still_being_written_and_quarantines_stable_bad_ones
     (root / "other" / "00001-bomb.gz.metadata.json").write_bytes(gzip.compress(b" " * (300 << 20)))
     watch.wait_until("SELECT count(*) FROM quarantine", 2, timeout=30)
     watch.wait_until("SELECT count(*) FROM files", 1)
-    with duckdb.connect(f"{watch.db}.replica", read_only=True) as conn:
+    with open_reader(watch.db) as conn:
         assert conn.execute(
             "SELECT regexp_extract(location, '[^/]+$'), reason FROM quarantine ORDER BY 1"
         ).fetchall() == [

@@ -1,4 +1,4 @@
-"""`viewlineage watch` as a real subprocess, with helpers that poll its read replica."""
+"""`viewlineage watch` as a real subprocess, with helpers that query the store as another process."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-import duckdb
+from viewlineage.sinks.store import open_reader
 
 
 class Watch:
@@ -43,8 +43,7 @@ class Watch:
             time.sleep(0.05)
 
     def count(self, sql: str) -> int:
-        replica = Path(f"{self.db}.replica")
-        with duckdb.connect(str(replica), read_only=True) as conn:
+        with open_reader(self.db) as conn:
             row = conn.execute(sql).fetchone()
             return int(row[0]) if row else 0
 
