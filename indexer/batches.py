@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
-from .lineage import LINEAGE_RULES_VERSION, Lineage
+from .lineage import LINEAGE_RULES_VERSION, Lineage, LineageRequest
 from .parse import ParsedFile
 from .read import FileRead
 
@@ -175,6 +175,25 @@ SCHEMAS: dict[str, pa.Schema] = {
 }
 """Arrow schema of every store table, in insertion order (parents before children)."""
 
+PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
+    "raw_documents": ("content_hash",),
+    "files": ("location",),
+    "quarantine": ("location",),
+    "removals": ("location", "removed_ms", "source"),
+    "view_files": ("location",),
+    "table_files": ("location",),
+    "versions": ("version_hash",),
+    "file_versions": ("location", "ordinal"),
+    "version_log": ("location", "ordinal"),
+    "schemas": ("schema_hash",),
+    "representations": ("version_hash", "ordinal"),
+    "lineage": ("lineage_key",),
+    "table_references": ("lineage_key", "ordinal"),
+    "lineage_findings": ("lineage_key", "ordinal"),
+    "file_findings": ("location", "ordinal"),
+}
+"""Each table's key, as in `sinks/migrations` (a test compares them with a migrated store)."""
+
 SOURCE_TABLES = ("raw_documents", "files", "quarantine", "removals")
 DERIVED_TABLES = tuple(name for name in SCHEMAS if name not in SOURCE_TABLES)
 
@@ -215,6 +234,8 @@ class Batch:
     quarantined: list[QuarantinedFile] = field(default_factory=list)
     removals: list[Removal] = field(default_factory=list)
     lineage: dict[str, Lineage] = field(default_factory=dict)
+    lineage_requests: dict[str, LineageRequest] = field(default_factory=dict)
+    """Lineage the files need and nobody computed yet (bulk engines compute it job-wide)."""
     include_source: bool = True
     """False when re-deriving from stored documents (`reindex`): source rows already exist."""
 

@@ -100,7 +100,10 @@ class Indexer:
         items: Iterable[FileRead | ReadFailure],
         include_source: bool = True,
         missing_is_quarantine: bool = False,
+        defer_lineage: bool = False,
     ) -> Batch:
+        """With `defer_lineage`, the lineage the files need is left in `batch.lineage_requests` (bulk
+        engines deduplicate it across the whole job first) instead of being computed here."""
         batch = Batch(include_source=include_source)
         pending: dict[str, LineageRequest] = {}
         for item in items:
@@ -117,6 +120,10 @@ class Indexer:
                 continue
             keys = self._lineage_keys(parsed, pending)
             batch.indexed.append(IndexedFile(item, parsed, keys))
+        if defer_lineage:
+            batch.lineage_requests = pending
+            self._count(batch)
+            return batch
         fresh = set(pending) - set(self.lineage_memo)
         stored = self.store.known_lineage(fresh) if include_source and self.store is not None else set()
         self.stats.lineage_reused += len(pending) - len(fresh) + len(stored)

@@ -36,6 +36,10 @@ class ListedFile:
     modified_ms: int | None = None
 
 
+Children = tuple[list[str], list[ListedFile]]
+"""One level of a directory: sub-directory locations, and the metadata files directly in it."""
+
+
 class Reader(Protocol):
     def list(self, location: str) -> Iterator[ListedFile]:
         """Metadata files under a directory (by name), or the file itself if `location` names one."""
@@ -43,6 +47,10 @@ class Reader(Protocol):
 
     def read(self, location: str, max_bytes: int, listed: ListedFile | None = None) -> FileRead:
         """The stored bytes; raises `ObjectMissing`, `ObjectTooLarge` or `TransientReadError`."""
+        ...
+
+    def children(self, location: str) -> Children:
+        """One level of a directory: its sub-directories, and the metadata files directly in it."""
         ...
 
 
@@ -87,6 +95,13 @@ class LocalReader:
                 if is_metadata_file_name(name):
                     yield ListedFile(os.path.join(root, name))
 
+    def children(self, location: str) -> Children:
+        with mapped_errors(location):
+            entries = sorted(os.scandir(location), key=lambda entry: entry.name)
+        directories = [e.path for e in entries if e.is_dir() and not e.name.startswith(".")]
+        files = [ListedFile(e.path) for e in entries if e.is_file() and is_metadata_file_name(e.name)]
+        return directories, files
+
     def read(self, location: str, max_bytes: int, listed: ListedFile | None = None) -> FileRead:
         with mapped_errors(location), open(location, "rb") as handle:
             info = os.fstat(handle.fileno())
@@ -122,6 +137,18 @@ class FsspecReader:
         for path, info in sorted(found.items()):
             if is_metadata_file_name(path.rsplit("/", 1)[-1]):
                 yield ListedFile(self._url(path), info.get("size"), _modified_ms(info))
+
+    def children(self, location: str) -> Children:
+        with mapped_errors(location):
+            self.fs.invalidate_cache()
+            entries = sorted(self.fs.ls(location, detail=True), key=lambda info: str(info["name"]))
+        directories = [self._url(info["name"]) for info in entries if info.get("type") == "directory"]
+        files = [
+            ListedFile(self._url(info["name"]), info.get("size"), _modified_ms(info))
+            for info in entries
+            if info.get("type") != "directory" and is_metadata_file_name(str(info["name"]).rsplit("/", 1)[-1])
+        ]
+        return directories, files
 
     def read(self, location: str, max_bytes: int, listed: ListedFile | None = None) -> FileRead:
         with mapped_errors(location):

@@ -226,6 +226,66 @@ def _until_signalled() -> Iterator[threading.Event]:
             signal.signal(sig, handler)
 
 
+@cli.command()
+@click.argument("locations", nargs=-1, required=True)
+@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True)
+@click.option(
+    "--master",
+    default="local[2]",
+    show_default=True,
+    help="Spark master (local[N], yarn, k8s://..., spark://...).",
+)
+@click.option(
+    "--partitions", type=int, default=None, help="Spark partitions [default: 2 x the cluster's cores]."
+)
+@click.option(
+    "--listing",
+    type=click.Choice(["driver", "tasks", "auto"]),
+    default="auto",
+    show_default=True,
+    help="Spark: list on the driver, or each root's namespaces in parallel tasks (large warehouses).",
+)
+@click.option("--workers", type=int, default=None, help="--engine local: processes [default: the cores].")
+@click.option("--out", default=None, help="Write the Parquet dataset here (one directory per store table).")
+@setting_options(*_INDEXING)
+@format_option
+@click.pass_context
+@handle_errors
+def backfill(
+    context: click.Context,
+    /,
+    locations: tuple[str, ...],
+    engine: str,
+    master: str,
+    partitions: int | None,
+    listing: str,
+    workers: int | None,
+    out: str | None,
+    fmt: str,
+    **flags: Any,
+) -> None:
+    """Index whole warehouses in parallel (local processes or Spark) into the store and/or a Parquet
+    dataset. With --out and no --db, only the dataset is written."""
+    from viewlineage.indexer.backfill import backfill as run_backfill
+
+    settings = settings_from(context, **flags)
+    into_store = out is None or bool(context.obj.get("db"))
+    stats = run_backfill(
+        list(locations),
+        settings,
+        engine,
+        out,
+        into_store,
+        master=master,
+        partitions=partitions,
+        listing=listing,
+        workers=workers,
+        progress=lambda line: click.echo(line, err=True),
+    )
+    summary = stats.summary()
+    click.echo(json.dumps(summary) if fmt == "json" else ", ".join(f"{k} {v}" for k, v in summary.items()))
+
+
 @cli.command("reindex")
 @setting_options(*_INDEXING)
 @format_option

@@ -40,14 +40,25 @@ def _sql(rng: random.Random, view: int, version: int, tables: list[str]) -> str:
     return f"SELECT id, count(*) OVER (PARTITION BY k) FROM {a} WHERE id IN (SELECT id FROM {b})"
 
 
-def generate(root: Path, views: int = 25, commits: int = 20, seed: int = 7) -> Generated:
+def generate(
+    root: Path,
+    views: int = 25,
+    commits: int = 20,
+    seed: int = 7,
+    namespaces: int = 1,
+    realistic: bool = False,
+) -> Generated:
+    """`namespaces` > 1 spreads the views over `ns0/`, `ns1/`, ... (one `db/` otherwise);
+    `realistic` makes about 1 commit in 10 change the SQL (the others: properties, rollbacks)."""
     rng = random.Random(seed)
+    weights = [1, 8, 1] if realistic else [6, 3, 1]
     tables = [f"db.t{i}" for i in range(8)] + ["sales.orders", "sales.customers"]
     files: list[Path] = []
     clock = BASE_MS
     for view in range(views):
         view_uuid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
-        directory = root / "db" / f"view_{view:03d}" / "metadata"
+        namespace = "db" if namespaces == 1 else f"ns{view % namespaces}"
+        directory = root / namespace / f"view_{view:03d}" / "metadata"
         directory.mkdir(parents=True, exist_ok=True)
         versions: list[dict[str, object]] = []
         log: list[dict[str, int]] = []
@@ -55,9 +66,7 @@ def generate(root: Path, views: int = 25, commits: int = 20, seed: int = 7) -> G
         current = 0
         for commit in range(commits):
             clock += rng.randrange(1_000, 60_000)
-            kind = (
-                "create" if commit == 0 else rng.choices(["replace", "properties", "rollback"], [6, 3, 1])[0]
-            )
+            kind = "create" if commit == 0 else rng.choices(["replace", "properties", "rollback"], weights)[0]
             if kind == "rollback" and len(versions) < 2:
                 kind = "properties"
             if kind in ("create", "replace"):

@@ -1,0 +1,200 @@
+"""`backfill --engine spark`: the bulk stages as Spark tasks (needs `viewlineage[spark]`).
+
+Stage 1 runs `bulk.index_files` per partition of listed files through `mapInArrow`; each task
+emits an envelope (store table name, Arrow IPC bytes of its rows), persisted so it is computed once.
+Each store table is decoded from the envelope, deduplicated by its key and written as Parquet.
+Lineage requests are deduplicated by key across the job, repartitioned, and stage 2 runs
+`bulk.analyse_lineage` per partition the same way. Accumulators count the tasks that parsed files
+and the tasks that listed prefixes.
+
+Listing: on the driver (`--listing driver`), or, for large warehouses (`tasks`), the driver lists
+the roots' immediate sub-directories (namespaces) and each is listed by a task: object-store
+listing is the slow part at 10^7 files. `auto` lists in tasks when a root has 16 or more.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from .batches import PRIMARY_KEYS, SCHEMAS
+from .bulk import LINEAGE_REQUESTS, LISTED, analyse_lineage, index_files, read_listed
+from .config import ParseConfig, Settings
+from .read import ListedFile, reader_for
+
+if TYPE_CHECKING:
+    from .backfill import BackfillStats, StageTimer
+
+ENVELOPE = pa.schema([("table", pa.string()), ("rows", pa.binary())])
+TASK_LISTING_THRESHOLD = 16
+
+
+def _pack(tables: dict[str, pa.Table]) -> pa.RecordBatch:
+    names, payloads = [], []
+    for name, table in tables.items():
+        if table.num_rows:
+            sink = io.BytesIO()
+            with ipc.new_stream(sink, table.schema) as writer:
+                writer.write_table(table)
+            names.append(name)
+            payloads.append(sink.getvalue())
+    return pa.record_batch([pa.array(names, pa.string()), pa.array(payloads, pa.binary())], schema=ENVELOPE)
+
+
+def _unpack(name: str, schema: pa.Schema) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def unpack(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for table, payload in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True):
+                if table == name:
+                    yield from ipc.open_stream(payload).read_all().cast(schema).to_batches()
+
+    return unpack
+
+
+def _spark_session(master: str, partitions: int) -> Any:
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.master(master)
+        .appName("viewlineage-backfill")
+        .config("spark.sql.shuffle.partitions", str(partitions))
+        .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+        .config("spark.ui.showConsoleProgress", "false")
+    )
+    if master.startswith("local"):
+        builder = (
+            builder.config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.ui.enabled", "false")
+        )
+    return builder.getOrCreate()
+
+
+def _split_listing(roots: list[str], settings: Settings, listing: str) -> tuple[list[str], pa.Table]:
+    """(prefixes for listing tasks, files the driver lists): with `tasks`, each root's immediate
+    sub-directories go to tasks and only the files directly in it are listed here."""
+    from .backfill import list_on_driver
+
+    if listing == "driver":
+        return [], list_on_driver(roots, settings)
+    prefixes: list[str] = []
+    rows: list[ListedFile] = []
+    driver_roots: list[str] = []
+    for root in roots:
+        directories, files = reader_for(root, settings.s3_endpoint).children(root)
+        if listing == "tasks" or len(directories) >= TASK_LISTING_THRESHOLD:
+            prefixes.extend(directories)
+            rows.extend(files)
+        else:
+            driver_roots.append(root)
+    listed = list_on_driver(driver_roots, settings)
+    direct = pa.table(
+        {
+            "location": [f.location for f in rows],
+            "size": [f.size for f in rows],
+            "modified_ms": [f.modified_ms for f in rows],
+        },
+        schema=LISTED,
+    )
+    return prefixes, pa.concat_tables([listed, direct])
+
+
+def run_spark(
+    roots: list[str],
+    settings: Settings,
+    config: ParseConfig,
+    dataset: str,
+    master: str,
+    partitions: int | None,
+    listing: str,
+    stats: BackfillStats,
+    timed: StageTimer,
+    progress: Callable[[str], None],
+) -> None:
+    from pyspark import StorageLevel
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    spark = _spark_session(master, partitions or 4)
+    context = spark.sparkContext
+    partitions = partitions or max(2, context.defaultParallelism * 2)
+    parsing_tasks = context.accumulator(0)
+    listing_tasks = context.accumulator(0)
+    try:
+        with timed("listing"):
+            in_tasks, listed = _split_listing(roots, settings, listing)
+            frames = [spark.createDataFrame(listed.to_pandas(), schema=from_arrow_schema(LISTED))]
+            if in_tasks:
+
+                def list_prefix(prefix: str) -> Iterator[tuple[str, int | None, int | None]]:
+                    listing_tasks.add(1)
+                    for item in reader_for(prefix, settings.s3_endpoint).list(prefix):
+                        yield (item.location, item.size, item.modified_ms)
+
+                rdd = context.parallelize(in_tasks, len(in_tasks)).flatMap(list_prefix)
+                frames.append(spark.createDataFrame(rdd, schema=from_arrow_schema(LISTED)))
+            files = frames[0]
+            for frame in frames[1:]:
+                files = files.unionByName(frame)
+            files = files.repartition(partitions, "location").persist(StorageLevel.MEMORY_AND_DISK)
+            stats.listed = files.count()
+        progress(f"listed {stats.listed} files")
+
+        def parse_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            listed_rows = pa.Table.from_batches(list(batches), schema=LISTED)
+            if listed_rows.num_rows:
+                parsing_tasks.add(1)
+            yield _pack(index_files(read_listed(listed_rows, settings), config))
+
+        with timed("read+parse"):
+            envelope = files.mapInArrow(parse_partition, from_arrow_schema(ENVELOPE))
+            envelope = envelope.persist(StorageLevel.MEMORY_AND_DISK)
+            envelope.count()
+        with timed("write"):
+            for name in SCHEMAS:
+                if name in ("lineage", "table_references", "lineage_findings"):
+                    continue
+                _write(envelope, name, dataset, partitions)
+        with timed("lineage"):
+            requests = (
+                envelope.mapInArrow(
+                    _unpack("lineage_requests", LINEAGE_REQUESTS), from_arrow_schema(LINEAGE_REQUESTS)
+                )
+                .dropDuplicates(["lineage_key"])
+                .repartition(partitions, "lineage_key")
+                .persist(StorageLevel.MEMORY_AND_DISK)
+            )
+            stats.lineage_computed = requests.count()
+
+            def lineage_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+                yield _pack(
+                    analyse_lineage(pa.Table.from_batches(list(batches), schema=LINEAGE_REQUESTS), config)
+                )
+
+            lineage = requests.mapInArrow(lineage_partition, from_arrow_schema(ENVELOPE))
+            lineage = lineage.persist(StorageLevel.MEMORY_AND_DISK)
+            for name in ("lineage", "table_references", "lineage_findings"):
+                _write(lineage, name, dataset, partitions)
+        counts = (
+            spark.read.parquet(f"{dataset}/files").count(),
+            spark.read.parquet(f"{dataset}/quarantine").count(),
+        )
+        stats.indexed, stats.quarantined = counts
+        stats.parsing_tasks = parsing_tasks.value
+        stats.listing_tasks = listing_tasks.value
+    finally:
+        spark.stop()
+
+
+def _write(envelope: Any, name: str, dataset: str, partitions: int) -> None:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    rows = envelope.mapInArrow(_unpack(name, SCHEMAS[name]), from_arrow_schema(SCHEMAS[name]))
+    rows = rows.dropDuplicates(list(PRIMARY_KEYS[name]))
+    rows.coalesce(max(1, partitions // 4)).write.mode("overwrite").parquet(f"{dataset}/{name}")
