@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from viewlineage.indexer.batches import Batch, Removal
+from viewlineage.indexer.batches import PRIMARY_KEYS, Batch, Removal
 from viewlineage.indexer.pipeline import index_locations
 from viewlineage.sinks import schema
 from viewlineage.sinks import store as store_module
@@ -94,3 +94,12 @@ def test_readers_connecting_while_replicas_move_never_fail(sample_warehouse: Pat
     results = [json.loads(line) for line in output.splitlines()]
     assert [r for r in results if not r["ok"]] == []
     assert len(results) > 50 and number > 50
+
+
+def test_primary_keys_match_the_migrations(tmp_path: Path) -> None:
+    with Store(tmp_path / "keys.duckdb", replica_interval=None) as store:
+        rows = store.conn.execute(
+            "SELECT table_name, constraint_column_names FROM duckdb_constraints() "
+            "WHERE constraint_type = 'PRIMARY KEY'"
+        ).fetchall()
+    assert {table: tuple(columns) for table, columns in rows if table in PRIMARY_KEYS} == PRIMARY_KEYS

@@ -8,8 +8,12 @@ shapes for objects that really are in the store.
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
+import shutil
+import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -222,6 +226,29 @@ def test_every_format_indexes_like_a_local_index(
             ("prod.sales.order_rank", 1),
             ("prod.acme.finance.revenue_by_region", 2),
         ]
+
+
+def test_a_backfill_merged_into_a_consumed_store_changes_nothing(
+    clean_store: Path, plain_s3: SeaweedS3, tmp_path: Path
+) -> None:
+    """`backfill` of the same objects into the store `consume` filled gives that store; alone, it
+    gives the same rows but the removals (only events tell of those)."""
+    merged, alone = tmp_path / "merged.duckdb", tmp_path / "alone.duckdb"
+    shutil.copyfile(clean_store, merged)
+    environment = {**os.environ, **plain_s3.environment}
+    for db in (merged, alone):
+        result = subprocess.run(
+            [
+                sys.executable, "-m", "viewlineage.queries.cli", "--db", str(db), "backfill", URL_PREFIX,
+                "--engine", "local", "--catalog-map", f"{URL_PREFIX}=prod",
+                "--s3-endpoint", plain_s3.endpoint,
+            ],
+            capture_output=True, text=True, env=environment, timeout=300,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-3000:]
+    consumed = snapshot(clean_store)
+    assert snapshot(merged) == consumed
+    assert without(snapshot(alone), "removals") == without(consumed, "removals")
 
 
 def test_seaweedfs_notifications_end_to_end(
