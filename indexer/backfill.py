@@ -131,6 +131,9 @@ def backfill(
         elif engine == "spark":
             from .spark import run_spark
 
+            if out is None and not master.startswith("local"):
+                raise UsageError("on a cluster, --out must name a directory the driver and executors share")
+
             run_spark(roots, settings, config, dataset, master, partitions, listing, stats, timed, progress)
         else:
             raise UsageError(f"unknown engine {engine!r}: local or spark")
