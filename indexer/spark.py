@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from .batches import PRIMARY_KEYS, SCHEMAS
-from .bulk import LINEAGE_REQUESTS, LISTED, analyse_lineage, index_files, read_listed
+from .bulk import LINEAGE_REQUESTS, LISTED
 from .config import ParseConfig, Settings
 from .read import ListedFile, reader_for
 
@@ -121,11 +121,14 @@ def run_spark(
     from pyspark import StorageLevel
     from pyspark.sql.pandas.types import from_arrow_schema
 
+    from .backfill import timed_analyse_lineage, timed_index_files
+
     spark = _spark_session(master, partitions or 4)
     context = spark.sparkContext
     partitions = partitions or max(2, context.defaultParallelism * 2)
     parsing_tasks = context.accumulator(0)
     listing_tasks = context.accumulator(0)
+    read_seconds, parse_seconds, lineage_seconds = (context.accumulator(0.0) for _ in range(3))
     try:
         with timed("listing"):
             in_tasks, listed = _split_listing(roots, settings, listing)
@@ -150,7 +153,10 @@ def run_spark(
             listed_rows = pa.Table.from_batches(list(batches), schema=LISTED)
             if listed_rows.num_rows:
                 parsing_tasks.add(1)
-            yield _pack(index_files(read_listed(listed_rows, settings), config))
+            tables, reading, parsing = timed_index_files(listed_rows, settings, config)
+            read_seconds.add(reading)
+            parse_seconds.add(parsing)
+            yield _pack(tables)
 
         with timed("read+parse"):
             envelope = files.mapInArrow(parse_partition, from_arrow_schema(ENVELOPE))
@@ -173,9 +179,10 @@ def run_spark(
             stats.lineage_computed = requests.count()
 
             def lineage_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-                yield _pack(
-                    analyse_lineage(pa.Table.from_batches(list(batches), schema=LINEAGE_REQUESTS), config)
-                )
+                requests_rows = pa.Table.from_batches(list(batches), schema=LINEAGE_REQUESTS)
+                tables, seconds = timed_analyse_lineage(requests_rows, config)
+                lineage_seconds.add(seconds)
+                yield _pack(tables)
 
             lineage = requests.mapInArrow(lineage_partition, from_arrow_schema(ENVELOPE))
             lineage = lineage.persist(StorageLevel.MEMORY_AND_DISK)
@@ -188,6 +195,11 @@ def run_spark(
         stats.indexed, stats.quarantined = counts
         stats.parsing_tasks = parsing_tasks.value
         stats.listing_tasks = listing_tasks.value
+        stats.task_seconds = {
+            "read": read_seconds.value,
+            "parse": parse_seconds.value,
+            "lineage": lineage_seconds.value,
+        }
     finally:
         spark.stop()
 
