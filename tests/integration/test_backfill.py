@@ -16,7 +16,7 @@ import pytest
 
 from viewlineage.indexer.pipeline import index_locations
 
-from ..conftest import settings_for
+from ..conftest import ROOT, settings_for
 from ..generate import Generated, generate
 from ..servers import SeaweedS3, seaweed_s3
 from ..stores import Snapshot, snapshot
@@ -130,3 +130,46 @@ def test_s3_backfills_equal_index_of_the_same_url(s3_warehouse: SeaweedS3, tmp_p
     assert len(expected["files"]) >= 5000
     assert snapshot(local_db) == expected
     assert snapshot(spark_db) == expected
+
+
+@pytest.fixture(scope="session")
+def pyspark4_python() -> str:
+    """A separate virtual environment with pyspark 4.x and this checkout (reinstalled each run)."""
+    venv = ROOT / ".cache" / "pyspark4-venv"
+    python = venv / "bin" / "python"
+    if not (venv / ".pyspark-installed").exists():
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "pyspark>=4,<5", "pandas<3"], check=True, timeout=1800
+        )
+        (venv / ".pyspark-installed").touch()
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--force-reinstall", "--no-deps", str(ROOT)],
+        check=True,
+        timeout=600,
+    )
+    subprocess.run([str(python), "-m", "pip", "install", "-q", str(ROOT)], check=True, timeout=600)
+    return str(python)
+
+
+def test_spark_4_gives_the_same_store(pyspark4_python: str, tmp_path: Path) -> None:
+    root = tmp_path / "warehouse"
+    generate(root, views=30, commits=20, seed=4, namespaces=3, realistic=True)
+    expected = tmp_path / "index.duckdb"
+    index_locations([str(root)], settings_for(expected))
+    db = tmp_path / "spark4.duckdb"
+    version = subprocess.run(
+        [pyspark4_python, "-c", "import pyspark; print(pyspark.__version__)"], capture_output=True, text=True
+    )
+    assert version.stdout.startswith("4."), version
+    result = subprocess.run(
+        [
+            pyspark4_python, "-m", "viewlineage.queries.cli", "--db", str(db), "backfill", str(root),
+            "--engine", "spark", "--partitions", "4", "--listing", "tasks", "--format", "json",
+        ],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-4000:]
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["parsing_tasks"] >= 2 and summary["listing_tasks"] == 3 + 1
+    assert snapshot(db) == snapshot(expected)

@@ -24,6 +24,7 @@ import duckdb
 import pytest
 from kafka import KafkaConsumer, KafkaProducer
 
+from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.pipeline import index_locations
 from viewlineage.queries import api
 from viewlineage.sinks.store import open_reader
@@ -216,7 +217,7 @@ def test_every_format_indexes_like_a_local_index(
     assert consumed["quarantine"] == []  # the ghost was deleted before it could be read
     with open_reader(clean_store) as conn:
         assert api.history(conn, BIG_DAYS_OLD)["dropped_ms"] == STEPS[32]
-        with pytest.raises(Exception, match="was dropped at"):
+        with pytest.raises(UsageError, match="was dropped at"):
             api.show(conn, BIG_DAYS_OLD, STEPS[33])
         assert api.show(conn, "prod.db.event_agg")["version_id"] == 13
         assert [
