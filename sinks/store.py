@@ -5,7 +5,7 @@ out, readers included. So while a writer runs (`index`, `watch`, `consume`, `rei
 read-only replicas at most every `replica_interval` seconds after a committed batch: CHECKPOINT,
 copy to a new file `<store>.replicas/<n>.duckdb`, then point the symlink `<store>.replica` at it
 (atomic rename). A replica file is never modified or replaced, only deleted once three newer ones
-exist and it is a minute old: DuckDB opens a database by path several times while connecting, so a
+exist and it is five seconds old: DuckDB opens a database by path several times while connecting, so a
 file renamed over a path mid-connect would mix two stores. Readers open the store itself when it is
 free, else the file the symlink names, resolved once; they are never blocked, never see a
 half-written file, and what they see never goes back.
@@ -37,7 +37,7 @@ READER_CONFIG = {
 
 
 KEEP_REPLICAS = 3
-REPLICA_GRACE_SECONDS = 60.0
+REPLICA_GRACE_SECONDS = 5.0
 """An old replica file is deleted only when this many newer ones exist and it is this old, so a
 reader that resolved the symlink just before it moved still connects to a whole file."""
 

@@ -43,7 +43,7 @@ def main() -> None:
     print(f"warehouse: {files} files, {size / 2**20:.0f} MiB stored, generated in {generation:.0f}s")
 
     def settings(name: str) -> object:
-        return load_settings(environ={}, flags={"db": str(work / f"{name}.duckdb"), "replica_interval": 0})
+        return load_settings(environ={}, flags={"db": str(work / f"{name}.duckdb")})
 
     started = time.perf_counter()
     index_locations([str(work / "wh")], settings("index"))  # type: ignore[arg-type]
