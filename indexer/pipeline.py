@@ -8,9 +8,9 @@ transaction.
 from __future__ import annotations
 
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from viewlineage.sinks.store import Store
@@ -252,7 +252,8 @@ def _read_all(todo: list[tuple[str, ListedFile]], settings: Settings) -> Iterato
 def read_all(
     todo: Iterable[tuple[Reader, ListedFile]], settings: Settings
 ) -> Iterator[FileRead | ReadFailure]:
-    """Read files in parallel (`read_workers` threads), in order, with bounded retries."""
+    """Read files in parallel (`read_workers` threads), in order, with bounded retries. At most
+    `batch_files` reads run ahead of the consumer, so memory stays flat whatever the listing's size."""
 
     def read_one(entry: tuple[Reader, ListedFile]) -> FileRead | ReadFailure:
         reader, listed = entry
@@ -260,8 +261,15 @@ def read_all(
             lambda: reader.read(listed.location, settings.max_file_bytes, listed), listed.location
         )
 
+    window = max(settings.batch_files, settings.read_workers * 4)
     with ThreadPoolExecutor(settings.read_workers) as pool:
-        yield from pool.map(read_one, todo)
+        ahead: deque[Future[FileRead | ReadFailure]] = deque()
+        for entry in todo:
+            ahead.append(pool.submit(read_one, entry))
+            if len(ahead) >= window:
+                yield ahead.popleft().result()
+        while ahead:
+            yield ahead.popleft().result()
 
 
 def gap_batch(
