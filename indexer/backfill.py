@@ -134,6 +134,7 @@ def backfill(
     partitions: int | None = None,
     listing: str = "driver",
     workers: int | None = None,
+    spark_conf: dict[str, str] | None = None,
     progress: Callable[[str], None] = lambda line: None,
 ) -> BackfillStats:
     roots = [normalize_location(location) for location in locations]
@@ -156,7 +157,19 @@ def backfill(
             if out is None and not master.startswith("local"):
                 raise UsageError("on a cluster, --out must name a directory the driver and executors share")
 
-            run_spark(roots, settings, config, dataset, master, partitions, listing, stats, timed, progress)
+            run_spark(
+                roots,
+                settings,
+                config,
+                dataset,
+                master,
+                partitions,
+                listing,
+                spark_conf or {},
+                stats,
+                timed,
+                progress,
+            )
         else:
             raise UsageError(f"unknown engine {engine!r}: local or spark")
         if into_store:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 ENVELOPE = pa.schema([("table", pa.string()), ("rows", pa.binary())])
 TASK_LISTING_THRESHOLD = 16
+FILES_PER_TASK = 2_000
 
 
 def _pack(tables: dict[str, pa.Table]) -> pa.RecordBatch:
@@ -57,7 +58,7 @@ def _unpack(name: str, schema: pa.Schema) -> Callable[[Iterator[pa.RecordBatch]]
     return unpack
 
 
-def _spark_session(master: str, partitions: int) -> Any:
+def _spark_session(master: str, partitions: int, conf: dict[str, str]) -> Any:
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -68,6 +69,8 @@ def _spark_session(master: str, partitions: int) -> Any:
         .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         .config("spark.ui.showConsoleProgress", "false")
     )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
     if master.startswith("local"):
         builder = (
             builder.config("spark.driver.host", "127.0.0.1")
@@ -114,6 +117,7 @@ def run_spark(
     master: str,
     partitions: int | None,
     listing: str,
+    spark_conf: dict[str, str],
     stats: BackfillStats,
     timed: StageTimer,
     progress: Callable[[str], None],
@@ -123,9 +127,8 @@ def run_spark(
 
     from .backfill import timed_analyse_lineage, timed_index_files
 
-    spark = _spark_session(master, partitions or 4)
+    spark = _spark_session(master, partitions or 4, spark_conf)
     context = spark.sparkContext
-    partitions = partitions or max(2, context.defaultParallelism * 2)
     parsing_tasks = context.accumulator(0)
     listing_tasks = context.accumulator(0)
     read_seconds, parse_seconds, lineage_seconds = (context.accumulator(0.0) for _ in range(3))
@@ -145,8 +148,11 @@ def run_spark(
             files = frames[0]
             for frame in frames[1:]:
                 files = files.unionByName(frame)
-            files = files.repartition(partitions, "location").persist(StorageLevel.MEMORY_AND_DISK)
+            files = files.persist(StorageLevel.MEMORY_AND_DISK)
             stats.listed = files.count()
+            # Small tasks: a lost one retries little, and no envelope grows past what a JVM holds.
+            partitions = partitions or max(context.defaultParallelism * 2, -(-stats.listed // FILES_PER_TASK))
+            files = files.repartition(partitions, "location")
         progress(f"listed {stats.listed} files")
 
         def parse_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

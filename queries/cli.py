@@ -214,6 +214,13 @@ def consume(context: click.Context, /, **flags: Any) -> None:
             health.close()
 
 
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise UsageError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value.strip()
+
+
 @contextlib.contextmanager
 def _until_signalled() -> Iterator[threading.Event]:
     """An event set by SIGTERM or SIGINT, so a loop finishes the batch in hand and exits cleanly."""
@@ -246,6 +253,12 @@ def _until_signalled() -> Iterator[threading.Event]:
     help="Spark: list on the driver, or each root's namespaces in parallel tasks (large warehouses).",
 )
 @click.option("--workers", type=int, default=None, help="--engine local: processes [default: the cores].")
+@click.option(
+    "--spark-conf",
+    "spark_conf",
+    multiple=True,
+    help="KEY=VALUE Spark setting (spark.driver.memory=4g, ...). Repeatable.",
+)
 @click.option("--out", default=None, help="Write the Parquet dataset here (one directory per store table).")
 @setting_options(*_INDEXING)
 @format_option
@@ -260,6 +273,7 @@ def backfill(
     partitions: int | None,
     listing: str,
     workers: int | None,
+    spark_conf: tuple[str, ...],
     out: str | None,
     fmt: str,
     **flags: Any,
@@ -280,6 +294,7 @@ def backfill(
         partitions=partitions,
         listing=listing,
         workers=workers,
+        spark_conf=dict(_key_value(item) for item in spark_conf),
         progress=lambda line: click.echo(line, err=True),
     )
     summary = stats.summary()

@@ -54,7 +54,7 @@ def main() -> None:
         started = time.perf_counter()
         stats = backfill(
             [str(work / "wh")], settings(engine), engine, None, True,  # type: ignore[arg-type]
-            master="local[2]", partitions=8, listing="tasks",
+            master="local[2]", listing="tasks", spark_conf={"spark.driver.memory": "3g"},
         )  # fmt: skip
         seconds = time.perf_counter() - started
         results[engine] = stats
