@@ -101,11 +101,14 @@ def consume_latency(
         work, f"consume-{prefix}", db, bootstrap, "filer", s3,
         "--allow-prefix", f"s3://lake/{prefix}", "--replica-interval", "0", group=f"bench-{prefix}",
     )  # fmt: skip
-    while not any(r["event"] == "writer" for r in run.records()):
+    # Warm up: the first file is measured only once the consumer has joined its group.
+    warmup, body = files[-1]
+    s3.client().put_object(Bucket="lake", Key=f"{prefix}/warmup/{warmup}", Body=body)
+    while not any(r["event"] == "batch" for r in run.records()):
         time.sleep(0.05)
     tap = KafkaTap(bootstrap, "filer")
     tap.start()
-    watcher = probe(db, len(files), timeout=len(files) / rate + 60)
+    watcher = probe(db, len(files) + 1, timeout=len(files) / rate + 60)
     client = s3.client()
     put_started: dict[str, int] = {}
     put_at: dict[str, int] = {}
