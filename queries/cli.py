@@ -37,6 +37,7 @@ _INDEXING = (
     "replica_interval",
     "s3_endpoint",
 )
+_WATCHING = (*(name for name in _INDEXING if name != "s3_endpoint"), "settle_seconds")
 _FOLLOWING = ("reconcile_every", "log_format", "metrics_port", "metrics_host")
 _CONSUMING = (
     "bootstrap_servers",
@@ -172,7 +173,7 @@ def index(
 
 @cli.command()
 @click.argument("root")
-@setting_options(*_INDEXING, "settle_seconds", *_FOLLOWING)
+@setting_options(*_WATCHING, *_FOLLOWING)
 @click.pass_context
 @handle_errors
 def watch(context: click.Context, /, root: str, **flags: Any) -> None:
