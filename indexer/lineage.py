@@ -106,13 +106,23 @@ class Lineage:
 
 
 def extract_lineage(request: LineageRequest, config: LineageConfig) -> Lineage:
-    """The tables `request.sql` reads.
+    """The tables `request.sql` reads. Never raises: SQL that breaks the analysis itself (sqlglot
+    recursing too deep, an internal error) gives an `sql-analysis-error` finding and no references,
+    so one pathological view cannot stop a consumer that would meet it again on every restart.
 
     >>> req = LineageRequest("WITH t AS (SELECT * FROM t) SELECT * FROM t JOIN db2.u USING (id)",
     ...                      "spark", "prod", ("db",), None)
     >>> [r.qualified_name for r in extract_lineage(req, LineageConfig()).references]
     ['prod.db.t', 'prod.db2.u']
     """
+    try:
+        return _extract(request, config)
+    except Exception as exc:  # by design: see the docstring
+        message = f"{type(exc).__name__}: {str(exc)[:200]}"
+        return Lineage(request.dialect, (), (Finding("sql-analysis-error", Severity.ERROR, message),))
+
+
+def _extract(request: LineageRequest, config: LineageConfig) -> Lineage:
     resolver = _Resolver(request, config)
     try:
         statements = sqlglot.parse(request.sql, read=request.dialect)

@@ -94,6 +94,9 @@ class Indexer:
             return parse_metadata(read.data, read.location, self.config)
         except QuarantineError as exc:
             return QuarantinedFile(read.location, exc.reason, str(exc), len(read.data), read.modified_ms)
+        except Exception as exc:  # a bug or a pathological document must not stop a follower
+            message = f"{type(exc).__name__}: {str(exc)[:200]}"
+            return QuarantinedFile(read.location, "internal-error", message, len(read.data), read.modified_ms)
 
     def build_batch(
         self,

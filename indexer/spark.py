@@ -135,7 +135,8 @@ def run_spark(
     try:
         with timed("listing"):
             in_tasks, listed = _split_listing(roots, settings, listing)
-            frames = [spark.createDataFrame(listed.to_pandas(), schema=from_arrow_schema(LISTED))]
+            # Rows, not pandas: pandas turns missing sizes into NaN, which LongType refuses.
+            frames = [spark.createDataFrame(listed.to_pylist(), schema=from_arrow_schema(LISTED))]
             if in_tasks:
 
                 def list_prefix(prefix: str) -> Iterator[tuple[str, int | None, int | None]]:

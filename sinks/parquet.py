@@ -67,7 +67,10 @@ class ParquetParts:
 def load_into(store: Store, root: str | Path) -> dict[str, int]:
     """Merge a dataset into the store, table by table in batches; returns rows read per table."""
     read: dict[str, int] = {}
-    for name, schema in SCHEMAS.items():
+    # `files` last: it is what marks a location indexed, so a load that stops half-way leaves
+    # locations that the next index, reconcile or load still reads and completes.
+    for name in sorted(SCHEMAS, key=lambda table: table == "files"):
+        schema = SCHEMAS[name]
         directory = Path(root) / name
         if not directory.exists():
             continue

@@ -1,7 +1,7 @@
 """The spool: durable batches between the processes that build them and the one that stores them.
 
-A DuckDB file has one writer. Several `consume` processes (one Kafka group sharing partitions) and a
-`watch` therefore never write the store directly: each puts its batches into `<store>.spool/` as
+A DuckDB file has one writer. Several `consume` processes (one Kafka group sharing partitions)
+therefore never write the store directly: each puts its batches into `<store>.spool/` as
 segments (one Arrow IPC file per store table, written to a hidden temporary directory, fsynced, then
 renamed into place, so a segment is whole or absent). Whichever process holds the store's write
 lock merges every segment, one store transaction each, then deletes it. A segment that was merged
@@ -21,10 +21,12 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from viewlineage.indexer.batches import SCHEMAS
+from viewlineage.indexer.errors import StoreError
 
 from .store import Store
 
@@ -81,11 +83,31 @@ class Spool:
         """Store every pending segment (one transaction each) and delete it; returns how many."""
         merged = 0
         for segment in self.pending():
-            store.write_tables(self.read(segment))
+            try:
+                tables = self.read(segment)
+            except (OSError, pa.ArrowException) as exc:
+                self._set_aside(segment, exc)
+                continue
+            try:
+                store.write_tables(tables)
+            except StoreError as exc:
+                if isinstance(exc.__cause__, duckdb.IOException | duckdb.OutOfMemoryException):
+                    raise  # the store, not the segment, is at fault: stop and keep the segment
+                self._set_aside(segment, exc)
+                continue
             shutil.rmtree(segment)
             merged += 1
         self._remove_stale_temporaries()
         return merged
+
+    def _set_aside(self, segment: Path, error: Exception) -> None:
+        """A segment that cannot be read or stored goes to `.failed/` (with the reason beside it),
+        so it cannot block every writer after it; ingest is idempotent, so it can be re-merged by
+        hand once the cause is fixed."""
+        failed = self.path / ".failed"
+        failed.mkdir(exist_ok=True)
+        os.rename(segment, failed / segment.name)
+        (failed / f"{segment.name}.reason").write_text(f"{type(error).__name__}: {error}\n")
 
     def _remove_stale_temporaries(self) -> None:
         now = time.time()

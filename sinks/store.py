@@ -200,6 +200,7 @@ class Store:
             ["cp", "--reflink=auto", str(self.path), str(temporary)], capture_output=True, text=True
         )
         if copied.returncode != 0:
+            temporary.unlink(missing_ok=True)
             raise StoreError(f"replica of {self.path} not written: {copied.stderr.strip()}")
         os.rename(temporary, version)
         link = replica_path(self.path)
@@ -208,17 +209,19 @@ class Store:
             pending_link.unlink()
         pending_link.symlink_to(os.path.relpath(version, link.parent))
         os.replace(pending_link, link)
-        _prune_replicas(directory)
+        _prune_replicas(directory, version)
         self._last_replica = now
         self._dirty = False
 
 
-def _prune_replicas(directory: Path) -> None:
-    versions = sorted(p for p in directory.iterdir() if p.suffix == ".duckdb" and not p.name.startswith("."))
+def _prune_replicas(directory: Path, current: Path) -> None:
+    """Old replicas, and copies a crash left half-written; never the one the symlink names."""
     now = time.time()
-    for old in versions[:-KEEP_REPLICAS]:
+    versions = sorted(p for p in directory.iterdir() if p.suffix == ".duckdb" and not p.name.startswith("."))
+    leftovers = [p for p in directory.iterdir() if p.name.startswith(".") and p.name.endswith(".tmp")]
+    for old in [*versions[:-KEEP_REPLICAS], *leftovers]:
         with contextlib.suppress(FileNotFoundError):
-            if now - old.stat().st_mtime > REPLICA_GRACE_SECONDS:
+            if old != current and now - old.stat().st_mtime > REPLICA_GRACE_SECONDS:
                 old.unlink()
 
 

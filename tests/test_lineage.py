@@ -78,3 +78,13 @@ def test_parse_error_has_line_and_column() -> None:
         LineageRequest("SELECT *\nFROM (SELECT 1", "spark", None, (), "prod"), LineageConfig()
     )
     assert [(f.code, f.path) for f in lineage.findings] == [("sql-parse-error", "2:14")]
+
+
+def test_sql_that_breaks_the_analysis_is_a_finding_not_a_crash() -> None:
+    """A follower meets the same file again after every restart: lineage must never raise."""
+    sql = "SELECT " + "(" * 3000 + "1" + ")" * 3000 + " FROM db.t"
+    lineage = extract_lineage(LineageRequest(sql, "spark", None, ("db",), None), LineageConfig())
+    assert lineage.references == ()
+    assert [(f.code, f.message.split(":")[0]) for f in lineage.findings] == [
+        ("sql-analysis-error", "RecursionError")
+    ]

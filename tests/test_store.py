@@ -13,6 +13,7 @@ from viewlineage.indexer.batches import PRIMARY_KEYS, Batch, Removal
 from viewlineage.indexer.pipeline import index_locations
 from viewlineage.sinks import schema
 from viewlineage.sinks import store as store_module
+from viewlineage.sinks.spool import Spool
 from viewlineage.sinks.store import Store, open_reader, replica_path
 
 from .conftest import settings_for
@@ -103,3 +104,22 @@ def test_primary_keys_match_the_migrations(tmp_path: Path) -> None:
             "WHERE constraint_type = 'PRIMARY KEY'"
         ).fetchall()
     assert {table: tuple(columns) for table, columns in rows if table in PRIMARY_KEYS} == PRIMARY_KEYS
+
+
+def test_a_segment_that_cannot_be_read_is_set_aside_and_the_rest_merge(tmp_path: Path) -> None:
+    db = tmp_path / "spooled.duckdb"
+    spool = Spool(db)
+    broken = spool.path / "00000000000000000001-1-broken"
+    broken.mkdir()
+    (broken / "removals.arrow").write_bytes(b"not arrow at all")
+    spool.put(Batch(removals=[Removal("/w/x.metadata.json", 5, "watch")]).to_arrow())
+    with Store(db, replica_interval=None) as store:
+        assert spool.merge_into(store) == 1
+        assert store.conn.execute("SELECT location, removed_ms FROM removals").fetchall() == [
+            ("/w/x.metadata.json", 5)
+        ]
+    assert spool.pending() == []
+    assert sorted(p.name for p in (spool.path / ".failed").iterdir()) == [
+        broken.name,
+        f"{broken.name}.reason",
+    ]

@@ -26,7 +26,7 @@ from viewlineage.sinks.spool import Spool
 
 from ..batches import Batch, QuarantinedFile, Removal
 from ..config import Settings, load_kafka_config
-from ..errors import UsageError
+from ..errors import ReadError, UsageError
 from ..events import EventDecodeError, EventKind, decode_message
 from ..faults import Faults
 from ..health import Health
@@ -117,7 +117,9 @@ class EventIngest:
                     built.outcomes["skipped:outside-allowed-prefix"] += 1
                 elif event.kind is EventKind.REMOVED:
                     removed_ms = event.event_ms if event.event_ms is not None else message.timestamp_ms
-                    built.batch.removals.append(Removal(url, removed_ms or 0, event.source))
+                    if removed_ms is None:  # neither the event nor Kafka says when: now is closest
+                        removed_ms = int(time.time() * 1000)
+                    built.batch.removals.append(Removal(url, removed_ms, event.source))
                     built.outcomes["removed"] += 1
                 else:
                     created.append(url)
@@ -239,22 +241,29 @@ class Consumer:
         consumer: Any,
         producer: Any,
     ) -> None:
-        from kafka.errors import CommitFailedError
+        from kafka.errors import CommitFailedError, KafkaError
         from kafka.structs import OffsetAndMetadata
 
         started = time.monotonic()
         built = ingest.build(messages)
         self.faults.point("mid-batch")
         if producer is not None:
-            for message, error in built.bad:
-                headers = [
-                    ("viewlineage-reason", error.reason.encode()),
-                    ("viewlineage-source", message.location.encode()),
-                ]
+            # Dead letters must be delivered before the offsets move on: wait for each send.
+            sends = [
                 producer.send(
-                    self.settings.dead_letter_topic, value=message.value, key=message.key, headers=headers
+                    self.settings.dead_letter_topic,
+                    value=message.value if message.value is not None else b"",
+                    key=message.key,
+                    headers=[
+                        ("viewlineage-reason", error.reason.encode()),
+                        ("viewlineage-source", message.location.encode()),
+                    ],
                 )
+                for message, error in built.bad
+            ]
             producer.flush()
+            for sent in sends:
+                sent.get(timeout=30)
         spooled = time.monotonic()
         spool.put(built.batch.to_arrow())
         self.faults.point("after-spool")
@@ -269,8 +278,8 @@ class Consumer:
         }
         try:
             consumer.commit(offsets)
-        except CommitFailedError as exc:
-            # The group rebalanced: another member gets these messages again; the store absorbs it.
+        except (CommitFailedError, KafkaError) as exc:
+            # A rebalance or a broker hiccup: the messages come again; the store absorbs them.
             self.health.log("commit-failed", error=str(exc))
         self.faults.point("after-offset-commit")
         self.health.batch(
@@ -287,9 +296,13 @@ class Consumer:
         if self.prefixes is None:
             return  # nothing bounded to list
         for prefix in self.prefixes:
-            batch, outcomes = gap_batch(
-                indexer, ingest.reader(prefix), prefix, self.settings, int(time.time() * 1000)
-            )
+            try:
+                batch, outcomes = gap_batch(
+                    indexer, ingest.reader(prefix), prefix, self.settings, int(time.time() * 1000)
+                )
+            except ReadError as exc:  # the listing failed: the next round tries again
+                self.health.log("reconcile-failed", prefix=prefix, error=str(exc))
+                continue
             spool.put(batch.to_arrow())
             writer.merge()
             self.health.count(outcomes)

@@ -225,9 +225,13 @@ class _Loop:
         self.health.batch(outcomes, time.monotonic() - started, files=len(batch.indexed))
 
     def _reconcile(self) -> None:
-        batch, outcomes = gap_batch(
-            self.indexer, self.reader, self.root, self.settings, int(time.time() * 1000)
-        )
+        try:
+            batch, outcomes = gap_batch(
+                self.indexer, self.reader, self.root, self.settings, int(time.time() * 1000)
+            )
+        except ReadError as exc:  # the listing failed: the next round tries again
+            self.health.log("reconcile-failed", root=self.root, error=str(exc))
+            return
         self.store.write(batch)
         self.health.count(outcomes)
         self.health.log("reconciled", root=self.root, outcomes=dict(outcomes))

@@ -35,6 +35,8 @@ class StoreWriter:
         try:
             self.store = Store(self.settings.db, self.settings.replica_interval)
         except StoreError as exc:
+            if "Could not set lock" not in str(exc):
+                raise  # not another writer: a bad path, permissions, a damaged file
             if self._refusal is None:
                 self.health.log("not-writer", reason=str(exc).splitlines()[0])
             self._refusal = str(exc)

@@ -165,11 +165,11 @@ def test_spark_4_gives_the_same_store(pyspark4_python: str, tmp_path: Path) -> N
     result = subprocess.run(
         [
             pyspark4_python, "-m", "viewlineage.queries.cli", "--db", str(db), "backfill", str(root),
-            "--engine", "spark", "--partitions", "4", "--listing", "tasks", "--format", "json",
+            "--engine", "spark", "--partitions", "4", "--listing", "driver", "--format", "json",
         ],
         capture_output=True, text=True, timeout=600, cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-4000:]
     summary = json.loads(result.stdout.strip().splitlines()[-1])
-    assert summary["parsing_tasks"] >= 2 and summary["listing_tasks"] == 3 + 1
+    assert (summary["parsing_tasks"] >= 2, summary["listing_tasks"]) == (True, 0)  # listed on the driver
     assert snapshot(db) == snapshot(expected)
