@@ -196,13 +196,19 @@ class Indexer:
 
 
 def read_with_retries(
-    read: Callable[[], FileRead], location: str, attempts: int = READ_ATTEMPTS
+    read: Callable[[], FileRead], location: str, attempts: int = READ_ATTEMPTS, announced: bool = False
 ) -> FileRead | ReadFailure:
-    """Bounded retries for transient errors; terminal ones fail at once."""
+    """Bounded retries for transient errors; terminal ones fail at once. An `announced` object (an
+    event said it was created) that is missing is retried too: SeaweedFS publishes its notification
+    before the PUT has finished, so the first GET can come too early."""
     for attempt in range(attempts):
         try:
             return read()
-        except (ObjectMissing, ObjectTooLarge) as exc:
+        except ObjectMissing as exc:
+            if not announced or attempt == attempts - 1:
+                return ReadFailure(location, exc)
+            time.sleep(0.1 * 2**attempt)
+        except ObjectTooLarge as exc:
             return ReadFailure(location, exc)
         except ReadError as exc:
             if attempt == attempts - 1:
@@ -253,7 +259,7 @@ def _read_all(todo: list[tuple[str, ListedFile]], settings: Settings) -> Iterato
 
 
 def read_all(
-    todo: Iterable[tuple[Reader, ListedFile]], settings: Settings
+    todo: Iterable[tuple[Reader, ListedFile]], settings: Settings, announced: bool = False
 ) -> Iterator[FileRead | ReadFailure]:
     """Read files in parallel (`read_workers` threads), in order, with bounded retries. At most
     `batch_files` reads run ahead of the consumer, so memory stays flat whatever the listing's size."""
@@ -261,7 +267,9 @@ def read_all(
     def read_one(entry: tuple[Reader, ListedFile]) -> FileRead | ReadFailure:
         reader, listed = entry
         return read_with_retries(
-            lambda: reader.read(listed.location, settings.max_file_bytes, listed), listed.location
+            lambda: reader.read(listed.location, settings.max_file_bytes, listed),
+            listed.location,
+            announced=announced,
         )
 
     window = max(settings.batch_files, settings.read_workers * 4)

@@ -128,7 +128,7 @@ class EventIngest:
         unique = list(dict.fromkeys(created))
         known = self._indexed(unique)
         todo = [(self.reader(url), ListedFile(url)) for url in unique if url not in known]
-        reads: list[FileRead | ReadFailure] = list(read_all(todo, self.settings))
+        reads: list[FileRead | ReadFailure] = list(read_all(todo, self.settings, announced=True))
         files = self.indexer.build_batch(reads, missing_is_quarantine=True)
         built.batch.indexed = files.indexed
         built.batch.lineage = files.lineage
