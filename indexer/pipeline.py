@@ -24,6 +24,7 @@ from .parse import ParsedFile, parse_metadata
 from .read import FileRead, ListedFile, Reader, reader_for
 
 READ_ATTEMPTS = 3
+ANNOUNCED_ATTEMPTS = 6
 
 
 @dataclass
@@ -200,7 +201,8 @@ def read_with_retries(
 ) -> FileRead | ReadFailure:
     """Bounded retries for transient errors; terminal ones fail at once. An `announced` object (an
     event said it was created) that is missing is retried too: SeaweedFS publishes its notification
-    before the PUT has finished, so the first GET can come too early."""
+    before the PUT has finished, so the first GET can come too early; it gets a few seconds."""
+    attempts = max(attempts, ANNOUNCED_ATTEMPTS) if announced else attempts
     for attempt in range(attempts):
         try:
             return read()
