@@ -27,7 +27,7 @@ import pyarrow as pa
 from viewlineage.sinks.parquet import ParquetParts, load_into
 from viewlineage.sinks.store import Store
 
-from .bulk import LINEAGE_REQUESTS, LISTED, analyse_lineage, index_files, read_listed
+from .bulk import LINEAGE_REQUESTS, analyse_lineage, index_files, listed_table, read_listed
 from .config import ParseConfig, Settings
 from .errors import UsageError
 from .locations import normalize_location
@@ -70,12 +70,7 @@ class BackfillStats:
 
 
 def list_on_driver(roots: list[str], settings: Settings) -> pa.Table:
-    rows = [
-        (item.location, item.size, item.modified_ms)
-        for root in roots
-        for item in reader_for(root, settings.s3_endpoint).list(root)
-    ]
-    return pa.table({name: [row[i] for row in rows] for i, name in enumerate(LISTED.names)}, schema=LISTED)
+    return listed_table(item for root in roots for item in reader_for(root, settings.s3_endpoint).list(root))
 
 
 def timed_index_files(

@@ -14,15 +14,15 @@ Both return `{store table: Arrow table}`; `--engine local` moves them between pr
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import partial
+from typing import Any
 
 import pyarrow as pa
 
 from .batches import Batch
 from .config import ParseConfig, Settings
 from .lineage import LineageRequest, extract_lineage
-from .pipeline import Indexer, ReadFailure, read_with_retries
-from .read import FileRead, ListedFile, reader_for
+from .pipeline import Indexer, ReadFailure, read_all
+from .read import FileRead, ListedFile, Reader, reader_for
 
 LISTED = pa.schema([("location", pa.string()), ("size", pa.int64()), ("modified_ms", pa.int64())])
 """A partition of files to index, as listed."""
@@ -39,19 +39,31 @@ LINEAGE_REQUESTS = pa.schema(
 )
 
 
+def listed_table(items: Iterable[ListedFile]) -> pa.Table:
+    rows = list(items)
+    return pa.table(
+        {
+            "location": [item.location for item in rows],
+            "size": [item.size for item in rows],
+            "modified_ms": [item.modified_ms for item in rows],
+        },
+        schema=LISTED,
+    )
+
+
 def read_listed(listed: pa.Table, settings: Settings) -> list[FileRead | ReadFailure]:
-    """Read every file of a listed partition (bounded retries); files gone since listing are
-    skipped, other failures become quarantine rows in `index_files`."""
-    reads: list[FileRead | ReadFailure] = []
-    for row in listed.to_pylist():
+    """Read every file of a listed partition (in parallel, bounded retries); files gone since
+    listing are skipped, other failures become quarantine rows in `index_files`."""
+    readers: dict[str, Reader] = {}
+
+    def entry(row: dict[str, Any]) -> tuple[Reader, ListedFile]:
         item = ListedFile(row["location"], row["size"], row["modified_ms"])
-        reader = reader_for(item.location, settings.s3_endpoint)
-        reads.append(
-            read_with_retries(
-                partial(reader.read, item.location, settings.max_file_bytes, item), item.location
-            )
-        )
-    return reads
+        scheme = item.location.split("://", 1)[0] if "://" in item.location else ""
+        if scheme not in readers:
+            readers[scheme] = reader_for(item.location, settings.s3_endpoint)
+        return readers[scheme], item
+
+    return list(read_all((entry(row) for row in listed.to_pylist()), settings))
 
 
 def index_files(items: Iterable[FileRead | ReadFailure], config: ParseConfig) -> dict[str, pa.Table]:

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from .batches import PRIMARY_KEYS, SCHEMAS
-from .bulk import LINEAGE_REQUESTS, LISTED
+from .bulk import LINEAGE_REQUESTS, LISTED, listed_table
 from .config import ParseConfig, Settings
 from .read import ListedFile, reader_for
 
@@ -97,16 +97,7 @@ def _split_listing(roots: list[str], settings: Settings, listing: str) -> tuple[
             rows.extend(files)
         else:
             driver_roots.append(root)
-    listed = list_on_driver(driver_roots, settings)
-    direct = pa.table(
-        {
-            "location": [f.location for f in rows],
-            "size": [f.size for f in rows],
-            "modified_ms": [f.modified_ms for f in rows],
-        },
-        schema=LISTED,
-    )
-    return prefixes, pa.concat_tables([listed, direct])
+    return prefixes, pa.concat_tables([list_on_driver(driver_roots, settings), listed_table(rows)])
 
 
 def run_spark(

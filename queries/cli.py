@@ -17,6 +17,7 @@ import click
 
 from viewlineage.indexer.config import Settings, load_settings
 from viewlineage.indexer.errors import UsageError, ViewLineageError
+from viewlineage.indexer.health import Health
 from viewlineage.indexer.pipeline import IndexStats, index_locations, reindex
 from viewlineage.sinks.store import open_reader
 
@@ -178,18 +179,11 @@ def index(
 @handle_errors
 def watch(context: click.Context, /, root: str, **flags: Any) -> None:
     """Index ROOT, then follow it: every metadata file closed or moved into it is indexed."""
-    from viewlineage.indexer.health import Health
     from viewlineage.indexer.sources.watch import watch_directory
 
     settings = settings_from(context, **flags)
-    health = Health("watch", settings.log_format)
-    with _until_signalled() as stop:
-        if settings.metrics_port is not None:
-            health.serve(settings.metrics_port, settings.metrics_host)
-        try:
-            watch_directory(root, settings, health, stop)
-        finally:
-            health.close()
+    with _following("watch", settings) as (health, stop):
+        watch_directory(root, settings, health, stop)
 
 
 @cli.command()
@@ -201,18 +195,11 @@ def consume(context: click.Context, /, **flags: Any) -> None:
     every metadata file they announce; deletes are recorded as history. Credentials for the object
     store come from the usual AWS environment variables or profile."""
     from viewlineage.indexer.faults import Faults
-    from viewlineage.indexer.health import Health
     from viewlineage.indexer.sources.kafka import Consumer
 
     settings = settings_from(context, **flags)
-    health = Health("consume", settings.log_format)
-    with _until_signalled() as stop:
-        if settings.metrics_port is not None:
-            health.serve(settings.metrics_port, settings.metrics_host)
-        try:
-            Consumer(settings, health, Faults.from_environ(), stop).run()
-        finally:
-            health.close()
+    with _following("consume", settings) as (health, stop):
+        Consumer(settings, health, Faults.from_environ(), stop).run()
 
 
 def _key_value(text: str) -> tuple[str, str]:
@@ -223,13 +210,18 @@ def _key_value(text: str) -> tuple[str, str]:
 
 
 @contextlib.contextmanager
-def _until_signalled() -> Iterator[threading.Event]:
-    """An event set by SIGTERM or SIGINT, so a loop finishes the batch in hand and exits cleanly."""
+def _following(source: str, settings: Settings) -> Iterator[tuple[Health, threading.Event]]:
+    """What a long-running follower needs: its health (served on --metrics-port when given) and
+    an event set by SIGTERM or SIGINT, so its loop finishes the batch in hand and exits cleanly."""
+    health = Health(source, settings.log_format)
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        yield stop
+        if settings.metrics_port is not None:
+            health.serve(settings.metrics_port, settings.metrics_host)
+        yield health, stop
     finally:
+        health.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
