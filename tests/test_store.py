@@ -97,6 +97,21 @@ def test_readers_connecting_while_replicas_move_never_fail(sample_warehouse: Pat
     assert len(results) > 50 and number > 50
 
 
+def test_a_published_replica_file_is_never_replaced(tmp_path: Path) -> None:
+    """What makes connecting safe, checked directly (the stress test above may miss the race): the
+    stable name is a symlink, and a file it once named keeps its inode while newer ones appear."""
+    db = tmp_path / "versions.duckdb"
+    with Store(db, replica_interval=0) as store:
+        store.publish_replica(force=True)
+        first = replica_path(db).resolve()
+        inode = first.stat().st_ino
+        store.write(Batch(removals=[Removal("/gone/x.metadata.json", 1, "watch")]))
+        second = replica_path(db).resolve()
+    assert replica_path(db).is_symlink()
+    assert second != first
+    assert first.stat().st_ino == inode
+
+
 def test_primary_keys_match_the_migrations(tmp_path: Path) -> None:
     with Store(tmp_path / "keys.duckdb", replica_interval=None) as store:
         rows = store.conn.execute(
