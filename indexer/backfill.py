@@ -13,7 +13,6 @@ idempotent merge as `index` and `consume`: the store then equals what `index` bu
 from __future__ import annotations
 
 import contextlib
-import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -128,7 +127,6 @@ def backfill(
     master: str = "local[2]",
     partitions: int | None = None,
     listing: str = "driver",
-    workers: int | None = None,
     spark_conf: dict[str, str] | None = None,
     progress: Callable[[str], None] = lambda line: None,
 ) -> BackfillStats:
@@ -143,9 +141,7 @@ def backfill(
                 listed = list_on_driver(roots, settings)
             stats.listed = listed.num_rows
             progress(f"listed {stats.listed} files")
-            _run_local(
-                listed, settings, config, dataset, workers or os.cpu_count() or 1, stats, timed, progress
-            )
+            _run_local(listed, settings, config, dataset, settings.worker_count, stats, timed, progress)
         elif engine == "spark":
             from .spark import run_spark
 

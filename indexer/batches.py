@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 import pyarrow as pa
 
 from .lineage import LINEAGE_RULES_VERSION, Lineage, LineageRequest
-from .parse import ParsedFile
+from .parse import KnownVersion, ParsedFile
 from .read import FileRead
 
 _STRINGS = pa.list_(pa.string())
@@ -279,7 +279,7 @@ def _add_file(
     read, parsed = item.read, item.parsed
     location = parsed.location
     if include_source:
-        stored = read.data if parsed.gzip else gzip.compress(parsed.document, compresslevel=6, mtime=0)
+        stored = read.data if parsed.gzip else gzip.compress(parsed.document, compresslevel=1, mtime=0)
         rows["raw_documents"].append((parsed.content_hash, stored, len(parsed.document)))
         rows["files"].append(
             (
@@ -327,6 +327,8 @@ def _add_file(
         rows["schemas"].append((schema.schema_hash, schema.schema_id, list(schema.fields)))
     for ordinal, version in enumerate(view.versions):
         rows["file_versions"].append((location, ordinal, version.version_id, version.version_hash))
+        if isinstance(version, KnownVersion):  # its rows were written with an earlier file
+            continue
         rows["versions"].append(
             (
                 version.version_hash,

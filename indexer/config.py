@@ -51,6 +51,12 @@ class Settings(BaseModel):
         256 * MiB, alias="max-decompressed-bytes", gt=0, description="Largest decompressed document parsed."
     )
     read_workers: int = Field(8, alias="read-workers", gt=0, description="Parallel file reads.")
+    workers: int = Field(
+        0,
+        ge=0,
+        description="`index`, `reindex`, `backfill --engine local`: processes parsing files and analysing "
+        "SQL (0: one per core; 1: all in the main process).",
+    )
     batch_files: int = Field(500, alias="batch-files", gt=0, description="Files per store transaction.")
     replica_interval: float = Field(
         2.0,
@@ -121,6 +127,10 @@ class Settings(BaseModel):
     @classmethod
     def _duration(cls, value: Any) -> Any:
         return parse_duration(value) if isinstance(value, str) else value
+
+    @property
+    def worker_count(self) -> int:
+        return self.workers or os.cpu_count() or 1
 
     def parse_config(self) -> ParseConfig:
         return ParseConfig(

@@ -36,6 +36,11 @@ class ReadError(ViewLineageError):
     def __init__(self, location: str, message: str) -> None:
         super().__init__(f"{location}: {message}")
         self.location = location
+        self.message = message
+
+    def __reduce__(self) -> tuple[type[ReadError], tuple[str, str]]:
+        # Read failures travel to the parsing workers; the default pickling passes one argument.
+        return type(self), (self.location, self.message)
 
 
 class ObjectMissing(ReadError, Terminal):

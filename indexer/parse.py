@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import zlib
+from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -58,10 +59,20 @@ class ParsedSchema:
 
 
 @dataclass(frozen=True, slots=True)
+class KnownVersion:
+    """A version whose content (by hash) the caller already parsed clean: its identity only."""
+
+    version_id: int
+    version_hash: str
+
+
+@dataclass(frozen=True, slots=True)
 class ParsedVersion:
     version_id: int
     version_hash: str
     """Digest of the version object and its schema: equal hashes mean equal content."""
+    clean: bool
+    """No finding concerns it, so its content (its hash) parses the same in any file."""
     timestamp_ms: int
     schema_id: int
     schema_hash: str | None
@@ -89,7 +100,8 @@ class ParsedView:
     current_version_id: int | None
     properties: dict[str, str]
     schemas: tuple[ParsedSchema, ...]
-    versions: tuple[ParsedVersion, ...]
+    """The schemas parsed here (known ones are left out: their rows exist)."""
+    versions: tuple[ParsedVersion | KnownVersion, ...]
     log: tuple[ViewHistoryEntry, ...]
     name: ViewName | None
 
@@ -150,8 +162,14 @@ def decompress(raw: bytes, max_bytes: int) -> tuple[bytes, bool]:
     return b"".join(chunks), True
 
 
-def parse_metadata(raw: bytes, location: str, config: ParseConfig) -> ParsedFile:
+def parse_metadata(
+    raw: bytes, location: str, config: ParseConfig, known: Container[str] = frozenset()
+) -> ParsedFile:
     """Parse one metadata file found at `location` (already normalised).
+
+    `known` holds hashes of schemas and clean versions the caller has parsed before: those are
+    identified by hash and not validated again (`KnownVersion`; their schemas are left out), which
+    is most of the work in a file that repeats the last versions of its view.
 
     Raises `QuarantineError` (reasons: `truncated-gzip`, `over-decompressed-limit`, `not-json`,
     `not-object`, `not-metadata`, `no-identity`) for what cannot be indexed.
@@ -190,7 +208,7 @@ def parse_metadata(raw: bytes, location: str, config: ParseConfig) -> ParsedFile
         )
     if "view-uuid" not in loaded and "location" not in loaded:
         raise QuarantineError("view metadata with neither view-uuid nor location", reason="no-identity")
-    view, view_findings = _parse_view(loaded, location, config)
+    view, view_findings = _parse_view(loaded, location, config, known)
     return ParsedFile(**{**_fields(base), "view": view, "findings": tuple(findings + view_findings)})
 
 
@@ -233,27 +251,27 @@ def _validation_findings(exc: ValidationError, prefix: str) -> list[Finding]:
     return findings
 
 
-def _validate_list(
-    document: dict[str, Any], key: str, model: type[ModelT], findings: list[Finding]
-) -> list[tuple[int, ModelT, dict[str, Any]]]:
-    """Validate each element of `document[key]`; broken elements become findings and are skipped."""
+def _elements(document: dict[str, Any], key: str, findings: list[Finding]) -> list[Any]:
     value = document.get(key)
     if value is None:
         return []
     if not isinstance(value, list):
         findings.append(Finding(f"invalid-field:{key}", Severity.ERROR, f"{key!r} is not a list", f"$.{key}"))
         return []
-    valid = []
-    for ordinal, element in enumerate(value):
-        try:
-            valid.append((ordinal, model.model_validate(element), element))
-        except ValidationError as exc:
-            findings.extend(_validation_findings(exc, f"$.{key}[{ordinal}]"))
-    return valid
+    return value
+
+
+def _validated(model: type[ModelT], element: Any, path: str, findings: list[Finding]) -> ModelT | None:
+    """`element` as `model`, or None with findings when it is broken (the caller skips it)."""
+    try:
+        return model.model_validate(element)
+    except ValidationError as exc:
+        findings.extend(_validation_findings(exc, path))
+        return None
 
 
 def _parse_view(
-    document: dict[str, Any], location: str, config: ParseConfig
+    document: dict[str, Any], location: str, config: ParseConfig, known: Container[str]
 ) -> tuple[ParsedView, list[Finding]]:
     findings: list[Finding] = []
     missing = [key for key in REQUIRED_TOP_LEVEL if key not in document and key != "view-uuid"]
@@ -284,17 +302,16 @@ def _parse_view(
         )
     findings.extend(rules.check_location(header.location, location))
 
-    schemas = {
-        schema.schema_id: _parsed_schema(schema, raw)
-        for _, schema, raw in _validate_list(document, "schemas", Schema, findings)
-    }
+    schema_hashes, schemas = _schemas(document, known, findings)
     view_uuid = header.view_uuid.strip().lower() if header.view_uuid else None
     view_id = view_uuid if view_uuid else f"loc:{header.location}"
-    versions = [
-        _parsed_version(view_id, ordinal, version, raw, schemas, findings)
-        for ordinal, version, raw in _validate_list(document, "versions", ViewVersion, findings)
+    versions = _versions(document, view_id, schema_hashes, known, findings)
+    log = [
+        logged
+        for ordinal, element in enumerate(_elements(document, "version-log", findings))
+        if (logged := _validated(ViewHistoryEntry, element, f"$.version-log[{ordinal}]", findings))
+        is not None
     ]
-    log = [entry for _, entry, _ in _validate_list(document, "version-log", ViewHistoryEntry, findings)]
     version_ids = [version.version_id for version in versions]
     findings.extend(rules.check_versions_present(len(versions)))
     findings.extend(rules.check_current_version_exists(header.current_version_id, version_ids))
@@ -310,7 +327,7 @@ def _parse_view(
         metadata_location=header.location,
         current_version_id=header.current_version_id,
         properties=dict(header.properties),
-        schemas=tuple(schemas.values()),
+        schemas=tuple(schemas),
         versions=tuple(versions),
         log=tuple(log),
         name=name,
@@ -318,31 +335,71 @@ def _parse_view(
     return view, findings
 
 
-def _parsed_schema(schema: Schema, raw: dict[str, Any]) -> ParsedSchema:
-    columns = tuple(
-        {
-            "id": column.id,
-            "name": column.name,
-            "type": column.type if isinstance(column.type, str) else orjson.dumps(column.type).decode(),
-            "required": column.required,
-            "doc": column.doc,
-        }
-        for column in schema.fields
-    )
-    return ParsedSchema(schema.schema_id, digest(orjson.dumps(raw, option=orjson.OPT_SORT_KEYS)), columns)
+def _content_hash(value: Any) -> str:
+    return digest(orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
+
+
+def _schemas(
+    document: dict[str, Any], known: Container[str], findings: list[Finding]
+) -> tuple[dict[int, str], list[ParsedSchema]]:
+    """(schema-id -> hash of every valid schema, the schemas not in `known`, parsed)."""
+    hashes: dict[int, str] = {}
+    parsed: list[ParsedSchema] = []
+    for ordinal, element in enumerate(_elements(document, "schemas", findings)):
+        schema_hash = _content_hash(element)
+        if schema_hash in known:  # parsed without findings before: its schema-id is an int
+            hashes[element["schema-id"]] = schema_hash
+            continue
+        schema = _validated(Schema, element, f"$.schemas[{ordinal}]", findings)
+        if schema is None:
+            continue
+        columns = tuple(
+            {
+                "id": column.id,
+                "name": column.name,
+                "type": column.type if isinstance(column.type, str) else orjson.dumps(column.type).decode(),
+                "required": column.required,
+                "doc": column.doc,
+            }
+            for column in schema.fields
+        )
+        hashes[schema.schema_id] = schema_hash
+        parsed.append(ParsedSchema(schema.schema_id, schema_hash, columns))
+    return hashes, parsed
+
+
+def _versions(
+    document: dict[str, Any],
+    view_id: str,
+    schema_hashes: dict[int, str],
+    known: Container[str],
+    findings: list[Finding],
+) -> list[ParsedVersion | KnownVersion]:
+    versions: list[ParsedVersion | KnownVersion] = []
+    for ordinal, raw in enumerate(_elements(document, "versions", findings)):
+        schema_id = raw.get("schema-id") if isinstance(raw, dict) else None
+        schema_hash = schema_hashes.get(schema_id) if isinstance(schema_id, int) else None
+        version_hash = _content_hash([view_id, raw, schema_hash])
+        if version_hash in known:  # parsed clean before: a valid int version-id, nothing to report
+            versions.append(KnownVersion(raw["version-id"], version_hash))
+            continue
+        version = _validated(ViewVersion, raw, f"$.versions[{ordinal}]", findings)
+        if version is not None:
+            versions.append(_parsed_version(ordinal, version, version_hash, schema_hashes, findings))
+    return versions
 
 
 def _parsed_version(
-    view_id: str,
     ordinal: int,
     version: ViewVersion,
-    raw: dict[str, Any],
-    schemas: dict[int, ParsedSchema],
+    version_hash: str,
+    schema_hashes: dict[int, str],
     findings: list[Finding],
 ) -> ParsedVersion:
     path = f"$.versions[{ordinal}]"
-    schema = schemas.get(version.schema_id)
-    findings.extend(rules.check_schema_exists(version.schema_id, set(schemas), f"{path}.schema-id"))
+    before = len(findings)
+    schema_hash = schema_hashes.get(version.schema_id)
+    findings.extend(rules.check_schema_exists(version.schema_id, set(schema_hashes), f"{path}.schema-id"))
     findings.extend(rules.check_legacy_summary_keys(version.summary, f"{path}.summary"))
     representations = tuple(
         _parsed_representation(index, element, f"{path}.representations[{index}]", findings)
@@ -355,15 +412,13 @@ def _parsed_version(
             f"{path}.representations",
         )
     )
-    content = orjson.dumps(
-        [view_id, raw, schema.schema_hash if schema else None], option=orjson.OPT_SORT_KEYS
-    )
     return ParsedVersion(
         version_id=version.version_id,
-        version_hash=digest(content),
+        version_hash=version_hash,
+        clean=len(findings) == before,
         timestamp_ms=version.timestamp_ms,
         schema_id=version.schema_id,
-        schema_hash=schema.schema_hash if schema else None,
+        schema_hash=schema_hash,
         default_catalog=version.default_catalog,
         default_namespace=tuple(version.default_namespace),
         summary=dict(version.summary),

@@ -7,24 +7,30 @@ transaction.
 
 from __future__ import annotations
 
+import itertools
 import time
+import zlib
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+
+import pyarrow as pa
 
 from viewlineage.sinks.store import Store
 
-from .batches import Batch, IndexedFile, QuarantinedFile, Removal
+from .batches import SCHEMAS, Batch, IndexedFile, QuarantinedFile, Removal
 from .config import CatalogMapEntry, ParseConfig, Settings
 from .errors import ObjectMissing, ObjectTooLarge, QuarantineError, ReadError
 from .lineage import Lineage, LineageRequest, extract_lineage
 from .locations import normalize_location
-from .parse import ParsedFile, parse_metadata
+from .parse import KnownVersion, ParsedFile, ParsedVersion, ParsedView, parse_metadata
 from .read import FileRead, ListedFile, Reader, reader_for
 
 READ_ATTEMPTS = 3
 ANNOUNCED_ATTEMPTS = 6
+KNOWN_CONTENT_LIMIT = 200_000
+"""Schema and version hashes remembered as written (~40 MB); the oldest are forgotten first."""
 
 
 @dataclass
@@ -42,6 +48,16 @@ class IndexStats:
     findings: Counter[str] = field(default_factory=Counter)
     lineage_computed: int = 0
     lineage_reused: int = 0
+
+    def absorb(self, other: IndexStats) -> None:
+        """Add a worker's counts (its `listed` and lineage counts are the caller's own)."""
+        self.indexed += other.indexed
+        self.missing += other.missing
+        self.quarantined += other.quarantined
+        self.table_files += other.table_files
+        self.views |= other.views
+        self.versions |= other.versions
+        self.findings += other.findings
 
     def summary(self) -> dict[str, int]:
         return {
@@ -80,6 +96,27 @@ def quarantine_read_failure(
     return QuarantinedFile(failure.location, reason, str(failure.error), None, None)
 
 
+class BoundedSet:
+    """Keys remembered up to `limit`, the oldest forgotten first: a memo that cannot grow without
+    bound in a long-running follower. Forgetting only costs work: the key is computed again."""
+
+    def __init__(self, limit: int = KNOWN_CONTENT_LIMIT) -> None:
+        self.limit = limit
+        self._keys: dict[str, None] = {}
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def update(self, keys: Iterable[str]) -> None:
+        for key in keys:
+            self._keys[key] = None
+        while len(self._keys) > self.limit:
+            del self._keys[next(iter(self._keys))]
+
+
 class Indexer:
     """Turns file reads into store batches, memoising lineage in the run and through the store.
     Without a store (a consumer that does not hold the write lock) the memo is the run's only."""
@@ -87,12 +124,16 @@ class Indexer:
     def __init__(self, store: Store | None, config: ParseConfig) -> None:
         self.store = store
         self.config = config
-        self.lineage_memo: dict[str, Lineage] = {}
+        self.known_lineage = BoundedSet()
+        """Lineage keys whose rows this process has put in a batch, or found stored."""
+        self.known_content = BoundedSet()
+        """Hashes of schemas and clean versions whose rows this process has put in a batch: files
+        repeating them are parsed by hash only."""
         self.stats = IndexStats()
 
     def parse(self, read: FileRead) -> ParsedFile | QuarantinedFile:
         try:
-            return parse_metadata(read.data, read.location, self.config)
+            return parse_metadata(read.data, read.location, self.config, self.known_content)
         except QuarantineError as exc:
             return QuarantinedFile(read.location, exc.reason, str(exc), len(read.data), read.modified_ms)
         except Exception as exc:  # a bug or a pathological document must not stop a follower
@@ -124,20 +165,30 @@ class Indexer:
                 continue
             keys = self._lineage_keys(parsed, pending)
             batch.indexed.append(IndexedFile(item, parsed, keys))
+            if parsed.view is not None:
+                self.known_content.update(_new_content(parsed.view))
         if defer_lineage:
             batch.lineage_requests = pending
-            self._count(batch)
-            return batch
-        fresh = set(pending) - set(self.lineage_memo)
-        stored = self.store.known_lineage(fresh) if include_source and self.store is not None else set()
-        self.stats.lineage_reused += len(pending) - len(fresh) + len(stored)
-        for key in sorted(fresh - stored):
-            self.lineage_memo[key] = batch.lineage[key] = extract_lineage(pending[key], self.config.lineage)
-            self.stats.lineage_computed += 1
-        for key in stored:
-            self.lineage_memo.setdefault(key, Lineage("", (), ()))
-        self._count(batch)
+        else:
+            fresh = self.unknown_lineage(pending, include_source)
+            batch.lineage = {
+                key: extract_lineage(request, self.config.lineage) for key, request in fresh.items()
+            }
+        self.count(batch)
         return batch
+
+    def unknown_lineage(
+        self, requests: dict[str, LineageRequest], include_source: bool = True
+    ) -> dict[str, LineageRequest]:
+        """The requests neither this process nor the store has answered, which the caller now
+        computes: they are remembered as answered."""
+        fresh = {key for key in requests if key not in self.known_lineage}
+        stored = self.store.known_lineage(fresh) if include_source and self.store is not None else set()
+        todo = sorted(fresh - stored)
+        self.known_lineage.update(fresh)
+        self.stats.lineage_reused += len(requests) - len(todo)
+        self.stats.lineage_computed += len(todo)
+        return {key: requests[key] for key in todo}
 
     def _lineage_keys(
         self, parsed: ParsedFile, pending: dict[str, LineageRequest]
@@ -148,6 +199,8 @@ class Indexer:
             return keys
         view_catalog = view.name.catalog if view.name else None
         for version in view.versions:
+            if isinstance(version, KnownVersion):
+                continue
             for rep in version.representations:
                 if rep.dialect is None or rep.sql is None:
                     continue
@@ -159,7 +212,7 @@ class Indexer:
                 keys[(version.version_hash, rep.ordinal)] = key
         return keys
 
-    def _count(self, batch: Batch) -> None:
+    def count(self, batch: Batch) -> None:
         self.stats.quarantined += len(batch.quarantined)
         for item in batch.indexed:
             self.stats.indexed += 1
@@ -177,23 +230,132 @@ class Indexer:
         items: Iterable[FileRead | ReadFailure],
         batch_files: int,
         progress: Callable[[int], None] | None = None,
+        workers: int = 1,
+        include_source: bool = True,
     ) -> IndexStats:
-        """Store `items` in batches of `batch_files`, one transaction each."""
-        chunk: list[FileRead | ReadFailure] = []
-        for item in items:
-            chunk.append(item)
-            if len(chunk) >= batch_files:
-                self._flush(chunk, progress)
-                chunk = []
-        if chunk:
-            self._flush(chunk, progress)
+        """Store `items` in batches of `batch_files`, one transaction each. With `workers` > 1 a
+        process pool parses and analyses SQL while this process reads and writes the store: the
+        next batch is parsed while the last one is written."""
+        store = self.store
+        assert store is not None, "ingest needs the store"
+        chunks = _chunks(items, batch_files)
+        if workers == 1:
+            for chunk in chunks:
+                store.write(self.build_batch(chunk, include_source=include_source))
+                if progress is not None:
+                    progress(len(chunk))
+            return self.stats
+        # Three batches in flight: one parsing, one analysing SQL, one being written.
+        with WorkerPool(self.config, workers) as pool:
+            parsing: deque[tuple[list[Future[ParsedShard]], int]] = deque()
+            analysing: deque[PendingBatch] = deque()
+            for upcoming in itertools.chain(chunks, [None]):
+                if upcoming is not None:
+                    parsing.append((pool.parse(upcoming, include_source), len(upcoming)))
+                while len(parsing) > (1 if upcoming is not None else 0):
+                    analysing.append(pool.analyse(self, *parsing.popleft(), include_source))
+                while len(analysing) > (1 if upcoming is not None else 0):
+                    pending = analysing.popleft()
+                    store.write_tables(pending.tables(self))
+                    if progress is not None:
+                        progress(pending.files)
         return self.stats
 
-    def _flush(self, chunk: list[FileRead | ReadFailure], progress: Callable[[int], None] | None) -> None:
-        assert self.store is not None, "ingest needs the store"
-        self.store.write(self.build_batch(chunk))
-        if progress is not None:
-            progress(len(chunk))
+
+def _chunks(items: Iterable[FileRead | ReadFailure], size: int) -> Iterator[list[FileRead | ReadFailure]]:
+    iterator = iter(items)
+    while chunk := list(itertools.islice(iterator, size)):
+        yield chunk
+
+
+_worker: Indexer | None = None
+"""A pool worker's own indexer (its memo of known versions), made by the pool's initializer."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedShard:
+    """A worker's part of a batch: every table but lineage's, and the lineage it needs."""
+
+    tables: dict[str, pa.Table]
+    requests: dict[str, LineageRequest]
+    stats: IndexStats
+
+
+def _start_worker(config: ParseConfig) -> None:
+    global _worker
+    _worker = Indexer(None, config)
+
+
+def _parse_shard(items: list[FileRead | ReadFailure], include_source: bool) -> ParsedShard:
+    assert _worker is not None, "the pool initializer makes the worker's indexer"
+    _worker.stats = IndexStats()
+    batch = _worker.build_batch(items, include_source=include_source, defer_lineage=True)
+    return ParsedShard(batch.to_arrow(), batch.lineage_requests, _worker.stats)
+
+
+def _analyse(requests: list[tuple[str, LineageRequest]], config: ParseConfig) -> dict[str, Lineage]:
+    return {key: extract_lineage(request, config.lineage) for key, request in requests}
+
+
+class WorkerPool:
+    """Parsing and SQL analysis on several cores. A batch's files are sharded by metadata
+    directory, so one view's files always meet the same worker and its memo of known versions;
+    lineage goes through the main process's memo and the store's before a worker computes it."""
+
+    def __init__(self, config: ParseConfig, workers: int) -> None:
+        self.config = config
+        self.workers = workers
+        self.pool = ProcessPoolExecutor(workers, initializer=_start_worker, initargs=(config,))
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.pool.shutdown(cancel_futures=True)
+
+    def parse(
+        self, items: Sequence[FileRead | ReadFailure], include_source: bool
+    ) -> list[Future[ParsedShard]]:
+        shards: list[list[FileRead | ReadFailure]] = [[] for _ in range(self.workers)]
+        for item in items:
+            directory = item.location.rpartition("/")[0]
+            shards[zlib.crc32(directory.encode()) % self.workers].append(item)
+        return [self.pool.submit(_parse_shard, shard, include_source) for shard in shards if shard]
+
+    def analyse(
+        self, indexer: Indexer, shards: list[Future[ParsedShard]], files: int, include_source: bool
+    ) -> PendingBatch:
+        """Once a batch is parsed, send the lineage nobody has answered yet across the pool."""
+        parsed = [future.result() for future in shards]
+        requests = {key: request for shard in parsed for key, request in shard.requests.items()}
+        ordered = sorted(indexer.unknown_lineage(requests, include_source).items())
+        analysed = [
+            self.pool.submit(_analyse, ordered[i :: self.workers], self.config) for i in range(self.workers)
+        ]
+        return PendingBatch(parsed, analysed, files)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingBatch:
+    parsed: list[ParsedShard]
+    analysed: list[Future[dict[str, Lineage]]]
+    files: int
+
+    def tables(self, indexer: Indexer) -> dict[str, pa.Table]:
+        """The batch's tables, once its lineage is analysed; its counts join `indexer`'s."""
+        lineage = {key: found for future in self.analysed for key, found in future.result().items()}
+        for shard in self.parsed:
+            indexer.stats.absorb(shard.stats)
+        lineage_batch = Batch(lineage=lineage)
+        indexer.count(lineage_batch)
+        parts = [shard.tables for shard in self.parsed] + [lineage_batch.to_arrow()]
+        names = [name for name in SCHEMAS if any(name in part for part in parts)]
+        return {name: pa.concat_tables([part[name] for part in parts if name in part]) for name in names}
+
+
+def _new_content(view: ParsedView) -> list[str]:
+    fresh = [schema.schema_hash for schema in view.schemas]
+    return fresh + [v.version_hash for v in view.versions if isinstance(v, ParsedVersion) and v.clean]
 
 
 def read_with_retries(
@@ -252,7 +414,9 @@ def index_locations(
         indexer.stats.already_indexed = len(listed) - len(todo)
         if progress is not None and known:
             progress(len(known))
-        return indexer.ingest(_read_all(todo, settings), settings.batch_files, progress)
+        return indexer.ingest(
+            _read_all(todo, settings), settings.batch_files, progress, settings.worker_count
+        )
 
 
 def _read_all(todo: list[tuple[str, ListedFile]], settings: Settings) -> Iterator[FileRead | ReadFailure]:
@@ -311,12 +475,12 @@ def reindex(settings: Settings) -> IndexStats:
         config = with_roots(config, store.roots())
         store.clear_derived()
         indexer = Indexer(store, config)
-        for chunk in store.stored_documents(settings.batch_files):
-            reads = [
-                FileRead(location, document, modified_ms, source)
-                for location, document, modified_ms, source in chunk
-            ]
-            store.write(indexer.build_batch(reads, include_source=False))
+        reads = (
+            FileRead(location, document, modified_ms, source)
+            for chunk in store.stored_documents(settings.batch_files)
+            for location, document, modified_ms, source in chunk
+        )
+        indexer.ingest(reads, settings.batch_files, workers=settings.worker_count, include_source=False)
         indexer.stats.listed = indexer.stats.indexed
         return indexer.stats
 

@@ -34,11 +34,12 @@ _INDEXING = (
     "max_file_bytes",
     "max_decompressed_bytes",
     "read_workers",
+    "workers",
     "batch_files",
     "replica_interval",
     "s3_endpoint",
 )
-_WATCHING = (*(name for name in _INDEXING if name != "s3_endpoint"), "settle_seconds")
+_WATCHING = (*(name for name in _INDEXING if name not in ("s3_endpoint", "workers")), "settle_seconds")
 _FOLLOWING = ("reconcile_every", "log_format", "metrics_port", "metrics_host")
 _CONSUMING = (
     "bootstrap_servers",
@@ -245,7 +246,6 @@ def _following(source: str, settings: Settings) -> Iterator[tuple[Health, thread
     show_default=True,
     help="Spark: list on the driver, or each root's namespaces in parallel tasks (large warehouses).",
 )
-@click.option("--workers", type=int, default=None, help="--engine local: processes [default: the cores].")
 @click.option(
     "--spark-conf",
     "spark_conf",
@@ -265,7 +265,6 @@ def backfill(
     master: str,
     partitions: int | None,
     listing: str,
-    workers: int | None,
     spark_conf: tuple[str, ...],
     out: str | None,
     fmt: str,
@@ -286,7 +285,6 @@ def backfill(
         master=master,
         partitions=partitions,
         listing=listing,
-        workers=workers,
         spark_conf=dict(_key_value(item) for item in spark_conf),
         progress=lambda line: click.echo(line, err=True),
     )

@@ -49,7 +49,7 @@ def test_generated_warehouse_is_big_and_varied(warehouse: tuple[Path, list[Path]
     assert reasons == {"truncated-gzip": 1, "not-json": 1, "not-object": 1, "not-metadata": 1}
     assert codes["version-conflict"] == 1
     assert codes["competing-commit"] == 1
-    assert codes["log-version-expired"] > 0
+    assert "log-version-expired" not in codes  # Java writers trim the log to retained versions
     assert rollbacks is not None and rollbacks[0] > 0
 
 

@@ -1,0 +1,298 @@
+"""The benchmark suite: viewlineage against the F, P and R baselines, in one run, on one machine.
+
+    python -m tests.bench.run [--views 200] [--commits 100] [--sample 2000] [--r-files 300] [--quick]
+
+For each history mode (`worst`: every commit changes the SQL; `realistic`: about 1 in 10 does) it
+generates a seeded warehouse (`tests/generate.py`) and draws a seeded sample of whole views
+(about `--sample` files: every file of the views drawn, so each file brings the history it would
+bring in a real warehouse). On the sample it times F, P and R (`tests/bench/baselines.py`; R only
+on the sample's first views, about `--r-files` files, as its store slows it further as it grows)
+and `index`; then `index` alone on the whole warehouse; then property-only commits of every
+sampled file (all versions known) against F on those files; then the new-version rate through
+lineage on one worker and on every core. Ratios compare figures from this run only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import platform
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import sqlglot
+
+from viewlineage.indexer.config import load_settings
+from viewlineage.indexer.pipeline import IndexStats, index_locations
+
+from ..generate import generate
+from .baselines import Measured, floor, pyiceberg_parse, straightforward
+
+
+@dataclass(frozen=True)
+class Row:
+    mode: str
+    what: str
+    files: int
+    seconds: float
+    mib: float
+    versions: int | None = None
+    ratio: str = ""
+
+    def cells(self) -> list[str]:
+        per_second = self.versions / self.seconds if self.versions is not None else None
+        return [
+            self.mode,
+            self.what,
+            f"{self.files:,}",
+            f"{self.files / self.seconds:,.0f}",
+            f"{self.mib / self.seconds:,.1f}",
+            f"{per_second:,.0f}" if per_second is not None else "",
+            self.ratio,
+        ]
+
+
+HEADER = ["mode", "what", "files", "files/s", "MiB/s", "new versions/s", "ratio (same run)"]
+
+
+def table(rows: list[Row]) -> str:
+    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    lines += ["| " + " | ".join(row.cells()) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def sample_views(root: Path, files: int, seed: int) -> list[Path]:
+    """Whole view directories, drawn with `seed`, until they hold at least `files` files."""
+    views = sorted(path.parent for path in root.glob("*/view_*/metadata"))
+    random.Random(seed).shuffle(views)
+    chosen: list[Path] = []
+    count = 0
+    for view in views:
+        if count >= files:
+            break
+        chosen.append(view)
+        count += len(list((view / "metadata").glob("*.metadata.json")))
+    return chosen
+
+
+def metadata_files(views: list[Path]) -> list[Path]:
+    return [path for view in views for path in sorted((view / "metadata").glob("*.metadata.json"))]
+
+
+def mib(paths: list[Path]) -> float:
+    return sum(path.stat().st_size for path in paths) / 2**20
+
+
+def run_index(locations: list[Path], warehouse: Path, db: Path, workers: int = 0) -> tuple[IndexStats, float]:
+    settings = load_settings(
+        environ={},
+        flags={
+            "db": str(db),
+            "catalog_map": [f"{warehouse}=prod"],
+            "workers": workers,
+            "replica_interval": 0,
+        },
+    )
+    started = time.perf_counter()
+    stats = index_locations([str(location) for location in locations], settings)
+    return stats, time.perf_counter() - started
+
+
+def property_commits(views: list[Path]) -> list[Path]:
+    """For every file of `views`, a property-only commit after it: same versions, new file."""
+    written = []
+    for path in metadata_files(views):
+        raw = path.read_bytes()
+        document = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+        document["properties"] = {**document.get("properties", {}), "benchmark": "property-only"}
+        data = json.dumps(document).encode()
+        target = path.with_name("9" + path.name[1:])
+        target.write_bytes(gzip.compress(data, mtime=0) if raw[:2] == b"\x1f\x8b" else data)
+        written.append(target)
+    return written
+
+
+def baseline_row(mode: str, what: str, measured: Measured) -> Row:
+    return Row(mode, what, measured.files, measured.seconds, measured.bytes_read / 2**20)
+
+
+def ratio(value: Row, base: Row, target: float | None = None) -> str:
+    text = f"{(value.files / value.seconds) / (base.files / base.seconds):.2f}x {base.what.split(':')[0]}"
+    return f"{text} (target >= {target}x)" if target is not None else text
+
+
+def peak_rss(command: list[str]) -> tuple[int, float]:
+    """Run `command`; (peak of the summed RSS of it and its children in bytes, seconds)."""
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.wait(0.2):
+            peak = max(peak, _tree_rss(process.pid))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    returncode = process.wait()
+    done.set()
+    sampler.join()
+    if returncode:
+        raise RuntimeError(f"{command} failed with {returncode}")
+    return peak, time.perf_counter() - started
+
+
+def _tree_rss(pid: int) -> int:
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    tree, frontier = {pid}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        children = [child for child, ppid in parents.items() if ppid == parent]
+        tree.update(children)
+        frontier += children
+    total = 0
+    for member in tree:
+        try:
+            pages = int(Path(f"/proc/{member}/statm").read_text().split()[1])
+        except (OSError, IndexError):
+            continue
+        total += pages * os.sysconf("SC_PAGE_SIZE")
+    return total
+
+
+def store_size_without_documents(db: Path, work: Path) -> int:
+    """The store's size with every table but `raw_documents` copied into a fresh store."""
+    copy = work / "without-documents.duckdb"
+    copy.unlink(missing_ok=True)
+    from viewlineage.sinks.store import Store
+
+    with Store(copy, replica_interval=None):
+        pass
+    with duckdb.connect(str(copy)) as conn:
+        conn.execute(f"ATTACH '{db}' AS source (READ_ONLY)")
+        tables = [
+            row[0]
+            for row in conn.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE database_name = 'source'"
+            ).fetchall()
+        ]
+        for name in tables:
+            if name not in ("raw_documents", "_migrations"):
+                conn.execute(f"INSERT INTO main.{name} SELECT * FROM source.{name}")
+        conn.execute("DETACH source")
+        conn.execute("CHECKPOINT")
+    return copy.stat().st_size
+
+
+def bench_mode(mode: str, args: argparse.Namespace, work: Path) -> list[Row]:
+    warehouse = work / f"wh-{mode}"
+    started = time.perf_counter()
+    generated = generate(
+        warehouse, args.views, args.commits, seed=args.seed, namespaces=10,
+        realistic=mode == "realistic", workers=os.cpu_count() or 1,
+    )  # fmt: skip
+    print(
+        f"{mode}: {len(generated.files):,} files, {mib(generated.files):,.0f} MiB, "
+        f"generated in {time.perf_counter() - started:.0f}s",
+        file=sys.stderr,
+    )
+    views = sample_views(warehouse, args.sample, args.seed)
+    sample = metadata_files(views)
+    r_views = sample_views(warehouse, args.r_files, args.seed)
+    r_sample = metadata_files(r_views)
+    f = baseline_row(mode, "F: read + gunzip + orjson (sample)", floor(sample))
+    p = baseline_row(mode, "P: pyiceberg parse (sample)", pyiceberg_parse(sample))
+    r = baseline_row(
+        mode,
+        "R: straightforward (sample's first views)",
+        straightforward(r_sample, work / f"r-{mode}.duckdb"),
+    )
+    stats, seconds = run_index(views, warehouse, work / f"sample-{mode}.duckdb")
+    index_sample = Row(mode, "index (sample)", len(sample), seconds, mib(sample), len(stats.versions))
+    target_r, target_p = (20.0, None) if mode == "worst" else (None, 1.0)
+    index_sample = Row(
+        mode, index_sample.what, index_sample.files, seconds, index_sample.mib, index_sample.versions,
+        f"{ratio(index_sample, r, target_r)}, {ratio(index_sample, p, target_p)}",
+    )  # fmt: skip
+    rows = [f, p, r, index_sample]
+    commits = property_commits(views)
+    f_known = baseline_row(mode, "F: on property-only commits", floor(commits))
+    stats, seconds = run_index(views, warehouse, work / f"sample-{mode}.duckdb")
+    known = Row(
+        mode, "index: property-only commits (all versions known)", len(commits), seconds, mib(commits)
+    )
+    rows += [f_known, Row(**{**known.__dict__, "ratio": ratio(known, f_known, 0.5)})]
+    if not args.quick:
+        stats, seconds = run_index([warehouse], warehouse, work / f"whole-{mode}.duckdb")
+        rows.append(
+            Row(
+                mode,
+                "index (whole warehouse)",
+                stats.listed,
+                seconds,
+                mib(generated.files),
+                len(stats.versions),
+            )
+        )
+    if mode == "worst":
+        single_stats, single = run_index(views, warehouse, work / f"one-{mode}.duckdb", workers=1)
+        one = Row(
+            mode, "index, 1 process (sample)", len(sample), single, mib(sample), len(single_stats.versions)
+        )
+        every_stats, every = run_index(views, warehouse, work / f"every-{mode}.duckdb")
+        cores = Row(
+            mode, f"index, {os.cpu_count()} workers (sample)", len(sample), every, mib(sample),
+            len(every_stats.versions), f"{single / every:.2f}x 1 process (target >= 1.8x)",
+        )  # fmt: skip
+        rows += [one, cores]
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--views", type=int, default=200)
+    parser.add_argument("--commits", type=int, default=100)
+    parser.add_argument("--sample", type=int, default=2000)
+    parser.add_argument("--r-files", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument("--modes", default="worst,realistic")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: skip the whole-warehouse index")
+    parser.add_argument(
+        "--work", type=Path, default=None, help="keep files here [default: a temporary directory]"
+    )
+    args = parser.parse_args()
+    work = args.work or Path(tempfile.mkdtemp(prefix="viewlineage-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"DuckDB {duckdb.__version__}, sqlglot {sqlglot.__version__}",
+    )
+    rows: list[Row] = []
+    try:
+        for mode in args.modes.split(","):
+            rows += bench_mode(mode, args, work)
+    finally:
+        if args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
