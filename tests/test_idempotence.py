@@ -30,7 +30,7 @@ def index_in_order(files: list[Path], root: Path, db: Path, batch: int = 37) -> 
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
     root = tmp_path_factory.mktemp("generated")
-    generated = generate(root)
+    generated = generate(root, realistic=True)
     return root, generated.files
 
 
