@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 DB ?= viewlineage-demo/viewlineage.duckdb
 SAMPLE := tests/data/sample/warehouse
 
-.PHONY: setup demo test lint bench-latency clean
+.PHONY: setup demo test lint bench bench-latency clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,9 @@ lint: setup
 	$(BIN)/ruff check indexer sinks queries tests
 	$(BIN)/ruff format --check indexer sinks queries tests
 	MYPYPATH=$$(ls -d build/__editable__.viewlineage-*) $(BIN)/mypy -p viewlineage
+
+bench: setup
+	$(BIN)/python -m tests.bench.run
 
 bench-latency: setup
 	$(BIN)/python -m tests.bench.latency

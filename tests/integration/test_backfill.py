@@ -23,6 +23,8 @@ from ..stores import Snapshot, snapshot
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 NAMESPACES = 5
+TOP_LEVEL_DIRECTORIES = 10
+"""One listing task each: five view namespaces, the base tables' four and `db/` (tables, `broken/`)."""
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +84,7 @@ def test_spark_engine_equals_index_and_spreads_the_work(
         "--out", str(out),
     )  # fmt: skip
     assert summary["parsing_tasks"] >= 2
-    assert summary["listing_tasks"] == NAMESPACES + 1  # five namespaces and `broken/`
+    assert summary["listing_tasks"] == TOP_LEVEL_DIRECTORIES
     assert snapshot(db) == indexed
     # The dataset is readable as is, one directory per table, rows distinct by key.
     with duckdb.connect() as conn:
@@ -125,7 +127,7 @@ def test_s3_backfills_equal_index_of_the_same_url(s3_warehouse: SeaweedS3, tmp_p
     summary = run_backfill(
         spark_db, url, "--engine", "spark", "--listing", "tasks", "--partitions", "4", *common, env=env
     )
-    assert summary["parsing_tasks"] >= 2 and summary["listing_tasks"] == NAMESPACES + 1
+    assert summary["parsing_tasks"] >= 2 and summary["listing_tasks"] == TOP_LEVEL_DIRECTORIES
     expected = snapshot(indexed_db)
     assert len(expected["files"]) >= 5000
     assert snapshot(local_db) == expected

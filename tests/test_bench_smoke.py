@@ -1,0 +1,48 @@
+"""The benchmark suite runs (a small warehouse, every step): CI keeps it working, never timing it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+WORKERS = f"index, {os.cpu_count()} workers (sample)"
+
+
+def test_benchmark_runner_prints_every_row(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.bench.run", "--views", "12", "--commits", "20", "--sample", "100",
+         "--r-files", "20", "--quick", "--work", str(tmp_path)],
+        capture_output=True, text=True, timeout=600, cwd=Path(__file__).parents[1],
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [
+        line.split(" | ")
+        for line in result.stdout.splitlines()
+        if line.startswith("| worst") or line.startswith("| realistic")
+    ]
+    labels = [(row[0].strip("| "), row[1]) for row in rows]
+    assert labels == [
+        (mode, what)
+        for mode in ("worst", "realistic")
+        for what in [
+            "F: read + gunzip + orjson (sample)",
+            "P: pyiceberg parse (sample)",
+            "R: straightforward (sample's first views)",
+            "index (sample)",
+            "F: on property-only commits",
+            "index: property-only commits (all versions known)",
+            *(
+                ["index, 1 process (sample)", f"index, {os.cpu_count()} workers (sample)"]
+                if mode == "worst"
+                else []
+            ),
+        ]
+    ]
+    for row in rows:
+        assert float(row[3].replace(",", "")) > 0  # files/s
+        assert int(row[2].replace(",", "")) >= 20  # files
