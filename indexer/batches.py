@@ -192,7 +192,19 @@ PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
     "lineage_findings": ("lineage_key", "ordinal"),
     "file_findings": ("location", "ordinal"),
 }
-"""Each table's key, as in `sinks/migrations` (a test compares them with a migrated store)."""
+"""Each table's key. Parent tables enforce theirs (a test compares them with a migrated store);
+child tables' keys are unique by construction (see `CHILDREN`)."""
+
+CHILDREN: dict[str, tuple[tuple[str, ...], str]] = {
+    "file_versions": (("view_files",), "location"),
+    "version_log": (("view_files",), "location"),
+    "file_findings": (("view_files", "table_files"), "location"),
+    "representations": (("versions",), "version_hash"),
+    "table_references": (("lineage",), "lineage_key"),
+    "lineage_findings": (("lineage",), "lineage_key"),
+}
+"""Child table -> (its parent tables, the column naming the parent). A child row is inserted only
+with a parent row that is new, in the same transaction, so it needs no enforced key."""
 
 SOURCE_TABLES = ("raw_documents", "files", "quarantine", "removals")
 DERIVED_TABLES = tuple(name for name in SCHEMAS if name not in SOURCE_TABLES)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import orjson
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from . import rules
 from .config import ParseConfig
@@ -35,6 +35,7 @@ from .model import (
 GZIP_MAGIC = b"\x1f\x8b"
 ModelT = TypeVar("ModelT", bound=BaseModel)
 _VIEW_KEYS = frozenset({"view-uuid", "versions", "version-log", "current-version-id"})
+_LOG = TypeAdapter(list[ViewHistoryEntry])
 _HEADER_KEYS = tuple(info.alias or name for name, info in ViewMetadataHeader.model_fields.items())
 
 
@@ -333,6 +334,17 @@ def _parse_view(
         name=name,
     )
     return view, findings
+
+
+def _log(elements: list[Any], findings: list[Finding]) -> list[ViewHistoryEntry]:
+    try:  # one call for the whole log; element by element only to report the broken entries
+        return _LOG.validate_python(elements)
+    except ValidationError:
+        logged = (
+            _validated(ViewHistoryEntry, element, f"$.version-log[{ordinal}]", findings)
+            for ordinal, element in enumerate(elements)
+        )
+        return [entry for entry in logged if entry is not None]
 
 
 def _content_hash(value: Any) -> str:

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from viewlineage.indexer.batches import PRIMARY_KEYS, SCHEMAS
+from viewlineage.indexer.batches import CHILDREN, PRIMARY_KEYS, SCHEMAS
 
 from .store import Store
 
@@ -67,9 +67,10 @@ class ParquetParts:
 def load_into(store: Store, root: str | Path) -> dict[str, int]:
     """Merge a dataset into the store, table by table in batches; returns rows read per table."""
     read: dict[str, int] = {}
-    # `files` last: it is what marks a location indexed, so a load that stops half-way leaves
-    # locations that the next index, reconcile or load still reads and completes.
-    for name in sorted(SCHEMAS, key=lambda table: table == "files"):
+    # Child tables first (before their parents make them look stored), `files` last: it is what
+    # marks a location indexed, so a load that stops half-way leaves locations that the next
+    # index, reconcile or load still reads and completes.
+    for name in sorted(SCHEMAS, key=lambda table: (table not in CHILDREN, table == "files")):
         schema = SCHEMAS[name]
         directory = Path(root) / name
         if not directory.exists():
@@ -78,6 +79,6 @@ def load_into(store: Store, root: str | Path) -> dict[str, int]:
         read[name] = 0
         for batch in dataset.to_batches(batch_size=LOAD_BATCH_ROWS):
             table = pa.Table.from_batches([batch]).select(schema.names).cast(schema)
-            store.write_tables({name: table})
+            store.write_tables({name: table}, resumable_children=True)
             read[name] += table.num_rows
     return read

@@ -23,7 +23,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from viewlineage.indexer.batches import DERIVED_TABLES, SCHEMAS, Batch
+from viewlineage.indexer.batches import CHILDREN, DERIVED_TABLES, PRIMARY_KEYS, SCHEMAS, Batch
 from viewlineage.indexer.errors import StoreError
 
 from .schema import install_queries, migrate
@@ -81,12 +81,15 @@ class Store:
         """Insert a batch in one transaction (see `write_tables`)."""
         self.write_tables(batch.to_arrow())
 
-    def write_tables(self, tables: Mapping[str, pa.Table]) -> None:
+    def write_tables(self, tables: Mapping[str, pa.Table], resumable_children: bool = False) -> None:
         """Insert Arrow tables (named as store tables) in one transaction. Every key is
         content-derived, so inserting what is already there changes nothing (INSERT OR IGNORE):
-        ingest is idempotent and order-free. A location that indexed once stays indexed, so a
-        quarantine row never hides it and a good read supersedes one; an `object-missing` row gives
-        way to a removal of the same location (the object was deleted before it could be read)."""
+        ingest is idempotent and order-free. Child rows go in first, and only those whose parent
+        row is not stored yet (the batch brings it); with `resumable_children`, also only those
+        not stored yet (a table-by-table load that stopped half-way). A location that indexed once
+        stays indexed, so a quarantine row never hides it and a good read supersedes one; an
+        `object-missing` row gives way to a removal of the same location (the object was deleted
+        before it could be read)."""
         if not tables:
             return
         statements = {
@@ -105,10 +108,16 @@ class Store:
                 "AND location IN (SELECT location FROM _batch)",
             ],
         }
+        for child, (parents, column) in CHILDREN.items():
+            unseen = " AND ".join(f"b.{column} NOT IN (SELECT {column} FROM {parent})" for parent in parents)
+            if resumable_children:
+                keys = " AND ".join(f"c.{key} = b.{key}" for key in PRIMARY_KEYS[child])
+                unseen += f" AND NOT EXISTS (SELECT 1 FROM {child} c WHERE {keys})"
+            statements[child] = [f"INSERT INTO {child} SELECT DISTINCT * FROM _batch b WHERE {unseen}"]
         rows = sum(table.num_rows for table in tables.values())
         try:
             self.conn.execute("BEGIN TRANSACTION")
-            for name in SCHEMAS:
+            for name in sorted(SCHEMAS, key=lambda table: table not in CHILDREN):
                 if name not in tables:
                     continue
                 self.conn.register("_batch", tables[name])

@@ -9,14 +9,17 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from viewlineage.indexer.batches import PRIMARY_KEYS, Batch, Removal
-from viewlineage.indexer.pipeline import index_locations
+from viewlineage.indexer.batches import CHILDREN, PRIMARY_KEYS, Batch, Removal
+from viewlineage.indexer.config import ParseConfig
+from viewlineage.indexer.pipeline import Indexer, index_locations, with_roots
+from viewlineage.indexer.read import LocalReader
 from viewlineage.sinks import schema
 from viewlineage.sinks import store as store_module
 from viewlineage.sinks.spool import Spool
 from viewlineage.sinks.store import Store, open_reader, replica_path
 
 from .conftest import settings_for
+from .stores import snapshot
 
 
 def test_previous_schema_version_opens_and_migrates(
@@ -35,7 +38,11 @@ def test_previous_schema_version_opens_and_migrates(
     with Store(db, replica_interval=None) as store:
         assert [
             row[0] for row in store.conn.execute("SELECT name FROM _migrations ORDER BY id").fetchall()
-        ] == ["0001_initial", "0002_lookup_indexes", "0003_removals"]
+        ] == ["0001_initial", "0002_lookup_indexes", "0003_removals", "0004_child_rows_without_keys"]
+        keyed = store.conn.execute(
+            "SELECT DISTINCT table_name FROM duckdb_constraints() WHERE constraint_type = 'PRIMARY KEY'"
+        ).fetchall()
+        assert not {row[0] for row in keyed} & set(CHILDREN)
         indexes = store.conn.execute("SELECT index_name FROM duckdb_indexes() ORDER BY 1").fetchall()
         assert indexes == [
             ("file_versions_by_hash",),
@@ -118,7 +125,8 @@ def test_primary_keys_match_the_migrations(tmp_path: Path) -> None:
             "SELECT table_name, constraint_column_names FROM duckdb_constraints() "
             "WHERE constraint_type = 'PRIMARY KEY'"
         ).fetchall()
-    assert {table: tuple(columns) for table, columns in rows if table in PRIMARY_KEYS} == PRIMARY_KEYS
+    parents = {table: key for table, key in PRIMARY_KEYS.items() if table not in CHILDREN}
+    assert {table: tuple(columns) for table, columns in rows if table in PRIMARY_KEYS} == parents
 
 
 def test_a_segment_that_cannot_be_read_is_set_aside_and_the_rest_merge(tmp_path: Path) -> None:
@@ -138,3 +146,22 @@ def test_a_segment_that_cannot_be_read_is_set_aside_and_the_rest_merge(tmp_path:
         broken.name,
         f"{broken.name}.reason",
     ]
+
+
+def test_a_table_by_table_load_that_stopped_half_way_resumes_without_duplicates(
+    sample_warehouse: Path, tmp_path: Path
+) -> None:
+    reader = LocalReader()
+    config = with_roots(ParseConfig(), [str(sample_warehouse)])
+    reads = [reader.read(str(path), 1 << 26) for path in sorted(sample_warehouse.rglob("*.metadata.json"))]
+    tables = Indexer(None, config).build_batch(reads).to_arrow()
+    with Store(tmp_path / "whole.duckdb", replica_interval=None) as store:
+        store.write_tables(tables)
+    resumed = tmp_path / "resumed.duckdb"
+    with Store(resumed, replica_interval=None) as store:
+        for name in CHILDREN:  # the first load stops after the child tables
+            store.write_tables({name: tables[name]}, resumable_children=True)
+        for name in sorted(tables, key=lambda table: table not in CHILDREN):
+            store.write_tables({name: tables[name]}, resumable_children=True)
+    assert snapshot(resumed) == snapshot(tmp_path / "whole.duckdb")
+    assert sum(len(rows) for name, rows in snapshot(resumed).items() if name in CHILDREN) > 100

@@ -131,8 +131,9 @@ def ratio(value: Row, base: Row, target: float | None = None) -> str:
     return f"{text} (target >= {target}x)" if target is not None else text
 
 
-def peak_rss(command: list[str]) -> tuple[int, float]:
-    """Run `command`; (peak of the summed RSS of it and its children in bytes, seconds)."""
+def peak_memory(command: list[str]) -> tuple[int, float]:
+    """Run `command`; (peak of the summed PSS of it and its children in bytes, seconds). PSS, not
+    RSS: forked workers share pages with their parent, which summed RSS would count twice."""
     started = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
     peak = 0
@@ -170,10 +171,10 @@ def _tree_rss(pid: int) -> int:
     total = 0
     for member in tree:
         try:
-            pages = int(Path(f"/proc/{member}/statm").read_text().split()[1])
-        except (OSError, IndexError):
+            rollup = Path(f"/proc/{member}/smaps_rollup").read_text()
+        except OSError:
             continue
-        total += pages * os.sysconf("SC_PAGE_SIZE")
+        total += sum(int(line.split()[1]) * 1024 for line in rollup.splitlines() if line.startswith("Pss:"))
     return total
 
 

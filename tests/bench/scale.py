@@ -4,7 +4,7 @@
 
 Generates a worst-case warehouse (every commit a new version: `views` x `commits` versions), runs
 `viewlineage index` on it as a separate process (peak RSS of it and its workers, sampled every
-0.2 s), and compares the store without raw documents (every other table copied into a fresh
+0.2 s, as PSS), and compares the store without raw documents (every other table copied into a fresh
 store) with the metadata gzip-compressed (gzip files as stored, plain ones compressed at level
 6). Then, in-process on a warm read-only connection, times `show --as-of`, `uses --transitive
 --as-of` and the state of every view as of T over seeded random (view or table, T), and the same
@@ -32,7 +32,7 @@ from viewlineage.queries import api
 
 from ..generate import generate
 from .latency import percentile
-from .run import peak_rss, store_size_without_documents
+from .run import peak_memory, store_size_without_documents
 
 
 def gzip_size(root: Path) -> int:
@@ -96,10 +96,10 @@ def main() -> None:
     if not db.exists():
         command = [sys.executable, "-m", "viewlineage.queries.cli", "--db", str(db), "index", str(warehouse)]
         command += ["--catalog-map", f"{warehouse}=prod", "--no-progress", "--replica-interval", "600"]
-        rss, seconds = peak_rss(command)
+        rss, seconds = peak_memory(command)
         files = sum(1 for _ in warehouse.rglob("*.metadata.json"))
         rate = f"{files:,} files in {seconds:,.0f}s ({files / seconds:,.0f} files/s)"
-        print(f"index: {rate}, peak RSS {rss / 2**20:,.0f} MiB (target < 1,024 MiB)", flush=True)
+        print(f"index: {rate}, peak memory (PSS) {rss / 2**20:,.0f} MiB (target < 1,024 MiB)", flush=True)
         compressed = gzip_size(warehouse)
         without = store_size_without_documents(db, work)
         sizes = (
