@@ -54,8 +54,8 @@ class Settings(BaseModel):
     workers: int = Field(
         0,
         ge=0,
-        description="`index`, `reindex`, `backfill --engine local`: processes parsing files and analysing "
-        "SQL (0: one per core; 1: all in the main process).",
+        description="Processes analysing SQL (`index`, `reindex`, `backfill --engine local`: parsing "
+        "files too); 0: one per core, 1: all in the main process.",
     )
     batch_files: int = Field(500, alias="batch-files", gt=0, description="Files per store transaction.")
     replica_interval: float = Field(

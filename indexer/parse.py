@@ -307,12 +307,7 @@ def _parse_view(
     view_uuid = header.view_uuid.strip().lower() if header.view_uuid else None
     view_id = view_uuid if view_uuid else f"loc:{header.location}"
     versions = _versions(document, view_id, schema_hashes, known, findings)
-    log = [
-        logged
-        for ordinal, element in enumerate(_elements(document, "version-log", findings))
-        if (logged := _validated(ViewHistoryEntry, element, f"$.version-log[{ordinal}]", findings))
-        is not None
-    ]
+    log = _log(_elements(document, "version-log", findings), findings)
     version_ids = [version.version_id for version in versions]
     findings.extend(rules.check_versions_present(len(versions)))
     findings.extend(rules.check_current_version_exists(header.current_version_id, version_ids))

@@ -7,7 +7,11 @@ transaction.
 
 from __future__ import annotations
 
+import ctypes
 import itertools
+import os
+import signal
+import sys
 import time
 import zlib
 from collections import Counter, deque
@@ -29,6 +33,8 @@ from .read import FileRead, ListedFile, Reader, reader_for
 
 READ_ATTEMPTS = 3
 ANNOUNCED_ATTEMPTS = 6
+PR_SET_PDEATHSIG = 1
+"""prctl(2) option: the signal a process gets when its parent dies."""
 KNOWN_CONTENT_LIMIT = 200_000
 """Schema and version hashes remembered as written (~40 MB); the oldest are forgotten first."""
 
@@ -121,9 +127,11 @@ class Indexer:
     """Turns file reads into store batches, memoising lineage in the run and through the store.
     Without a store (a consumer that does not hold the write lock) the memo is the run's only."""
 
-    def __init__(self, store: Store | None, config: ParseConfig) -> None:
+    def __init__(self, store: Store | None, config: ParseConfig, pool: WorkerPool | None = None) -> None:
         self.store = store
         self.config = config
+        self.pool = pool
+        """Where new SQL is analysed when there is more than one request (followers' batches)."""
         self.known_lineage = BoundedSet()
         """Lineage keys whose rows this process has put in a batch, or found stored."""
         self.known_content = BoundedSet()
@@ -281,8 +289,12 @@ class ParsedShard:
     stats: IndexStats
 
 
-def _start_worker(config: ParseConfig) -> None:
+def _start_worker(config: ParseConfig, parent: int) -> None:
     global _worker
+    if sys.platform == "linux":  # die with the parent: a SIGKILLed follower leaves no workers behind
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # it died before prctl took effect
+        os._exit(1)
     _worker = Indexer(None, config)
 
 
@@ -305,12 +317,17 @@ class WorkerPool:
     def __init__(self, config: ParseConfig, workers: int) -> None:
         self.config = config
         self.workers = workers
-        self.pool = ProcessPoolExecutor(workers, initializer=_start_worker, initargs=(config,))
+        self.pool = ProcessPoolExecutor(workers, initializer=_start_worker, initargs=(config, os.getpid()))
+        # The first task forks every worker: do it now, before reader or consumer threads exist.
+        self.pool.submit(int).result()
 
     def __enter__(self) -> WorkerPool:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
         self.pool.shutdown(cancel_futures=True)
 
     def parse(
@@ -328,11 +345,20 @@ class WorkerPool:
         """Once a batch is parsed, send the lineage nobody has answered yet across the pool."""
         parsed = [future.result() for future in shards]
         requests = {key: request for shard in parsed for key, request in shard.requests.items()}
-        ordered = sorted(indexer.unknown_lineage(requests, include_source).items())
-        analysed = [
-            self.pool.submit(_analyse, ordered[i :: self.workers], self.config) for i in range(self.workers)
-        ]
-        return PendingBatch(parsed, analysed, files)
+        return PendingBatch(
+            parsed, self.submit_lineage(indexer.unknown_lineage(requests, include_source)), files
+        )
+
+    def submit_lineage(self, requests: dict[str, LineageRequest]) -> list[Future[dict[str, Lineage]]]:
+        """The requests in one slice per worker (sorted by key: the same split every run)."""
+        ordered = sorted(requests.items())
+        slices = [ordered[i :: self.workers] for i in range(self.workers)]
+        return [self.pool.submit(_analyse, part, self.config) for part in slices if part]
+
+    def lineage(self, requests: dict[str, LineageRequest]) -> dict[str, Lineage]:
+        return {
+            key: found for future in self.submit_lineage(requests) for key, found in future.result().items()
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,6 +377,12 @@ class PendingBatch:
         parts = [shard.tables for shard in self.parsed] + [lineage_batch.to_arrow()]
         names = [name for name in SCHEMAS if any(name in part for part in parts)]
         return {name: pa.concat_tables([part[name] for part in parts if name in part]) for name in names}
+
+
+def worker_pool(settings: Settings) -> WorkerPool | None:
+    """The followers' pool for SQL analysis: None when `workers` is 1 (or the machine has one core)."""
+    workers = settings.worker_count
+    return WorkerPool(settings.parse_config(), workers) if workers > 1 else None
 
 
 def _new_content(view: ParsedView) -> list[str]:

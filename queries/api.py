@@ -114,13 +114,12 @@ def resolve_view(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = 
 
 
 def _version_rows(conn: duckdb.DuckDBPyConnection, view_id: str, version_id: int) -> dict[str, Any]:
-    version = _rows(
-        conn,
-        """
-        SELECT pv.*, s.columns FROM preferred_versions pv LEFT JOIN schemas s USING (schema_hash)
-        WHERE pv.view_id = ? AND pv.version_id = ?""",
-        [view_id, version_id],
-    )
+    copies = """
+        SELECT v.*, s.columns FROM {} v LEFT JOIN schemas s USING (schema_hash)
+        WHERE v.view_id = ? AND v.version_id = ?"""
+    version = _rows(conn, copies.format("versions"), [view_id, version_id])
+    if len(version) > 1:  # a version conflict: ranking the copies by file is the rare, slower path
+        version = _rows(conn, copies.format("preferred_versions"), [view_id, version_id])
     if not version:
         return {"version_id": version_id, "missing": True}
     v = version[0]

@@ -39,7 +39,7 @@ _INDEXING = (
     "replica_interval",
     "s3_endpoint",
 )
-_WATCHING = (*(name for name in _INDEXING if name not in ("s3_endpoint", "workers")), "settle_seconds")
+_WATCHING = (*(name for name in _INDEXING if name != "s3_endpoint"), "settle_seconds")
 _FOLLOWING = ("reconcile_every", "log_format", "metrics_port", "metrics_host")
 _CONSUMING = (
     "bootstrap_servers",

@@ -41,7 +41,9 @@ def free_port(gap: int | None = None, taken: set[int] | None = None) -> int:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = int(sock.getsockname()[1])
-        if port in taken or (gap is not None and (port + gap > 65535 or not _port_is_free(port + gap))):
+        if port in taken or (
+            gap is not None and (port + gap > 65535 or port + gap in taken or not _port_is_free(port + gap))
+        ):
             continue
         taken.update({port} if gap is None else {port, port + gap})
         return port

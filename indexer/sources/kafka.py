@@ -31,7 +31,7 @@ from ..events import EventDecodeError, EventKind, decode_message
 from ..faults import Faults
 from ..health import Health
 from ..locations import is_metadata_file_name, normalize_location
-from ..pipeline import Indexer, ReadFailure, gap_batch, read_all
+from ..pipeline import Indexer, ReadFailure, gap_batch, read_all, worker_pool
 from ..read import FileRead, ListedFile, Reader, reader_for
 from .writer import StoreWriter
 
@@ -199,7 +199,8 @@ class Consumer:
         settings = self.settings
         spool = Spool(settings.db)
         writer = StoreWriter(settings, spool, self.health)
-        indexer = Indexer(None, settings.parse_config())
+        pool = worker_pool(settings)  # before the Kafka clients' threads: workers are forked
+        indexer = Indexer(None, settings.parse_config(), pool)
         ingest = EventIngest(indexer, settings, self.prefixes)
         consumer = self._consumer()
         producer = self._producer() if settings.dead_letter_topic else None
@@ -230,6 +231,8 @@ class Consumer:
             if producer is not None:
                 producer.close()
             writer.close()
+            if pool is not None:
+                pool.close()
 
     def _handle(
         self,

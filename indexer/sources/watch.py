@@ -40,7 +40,7 @@ from ..config import Settings
 from ..errors import ObjectMissing, ReadError
 from ..health import Health
 from ..locations import is_metadata_file_name, normalize_location
-from ..pipeline import Indexer, ReadFailure, gap_batch, with_roots
+from ..pipeline import Indexer, ReadFailure, gap_batch, with_roots, worker_pool
 from ..read import FileRead, LocalReader
 
 IDLE_POLL_SECONDS = 0.05
@@ -120,6 +120,7 @@ def watch_directory(
     reader = LocalReader()
     paths: queue.Queue[str] = queue.Queue()
     removals: queue.Queue[Removal] = queue.Queue()
+    pool = worker_pool(settings)  # before the observer's threads: workers are forked
     observer = Observer()
     observer.schedule(
         _Handler(paths, removals),
@@ -131,7 +132,7 @@ def watch_directory(
     try:
         with Store(settings.db, settings.replica_interval) as store:
             store.record_roots([root])
-            indexer = Indexer(store, config)
+            indexer = Indexer(store, config, pool)
             for listed in reader.list(root):
                 paths.put(listed.location)
             store.publish_replica(force=True)
@@ -142,6 +143,8 @@ def watch_directory(
     finally:
         observer.stop()
         observer.join()
+        if pool is not None:
+            pool.close()
 
 
 class _Loop:

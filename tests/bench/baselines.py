@@ -26,7 +26,11 @@ from pydantic import ValidationError
 from pyiceberg.view.metadata import ViewMetadata
 from sqlglot import exp
 
-from viewlineage.sinks.schema import migrate
+from viewlineage.sinks.schema import migrations
+
+KEYED_SCHEMA = 3
+"""R writes viewlineage's tables as migrations 1-3 made them, every table with its key enforced (a
+straightforward integration leans on INSERT OR IGNORE); migration 4 drops the child tables' keys."""
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,8 @@ class Straightforward:
 
     def __init__(self, db: Path) -> None:
         self.conn = duckdb.connect(str(db))
-        migrate(self.conn)
+        for migration in migrations()[:KEYED_SCHEMA]:
+            self.conn.execute(migration.sql)
 
     def close(self) -> None:
         self.conn.close()

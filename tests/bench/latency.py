@@ -31,6 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import duckdb
 from kafka import KafkaConsumer, KafkaProducer
 
 from ..generate import generate
@@ -129,11 +130,18 @@ def consume_latency(
     store = [
         r["store_seconds"] * 1000 for r in run.records() if r["event"] == "batch" and "store_seconds" in r
     ]
+    unseen = sorted(set(put_at) - set(seen))
+    with duckdb.connect(str(db), read_only=True) as conn:
+        why = conn.execute(
+            "SELECT location, reason, message FROM quarantine WHERE list_contains(?, location)", [unseen]
+        ).fetchall()
+    for location, reason, message in why:
+        print(f"  not seen: {location} quarantined as {reason}: {message[:160]}")
     return {
         "latency": latencies,
         "seaweedfs": delays,
         "store": store,
-        "missing": len(put_at) - len(latencies),
+        "missing": len(unseen),
     }
 
 

@@ -100,7 +100,6 @@ def run_index(locations: list[Path], warehouse: Path, db: Path, workers: int = 0
             "db": str(db),
             "catalog_map": [f"{warehouse}=prod"],
             "workers": workers,
-            "replica_interval": 0,
         },
     )
     started = time.perf_counter()

@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +36,14 @@ from .latency import percentile
 from .run import peak_memory, store_size_without_documents
 
 
+def _gzip_size(path: Path) -> int:
+    data = path.read_bytes()
+    return len(data) if data[:2] == b"\x1f\x8b" else len(gzip.compress(data, compresslevel=6))
+
+
 def gzip_size(root: Path) -> int:
-    total = 0
-    for path in root.rglob("*.metadata.json"):
-        data = path.read_bytes()
-        total += len(data) if data[:2] == b"\x1f\x8b" else len(gzip.compress(data, compresslevel=6))
-    return total
+    with ProcessPoolExecutor() as pool:
+        return sum(pool.map(_gzip_size, root.rglob("*.metadata.json"), chunksize=1000))
 
 
 def timed(calls: list[Callable[[], Any]]) -> tuple[list[float], int]:
