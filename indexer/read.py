@@ -151,8 +151,8 @@ class FsspecReader:
         return directories, files
 
     def read(self, location: str, max_bytes: int, listed: ListedFile | None = None) -> FileRead:
-        if (listed is None or listed.size is None) and self.protocol == "s3":
-            return self._read_s3_object(location, max_bytes)
+        if (listed is None or listed.modified_ms is None) and self.protocol == "s3":
+            return self._read_s3_object(location, max_bytes, listed.size if listed else None)
         with mapped_errors(location):
             if listed is None or listed.size is None:
                 info = self.fs.info(location)
@@ -164,10 +164,12 @@ class FsspecReader:
             raise ObjectTooLarge(location, f"grew past the {max_bytes}-byte limit while read")
         return FileRead(location, data, listed.modified_ms, "last-modified")
 
-    def _read_s3_object(self, location: str, max_bytes: int) -> FileRead:
+    def _read_s3_object(self, location: str, max_bytes: int, announced_size: int | None) -> FileRead:
         """An object known from an event, not a listing: one GET gives the bytes, the size and
         LastModified (HEAD then GET would double the requests, and requests are what cap `consume`).
-        Uses s3fs's `_call_s3`, the call its own `cat_file` makes."""
+        Uses s3fs's `_call_s3`, the call its own `cat_file` makes. Fewer bytes than the event
+        announced is a transient error: SeaweedFS notifies, and serves the object, while the
+        upload is still in flight."""
         from fsspec.asyn import sync
 
         bucket, key, version = self.fs.split_path(location)
@@ -189,6 +191,10 @@ class FsspecReader:
             data, modified = sync(self.fs.loop, get)
         if len(data) > max_bytes:
             raise ObjectTooLarge(location, f"grew past the {max_bytes}-byte limit while read")
+        if announced_size is not None and len(data) < announced_size:
+            raise TransientReadError(
+                location, f"{len(data)} of the {announced_size} bytes announced: still uploading"
+            )
         return FileRead(location, data, _modified_ms({"LastModified": modified}), "last-modified")
 
 

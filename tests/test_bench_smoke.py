@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 pytestmark = pytest.mark.integration
-WORKERS = f"index, {os.cpu_count()} workers (sample)"
 
 
 def test_benchmark_runner_prints_every_row(tmp_path: Path) -> None:
@@ -37,7 +36,12 @@ def test_benchmark_runner_prints_every_row(tmp_path: Path) -> None:
             "F: on property-only commits",
             "index: property-only commits (all versions known)",
             *(
-                ["index, 1 process (sample)", f"index, {os.cpu_count()} workers (sample)"]
+                [
+                    "index, 1 process (sample)",
+                    f"index, {os.cpu_count()} workers (sample)",
+                    "lineage stage (the sample's distinct SQL), 1 process",
+                    f"lineage stage (the sample's distinct SQL), {os.cpu_count()} workers",
+                ]
                 if mode == "worst"
                 else []
             ),

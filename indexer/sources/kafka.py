@@ -97,6 +97,7 @@ class EventIngest:
     def build(self, messages: list[Message]) -> BuiltBatch:
         built = BuiltBatch(Batch())
         created: list[str] = []
+        sizes: dict[str, int | None] = {}
         for message in messages:
             try:
                 decoded = decode_message(message.key, message.value, message.timestamp_ms)
@@ -123,11 +124,12 @@ class EventIngest:
                     built.outcomes["removed"] += 1
                 else:
                     created.append(url)
+                    sizes[url] = event.size
         # Outcomes per event, whatever the batching: the first event of a file indexes it, later
         # ones (here or in later batches) find it indexed; a missing object is missing each time.
         unique = list(dict.fromkeys(created))
         known = self._indexed(unique)
-        todo = [(self.reader(url), ListedFile(url)) for url in unique if url not in known]
+        todo = [(self.reader(url), ListedFile(url, sizes[url])) for url in unique if url not in known]
         reads: list[FileRead | ReadFailure] = list(read_all(todo, self.settings, announced=True))
         files = self.indexer.build_batch(reads, missing_is_quarantine=True)
         built.batch.indexed = files.indexed

@@ -12,7 +12,14 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from viewlineage.indexer.pipeline import index_locations
+from viewlineage.indexer.errors import TransientReadError
+from viewlineage.indexer.pipeline import (
+    ReadFailure,
+    index_locations,
+    quarantine_read_failure,
+    read_with_retries,
+)
+from viewlineage.indexer.read import ListedFile, reader_for
 
 from ..conftest import settings_for
 from ..servers import SECRET_KEY, SeaweedS3, seaweed_s3
@@ -105,3 +112,23 @@ def test_wrong_credentials_fail_clearly_and_are_never_printed(
         "error: s3://lake/warehouse: permission denied: The request signature we calculated does not "
         "match the signature you provided. Check your key and signing method.\n"
     )
+
+
+def test_an_announced_object_shorter_than_its_event_is_retried_not_quarantined(
+    s3: SeaweedS3, uploaded: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SeaweedFS notifies, and serves the object, while the upload is in flight: fewer bytes than
+    the event announced is a transient read, retried, never a `not-json` quarantine."""
+    for key, value in s3.environment.items():
+        monkeypatch.setenv(key, value)
+    url = next(url for url in sorted(uploaded) if url.endswith(".metadata.json"))
+    reader = reader_for(url, s3.endpoint)
+    whole = reader.read(url, 1 << 26, ListedFile(url))
+    size = len(whole.data)
+    assert whole.modified_ms == uploaded[url]
+    with pytest.raises(TransientReadError, match=f"{size} of the {size + 1} bytes announced"):
+        reader.read(url, 1 << 26, ListedFile(url, size + 1))
+    failure = read_with_retries(lambda: reader.read(url, 1 << 26, ListedFile(url, size + 1)), url, attempts=2)
+    assert isinstance(failure, ReadFailure) and isinstance(failure.error, TransientReadError)
+    assert quarantine_read_failure(failure, missing_is_quarantine=True).reason == "unreadable"  # type: ignore[union-attr]
+    assert reader.read(url, 1 << 26, ListedFile(url, size)).data == whole.data
