@@ -164,7 +164,10 @@ def backfill(
         else:
             raise UsageError(f"unknown engine {engine!r}: local or spark")
         if into_store:
-            with timed("merge"), Store(settings.db, settings.replica_interval) as store:
+            with (
+                timed("merge"),
+                Store(settings.db, settings.replica_interval, settings.store_memory) as store,
+            ):
                 store.record_roots(roots)
                 load_into(store, dataset)
     return stats

@@ -58,6 +58,12 @@ class Settings(BaseModel):
         "files too); 0: one per core, 1: all in the main process.",
     )
     batch_files: int = Field(500, alias="batch-files", gt=0, description="Files per store transaction.")
+    store_memory: str = Field(
+        "384MB",
+        alias="store-memory",
+        description="DuckDB memory limit of the process writing the store (a cache: past it DuckDB evicts "
+        "and spills).",
+    )
     replica_interval: float = Field(
         2.0,
         alias="replica-interval",

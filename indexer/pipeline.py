@@ -295,6 +295,9 @@ def _start_worker(config: ParseConfig, parent: int) -> None:
         ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # it died before prctl took effect
         os._exit(1)
+    # Arrow's default allocator keeps freed memory for reuse; a long-running worker hands every
+    # batch's tables back through pickling, so the system allocator keeps its footprint flat.
+    pa.set_memory_pool(pa.system_memory_pool())
     _worker = Indexer(None, config)
 
 
@@ -435,7 +438,7 @@ def index_locations(
     for root in roots:
         reader = reader_for(root, settings.s3_endpoint)
         listed.extend((root, item) for item in reader.list(root))
-    with Store(settings.db, settings.replica_interval) as store:
+    with Store(settings.db, settings.replica_interval, settings.store_memory) as store:
         store.record_roots(roots)
         indexer = Indexer(store, config)
         indexer.stats.listed = len(listed)
@@ -503,7 +506,7 @@ def gap_batch(
 def reindex(settings: Settings) -> IndexStats:
     """Rebuild every derived row from the stored documents, with the current configuration."""
     config = settings.parse_config()
-    with Store(settings.db, settings.replica_interval) as store:
+    with Store(settings.db, settings.replica_interval, settings.store_memory) as store:
         config = with_roots(config, store.roots())
         store.clear_derived()
         indexer = Indexer(store, config)

@@ -36,6 +36,7 @@ _INDEXING = (
     "read_workers",
     "workers",
     "batch_files",
+    "store_memory",
     "replica_interval",
     "s3_endpoint",
 )

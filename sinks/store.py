@@ -54,13 +54,23 @@ def replicas_directory(path: str | os.PathLike[str]) -> Path:
 class Store:
     """A writer connection to a store file: migrations applied, query macros installed."""
 
-    def __init__(self, path: str | os.PathLike[str], replica_interval: float | None = 2.0) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        replica_interval: float | None = 2.0,
+        memory_limit: str | None = None,
+    ) -> None:
         self.path = Path(path)
         self.replica_interval = replica_interval
         self._last_replica = 0.0
         self._dirty = False
         try:
-            self.conn = duckdb.connect(str(self.path))
+            # DuckDB's default limit (80% of RAM) lets a long-running writer's cache grow with the
+            # store; under `memory_limit` it evicts and spills instead.
+            limit: dict[str, str | bool | int | float | list[str]] = (
+                {"memory_limit": memory_limit} if memory_limit else {}
+            )
+            self.conn = duckdb.connect(str(self.path), config=limit)
         except duckdb.Error as exc:
             raise StoreError(f"cannot open {self.path} for writing: {exc}") from exc
         migrate(self.conn)

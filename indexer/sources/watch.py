@@ -130,7 +130,7 @@ def watch_directory(
     )
     observer.start()
     try:
-        with Store(settings.db, settings.replica_interval) as store:
+        with Store(settings.db, settings.replica_interval, settings.store_memory) as store:
             store.record_roots([root])
             indexer = Indexer(store, config, pool)
             for listed in reader.list(root):

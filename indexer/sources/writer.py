@@ -33,7 +33,7 @@ class StoreWriter:
             return False
         self._tried = now
         try:
-            self.store = Store(self.settings.db, self.settings.replica_interval)
+            self.store = Store(self.settings.db, self.settings.replica_interval, self.settings.store_memory)
         except StoreError as exc:
             if "Could not set lock" not in str(exc):
                 raise  # not another writer: a bad path, permissions, a damaged file
