@@ -8,6 +8,7 @@ transaction.
 from __future__ import annotations
 
 import ctypes
+import gc
 import itertools
 import os
 import signal
@@ -322,7 +323,13 @@ class WorkerPool:
         self.workers = workers
         self.pool = ProcessPoolExecutor(workers, initializer=_start_worker, initargs=(config, os.getpid()))
         # The first task forks every worker: do it now, before reader or consumer threads exist.
-        self.pool.submit(int).result()
+        # Frozen objects are left alone by the children's garbage collector, which would otherwise
+        # touch (and so copy) every page of what the parent holds, a listing of 10^6 files say.
+        gc.freeze()
+        try:
+            self.pool.submit(int).result()
+        finally:
+            gc.unfreeze()
 
     def __enter__(self) -> WorkerPool:
         return self

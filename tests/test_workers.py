@@ -1,0 +1,74 @@
+"""The worker pool: same store as one process, workers that inherit nothing to copy, and that die
+with the process that forked them."""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from viewlineage.indexer.config import ParseConfig
+from viewlineage.indexer.pipeline import WorkerPool, index_locations
+
+from .conftest import settings_for
+from .generate import generate
+from .stores import snapshot
+
+
+def test_a_pool_of_workers_indexes_exactly_what_one_process_does(tmp_path: Path) -> None:
+    root = tmp_path / "warehouse"
+    generate(root, views=12, commits=30, seed=9, namespaces=3)
+    for workers in (1, 2):
+        stats = index_locations(
+            [str(root)], settings_for(tmp_path / f"{workers}.duckdb", workers=workers, batch_files=50)
+        )
+        assert (stats.indexed, stats.quarantined, len(stats.versions)) == (
+            12 * 30 + 10 * 3 + 1,
+            4,
+            12 * 30 + 1,
+        )  # views, tables, conflict
+    assert snapshot(tmp_path / "1.duckdb") == snapshot(tmp_path / "2.duckdb")
+
+
+def test_workers_start_with_the_parents_objects_frozen() -> None:
+    # Unfrozen, a worker's garbage collector would touch every inherited object and so copy the
+    # parent's pages: at 10^6 listed files, hundreds of MB per worker.
+    inherited = [(str(i), i) for i in range(10_000)]
+    with WorkerPool(ParseConfig(), 2) as pool:
+        frozen = [pool.pool.submit(gc.get_freeze_count).result() for _ in range(4)]
+    assert min(frozen) >= len(inherited)
+    assert gc.get_freeze_count() == 0  # the parent unfreezes once its workers exist
+
+
+def test_workers_die_with_their_parent() -> None:
+    script = (
+        "import os, sys, time\n"
+        "from viewlineage.indexer.config import ParseConfig\n"
+        "from viewlineage.indexer.pipeline import WorkerPool\n"
+        "pool = WorkerPool(ParseConfig(), 2)\n"
+        "print(' '.join(str(p) for p in pool.pool._processes), flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    workers = [int(pid) for pid in parent.stdout.readline().split()]
+    assert len(workers) == 2
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [pid for pid in workers if _alive(pid)] == []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat")
+    return status.exists() and status.read_text().rsplit(")", 1)[1].split()[0] != "Z"
