@@ -26,12 +26,12 @@ import pyarrow as pa
 from viewlineage.sinks.parquet import ParquetParts, load_into
 from viewlineage.sinks.store import Store
 
-from .bulk import LINEAGE_REQUESTS, analyse_lineage, index_files, listed_table, read_listed
+from .bulk import LINEAGE_REQUESTS, analyse_lineage, index_files, read_listed
 from .config import ParseConfig, Settings
 from .errors import UsageError
 from .locations import normalize_location
 from .pipeline import with_roots
-from .read import reader_for
+from .read import listed_table, reader_for
 
 FILES_PER_PART = 500
 REQUESTS_PER_PART = 500

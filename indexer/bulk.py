@@ -24,9 +24,6 @@ from .lineage import LineageRequest, extract_lineage
 from .pipeline import Indexer, ReadFailure, read_all
 from .read import FileRead, ListedFile, Reader, reader_for
 
-LISTED = pa.schema([("location", pa.string()), ("size", pa.int64()), ("modified_ms", pa.int64())])
-"""A partition of files to index, as listed."""
-
 LINEAGE_REQUESTS = pa.schema(
     [
         ("lineage_key", pa.string()),
@@ -37,18 +34,6 @@ LINEAGE_REQUESTS = pa.schema(
         ("view_catalog", pa.string()),
     ]
 )
-
-
-def listed_table(items: Iterable[ListedFile]) -> pa.Table:
-    rows = list(items)
-    return pa.table(
-        {
-            "location": [item.location for item in rows],
-            "size": [item.size for item in rows],
-            "modified_ms": [item.modified_ms for item in rows],
-        },
-        schema=LISTED,
-    )
 
 
 def read_listed(listed: pa.Table, settings: Settings) -> list[FileRead | ReadFailure]:

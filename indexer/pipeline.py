@@ -30,7 +30,7 @@ from .errors import ObjectMissing, ObjectTooLarge, QuarantineError, ReadError
 from .lineage import Lineage, LineageRequest, extract_lineage
 from .locations import normalize_location
 from .parse import KnownVersion, ParsedFile, ParsedVersion, ParsedView, parse_metadata
-from .read import FileRead, ListedFile, Reader, reader_for
+from .read import FileRead, ListedFile, Reader, listed_files, listed_table, reader_for
 
 READ_ATTEMPTS = 3
 ANNOUNCED_ATTEMPTS = 6
@@ -441,29 +441,23 @@ def index_locations(
     """List every metadata file under `locations`, read the new ones in parallel and store them."""
     roots = [normalize_location(location) for location in locations]
     config = with_roots(settings.parse_config(), roots)
-    listed: list[tuple[str, ListedFile]] = []
-    for root in roots:
-        reader = reader_for(root, settings.s3_endpoint)
-        listed.extend((root, item) for item in reader.list(root))
+    readers = {root: reader_for(root, settings.s3_endpoint) for root in roots}
+    listings = {root: listed_table(reader.list(root)) for root, reader in readers.items()}
     with Store(settings.db, settings.replica_interval, settings.store_memory) as store:
         store.record_roots(roots)
         indexer = Indexer(store, config)
-        indexer.stats.listed = len(listed)
+        indexer.stats.listed = sum(table.num_rows for table in listings.values())
         if on_listed is not None:
-            on_listed(len(listed))
-        known = store.indexed(item.location for _, item in listed)
-        todo = [(root, item) for root, item in listed if item.location not in known]
-        indexer.stats.already_indexed = len(listed) - len(todo)
+            on_listed(indexer.stats.listed)
+        unindexed = {root: store.unindexed(table) for root, table in listings.items()}
+        del listings
+        known = indexer.stats.listed - sum(table.num_rows for table in unindexed.values())
+        indexer.stats.already_indexed = known
         if progress is not None and known:
-            progress(len(known))
-        return indexer.ingest(
-            _read_all(todo, settings), settings.batch_files, progress, settings.worker_count
-        )
-
-
-def _read_all(todo: list[tuple[str, ListedFile]], settings: Settings) -> Iterator[FileRead | ReadFailure]:
-    readers = {root: reader_for(root, settings.s3_endpoint) for root, _ in todo}
-    yield from read_all([(readers[root], listed) for root, listed in todo], settings)
+            progress(known)
+        todo = ((readers[root], item) for root, table in unindexed.items() for item in listed_files(table))
+        reads = read_all(todo, settings)
+        return indexer.ingest(reads, settings.batch_files, progress, settings.worker_count)
 
 
 def read_all(

@@ -24,9 +24,9 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from .batches import PRIMARY_KEYS, SCHEMAS
-from .bulk import LINEAGE_REQUESTS, LISTED, listed_table
+from .bulk import LINEAGE_REQUESTS
 from .config import ParseConfig, Settings
-from .read import ListedFile, reader_for
+from .read import LISTED, ListedFile, listed_table, reader_for
 
 if TYPE_CHECKING:
     from .backfill import BackfillStats, StageTimer

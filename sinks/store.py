@@ -154,6 +154,16 @@ class Store:
         """Which of these locations are already indexed (their files are immutable)."""
         return self._existing("files", "location", locations)
 
+    def unindexed(self, listed: pa.Table) -> pa.Table:
+        """The rows of a listing (`LISTED`) whose locations are not indexed yet, by location."""
+        self.conn.register("_listed", listed)
+        try:
+            return self.conn.sql(
+                "SELECT * FROM _listed WHERE location NOT IN (SELECT location FROM files) ORDER BY location"
+            ).to_arrow_table()
+        finally:
+            self.conn.unregister("_listed")
+
     def without_removal(self, prefix: str) -> set[str]:
         """Indexed locations under `prefix` with no recorded removal."""
         rows = self.conn.execute(
