@@ -59,7 +59,7 @@ class Settings(BaseModel):
     )
     batch_files: int = Field(500, alias="batch-files", gt=0, description="Files per store transaction.")
     store_memory: str = Field(
-        "384MB",
+        "256MB",
         alias="store-memory",
         description="DuckDB memory limit of the process writing the store (a cache: past it DuckDB evicts "
         "and spills).",

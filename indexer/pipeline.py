@@ -51,7 +51,11 @@ class IndexStats:
     quarantined: int = 0
     table_files: int = 0
     views: set[str] = field(default_factory=set)
-    versions: set[str] = field(default_factory=set)
+    new_versions: int = 0
+    """Clean versions parsed new, each once per process (it is known from then on): a count, as a
+    set of 10^6 hashes would be ~100 MB."""
+    flawed_versions: set[str] = field(default_factory=set)
+    """Versions with findings, parsed again in every file that holds them (few): by hash."""
     findings: Counter[str] = field(default_factory=Counter)
     lineage_computed: int = 0
     lineage_reused: int = 0
@@ -63,7 +67,8 @@ class IndexStats:
         self.quarantined += other.quarantined
         self.table_files += other.table_files
         self.views |= other.views
-        self.versions |= other.versions
+        self.new_versions += other.new_versions
+        self.flawed_versions |= other.flawed_versions
         self.findings += other.findings
 
     def summary(self) -> dict[str, int]:
@@ -75,7 +80,7 @@ class IndexStats:
             "missing": self.missing,
             "table_files": self.table_files,
             "views": len(self.views),
-            "versions": len(self.versions),
+            "versions": self.new_versions + len(self.flawed_versions),
             "findings": sum(self.findings.values()),
             "lineage_computed": self.lineage_computed,
             "lineage_reused": self.lineage_reused,
@@ -230,7 +235,11 @@ class Indexer:
                 self.stats.table_files += 1
                 continue
             self.stats.views.add(item.parsed.view.view_id)
-            self.stats.versions.update(v.version_hash for v in item.parsed.view.versions)
+            for version in item.parsed.view.versions:
+                if isinstance(version, ParsedVersion) and version.clean:
+                    self.stats.new_versions += 1
+                elif isinstance(version, ParsedVersion):
+                    self.stats.flawed_versions.add(version.version_hash)
         for lineage in batch.lineage.values():
             self.stats.findings.update(f.code for f in lineage.findings)
 
@@ -321,13 +330,19 @@ class WorkerPool:
     def __init__(self, config: ParseConfig, workers: int) -> None:
         self.config = config
         self.workers = workers
-        self.pool = ProcessPoolExecutor(workers, initializer=_start_worker, initargs=(config, os.getpid()))
-        # The first task forks every worker: do it now, before reader or consumer threads exist.
+        # One single-process executor per worker, so that shard i always meets process i (a shared
+        # executor hands a task to whichever process is idle, and the memos would miss).
+        self.processes = [
+            ProcessPoolExecutor(1, initializer=_start_worker, initargs=(config, os.getpid()))
+            for _ in range(workers)
+        ]
+        # The first task forks a worker: do it now, before reader or consumer threads exist.
         # Frozen objects are left alone by the children's garbage collector, which would otherwise
         # touch (and so copy) every page of what the parent holds, a listing of 10^6 files say.
         gc.freeze()
         try:
-            self.pool.submit(int).result()
+            for process in self.processes:
+                process.submit(int).result()
         finally:
             gc.unfreeze()
 
@@ -338,7 +353,8 @@ class WorkerPool:
         self.close()
 
     def close(self) -> None:
-        self.pool.shutdown(cancel_futures=True)
+        for process in self.processes:
+            process.shutdown(cancel_futures=True)
 
     def parse(
         self, items: Sequence[FileRead | ReadFailure], include_source: bool
@@ -347,7 +363,11 @@ class WorkerPool:
         for item in items:
             directory = item.location.rpartition("/")[0]
             shards[zlib.crc32(directory.encode()) % self.workers].append(item)
-        return [self.pool.submit(_parse_shard, shard, include_source) for shard in shards if shard]
+        return [
+            process.submit(_parse_shard, shard, include_source)
+            for process, shard in zip(self.processes, shards, strict=True)
+            if shard
+        ]
 
     def analyse(
         self, indexer: Indexer, shards: list[Future[ParsedShard]], files: int, include_source: bool
@@ -363,7 +383,11 @@ class WorkerPool:
         """The requests in one slice per worker (sorted by key: the same split every run)."""
         ordered = sorted(requests.items())
         slices = [ordered[i :: self.workers] for i in range(self.workers)]
-        return [self.pool.submit(_analyse, part, self.config) for part in slices if part]
+        return [
+            process.submit(_analyse, part, self.config)
+            for process, part in zip(self.processes, slices, strict=True)
+            if part
+        ]
 
     def lineage(self, requests: dict[str, LineageRequest]) -> dict[str, Lineage]:
         return {

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
 import click
+import pyarrow as pa
 
 from viewlineage.indexer.config import Settings, load_settings
 from viewlineage.indexer.errors import UsageError, ViewLineageError
@@ -400,6 +401,9 @@ def sql(context: click.Context, query: str, fmt: str) -> None:
 
 
 def main() -> None:
+    # Arrow's default allocator keeps freed memory for reuse; a follower or a 10^6-file index
+    # would hold its peak for good. The system allocator hands large blocks back.
+    pa.set_memory_pool(pa.system_memory_pool())
     cli(prog_name="viewlineage")
 
 

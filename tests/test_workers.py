@@ -26,7 +26,7 @@ def test_a_pool_of_workers_indexes_exactly_what_one_process_does(tmp_path: Path)
         stats = index_locations(
             [str(root)], settings_for(tmp_path / f"{workers}.duckdb", workers=workers, batch_files=50)
         )
-        assert (stats.indexed, stats.quarantined, len(stats.versions)) == (
+        assert (stats.indexed, stats.quarantined, stats.summary()["versions"]) == (
             12 * 30 + 10 * 3 + 1,
             4,
             12 * 30 + 1,
@@ -39,7 +39,7 @@ def test_workers_start_with_the_parents_objects_frozen() -> None:
     # parent's pages: at 10^6 listed files, hundreds of MB per worker.
     inherited = [(str(i), i) for i in range(10_000)]
     with WorkerPool(ParseConfig(), 2) as pool:
-        frozen = [pool.pool.submit(gc.get_freeze_count).result() for _ in range(4)]
+        frozen = [process.submit(gc.get_freeze_count).result() for process in pool.processes]
     assert min(frozen) >= len(inherited)
     assert gc.get_freeze_count() == 0  # the parent unfreezes once its workers exist
 
@@ -50,7 +50,7 @@ def test_workers_die_with_their_parent() -> None:
         "from viewlineage.indexer.config import ParseConfig\n"
         "from viewlineage.indexer.pipeline import WorkerPool\n"
         "pool = WorkerPool(ParseConfig(), 2)\n"
-        "print(' '.join(str(p) for p in pool.pool._processes), flush=True)\n"
+        "print(' '.join(str(p) for e in pool.processes for p in e._processes), flush=True)\n"
         "time.sleep(60)\n"
     )
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
