@@ -87,13 +87,13 @@ def test_readers_connecting_while_replicas_move_never_fail(sample_warehouse: Pat
     db = tmp_path / "moving.duckdb"
     index_locations([str(sample_warehouse)], settings_for(db, f"{sample_warehouse}=prod"))
     probe = subprocess.Popen(
-        [sys.executable, "-m", "tests.integration.reader_probe", str(db), "4", "200"],
+        [sys.executable, "-m", "tests.integration.reader_probe", str(db), "8", "200"],
         stdout=subprocess.PIPE,
         text=True,
         cwd=Path(__file__).parents[1],
     )
     with Store(db, replica_interval=0) as store:
-        deadline = time.monotonic() + 4
+        deadline = time.monotonic() + 8  # long enough for 50 connections on a loaded machine
         number = 0
         while time.monotonic() < deadline:
             number += 1
