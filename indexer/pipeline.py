@@ -7,6 +7,7 @@ transaction.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import itertools
@@ -248,35 +249,33 @@ class Indexer:
         items: Iterable[FileRead | ReadFailure],
         batch_files: int,
         progress: Callable[[int], None] | None = None,
-        workers: int = 1,
         include_source: bool = True,
     ) -> IndexStats:
-        """Store `items` in batches of `batch_files`, one transaction each. With `workers` > 1 a
-        process pool parses and analyses SQL while this process reads and writes the store: the
-        next batch is parsed while the last one is written."""
-        store = self.store
+        """Store `items` in batches of `batch_files`, one transaction each. With a worker pool the
+        workers parse and analyse SQL while this process reads and writes the store: the next
+        batch is parsed while the last one is written."""
+        store, pool = self.store, self.pool
         assert store is not None, "ingest needs the store"
         chunks = _chunks(items, batch_files)
-        if workers == 1:
+        if pool is None:
             for chunk in chunks:
                 store.write(self.build_batch(chunk, include_source=include_source))
                 if progress is not None:
                     progress(len(chunk))
             return self.stats
         # Three batches in flight: one parsing, one analysing SQL, one being written.
-        with WorkerPool(self.config, workers) as pool:
-            parsing: deque[tuple[list[Future[ParsedShard]], int]] = deque()
-            analysing: deque[PendingBatch] = deque()
-            for upcoming in itertools.chain(chunks, [None]):
-                if upcoming is not None:
-                    parsing.append((pool.parse(upcoming, include_source), len(upcoming)))
-                while len(parsing) > (1 if upcoming is not None else 0):
-                    analysing.append(pool.analyse(self, *parsing.popleft(), include_source))
-                while len(analysing) > (1 if upcoming is not None else 0):
-                    pending = analysing.popleft()
-                    store.write_tables(pending.tables(self))
-                    if progress is not None:
-                        progress(pending.files)
+        parsing: deque[tuple[list[Future[ParsedShard]], int]] = deque()
+        analysing: deque[PendingBatch] = deque()
+        for upcoming in itertools.chain(chunks, [None]):
+            if upcoming is not None:
+                parsing.append((pool.parse(upcoming, include_source), len(upcoming)))
+            while len(parsing) > (1 if upcoming is not None else 0):
+                analysing.append(pool.analyse(self, *parsing.popleft(), include_source))
+            while len(analysing) > (1 if upcoming is not None else 0):
+                pending = analysing.popleft()
+                store.write_tables(pending.tables(self))
+                if progress is not None:
+                    progress(pending.files)
         return self.stats
 
 
@@ -413,10 +412,14 @@ class PendingBatch:
         return {name: pa.concat_tables([part[name] for part in parts if name in part]) for name in names}
 
 
-def worker_pool(settings: Settings) -> WorkerPool | None:
-    """The followers' pool for SQL analysis: None when `workers` is 1 (or the machine has one core)."""
-    workers = settings.worker_count
-    return WorkerPool(settings.parse_config(), workers) if workers > 1 else None
+@contextlib.contextmanager
+def worker_pool(settings: Settings, config: ParseConfig | None = None) -> Iterator[WorkerPool | None]:
+    """`workers` processes; None (all in this process) when that is 1 or the machine has one core."""
+    if settings.worker_count <= 1:
+        yield None
+        return
+    with WorkerPool(config or settings.parse_config(), settings.worker_count) as pool:
+        yield pool
 
 
 def _new_content(view: ParsedView) -> list[str]:
@@ -465,11 +468,14 @@ def index_locations(
     """List every metadata file under `locations`, read the new ones in parallel and store them."""
     roots = [normalize_location(location) for location in locations]
     config = with_roots(settings.parse_config(), roots)
-    readers = {root: reader_for(root, settings.s3_endpoint) for root in roots}
-    listings = {root: listed_table(reader.list(root)) for root, reader in readers.items()}
-    with Store(settings.db, settings.replica_interval, settings.store_memory) as store:
+    with (
+        worker_pool(settings, config) as pool,  # forked first: workers inherit none of what follows
+        Store(settings.db, settings.replica_interval, settings.store_memory) as store,
+    ):
+        readers = {root: reader_for(root, settings.s3_endpoint) for root in roots}
+        listings = {root: listed_table(reader.list(root)) for root, reader in readers.items()}
         store.record_roots(roots)
-        indexer = Indexer(store, config)
+        indexer = Indexer(store, config, pool)
         indexer.stats.listed = sum(table.num_rows for table in listings.values())
         if on_listed is not None:
             on_listed(indexer.stats.listed)
@@ -481,7 +487,7 @@ def index_locations(
             progress(known)
         todo = ((readers[root], item) for root, table in unindexed.items() for item in listed_files(table))
         reads = read_all(todo, settings)
-        return indexer.ingest(reads, settings.batch_files, progress, settings.worker_count)
+        return indexer.ingest(reads, settings.batch_files, progress)
 
 
 def read_all(
@@ -534,13 +540,14 @@ def reindex(settings: Settings) -> IndexStats:
     with Store(settings.db, settings.replica_interval, settings.store_memory) as store:
         config = with_roots(config, store.roots())
         store.clear_derived()
-        indexer = Indexer(store, config)
         reads = (
             FileRead(location, document, modified_ms, source)
             for chunk in store.stored_documents(settings.batch_files)
             for location, document, modified_ms, source in chunk
         )
-        indexer.ingest(reads, settings.batch_files, workers=settings.worker_count, include_source=False)
+        with worker_pool(settings, config) as pool:
+            indexer = Indexer(store, config, pool)
+            indexer.ingest(reads, settings.batch_files, include_source=False)
         indexer.stats.listed = indexer.stats.indexed
         return indexer.stats
 

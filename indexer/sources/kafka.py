@@ -15,6 +15,7 @@ object outside the allowed prefixes is counted and never read.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import Counter, OrderedDict
@@ -201,7 +202,9 @@ class Consumer:
         settings = self.settings
         spool = Spool(settings.db)
         writer = StoreWriter(settings, spool, self.health)
-        pool = worker_pool(settings)  # before the Kafka clients' threads: workers are forked
+        # Workers are forked: start them before the Kafka threads exist.
+        workers = contextlib.ExitStack()
+        pool = workers.enter_context(worker_pool(settings))
         indexer = Indexer(None, settings.parse_config(), pool)
         ingest = EventIngest(indexer, settings, self.prefixes)
         consumer = self._consumer()
@@ -233,8 +236,7 @@ class Consumer:
             if producer is not None:
                 producer.close()
             writer.close()
-            if pool is not None:
-                pool.close()
+            workers.close()
 
     def _handle(
         self,

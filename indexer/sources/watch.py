@@ -11,6 +11,7 @@ catch what inotify missed (files it never reported, deletions while `watch` was 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import threading
@@ -120,7 +121,9 @@ def watch_directory(
     reader = LocalReader()
     paths: queue.Queue[str] = queue.Queue()
     removals: queue.Queue[Removal] = queue.Queue()
-    pool = worker_pool(settings)  # before the observer's threads: workers are forked
+    # Workers are forked: start them before the observer's threads exist.
+    workers = contextlib.ExitStack()
+    pool = workers.enter_context(worker_pool(settings))
     observer = Observer()
     observer.schedule(
         _Handler(paths, removals),
@@ -143,8 +146,7 @@ def watch_directory(
     finally:
         observer.stop()
         observer.join()
-        if pool is not None:
-            pool.close()
+        workers.close()
 
 
 class _Loop:
