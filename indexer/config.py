@@ -58,11 +58,12 @@ class Settings(BaseModel):
         "files too); 0: one per core, 1: all in the main process.",
     )
     batch_files: int = Field(500, alias="batch-files", gt=0, description="Files per store transaction.")
-    store_memory: str = Field(
-        "256MB",
+    store_memory: str | None = Field(
+        None,
         alias="store-memory",
-        description="DuckDB memory limit of the process writing the store (a cache: past it DuckDB evicts "
-        "and spills).",
+        description="DuckDB memory limit of the process writing the store, e.g. `2GB` (default: "
+        "DuckDB's, 80% of RAM). Its key indexes must fit: too low a limit stops indexing with an "
+        "out-of-memory error.",
     )
     replica_interval: float = Field(
         2.0,
