@@ -37,6 +37,7 @@ from viewlineage.indexer.config import ParseConfig, load_settings
 from viewlineage.indexer.lineage import extract_lineage
 from viewlineage.indexer.pipeline import Indexer, IndexStats, WorkerPool, index_locations
 from viewlineage.indexer.read import LocalReader
+from viewlineage.sinks.store import Store
 
 from ..generate import generate
 from .baselines import Measured, floor, pyiceberg_parse, straightforward
@@ -144,7 +145,7 @@ def peak_memory(command: list[str]) -> tuple[int, float]:
     def sample() -> None:
         nonlocal peak
         while not done.wait(0.2):
-            peak = max(peak, _tree_rss(process.pid))
+            peak = max(peak, _tree_pss(process.pid))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -156,7 +157,7 @@ def peak_memory(command: list[str]) -> tuple[int, float]:
     return peak, time.perf_counter() - started
 
 
-def _tree_rss(pid: int) -> int:
+def _tree_pss(pid: int) -> int:
     parents: dict[int, int] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -184,8 +185,6 @@ def store_size_without_documents(db: Path, work: Path) -> int:
     """The store's size with every table but `raw_documents` copied into a fresh store."""
     copy = work / "without-documents.duckdb"
     copy.unlink(missing_ok=True)
-    from viewlineage.sinks.store import Store
-
     with Store(copy, replica_interval=None):
         pass
     with duckdb.connect(str(copy)) as conn:

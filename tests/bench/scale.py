@@ -99,10 +99,10 @@ def main() -> None:
     if not db.exists():
         command = [sys.executable, "-m", "viewlineage.queries.cli", "--db", str(db), "index", str(warehouse)]
         command += ["--catalog-map", f"{warehouse}=prod", "--no-progress", "--replica-interval", "600"]
-        rss, seconds = peak_memory(command)
+        peak, seconds = peak_memory(command)
         files = sum(1 for _ in warehouse.rglob("*.metadata.json"))
         rate = f"{files:,} files in {seconds:,.0f}s ({files / seconds:,.0f} files/s)"
-        print(f"index: {rate}, peak memory (PSS) {rss / 2**20:,.0f} MiB (target < 1,024 MiB)", flush=True)
+        print(f"index: {rate}, peak memory (PSS) {peak / 2**20:,.0f} MiB (target < 1,024 MiB)", flush=True)
         compressed = gzip_size(warehouse)
         without = store_size_without_documents(db, work)
         sizes = (
