@@ -17,7 +17,7 @@ import sys
 import time
 import zlib
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
@@ -138,7 +138,7 @@ class Indexer:
         self.store = store
         self.config = config
         self.pool = pool
-        """Where new SQL is analysed when there is more than one request (followers' batches)."""
+        """Where `ingest` parses and analyses, and `build_batch` (followers) analyses new SQL."""
         self.known_lineage = BoundedSet()
         """Lineage keys whose rows this process has put in a batch, or found stored."""
         self.known_content = BoundedSet()
@@ -161,9 +161,11 @@ class Indexer:
         include_source: bool = True,
         missing_is_quarantine: bool = False,
         defer_lineage: bool = False,
+        parsed: Mapping[str, ParsedFile | QuarantinedFile] | None = None,
     ) -> Batch:
         """With `defer_lineage`, the lineage the files need is left in `batch.lineage_requests` (bulk
-        engines deduplicate it across the whole job first) instead of being computed here."""
+        engines deduplicate it across the whole job first) instead of being computed here. `parsed`
+        holds files the caller has parsed already, by location (`watch` parses to decide retries)."""
         batch = Batch(include_source=include_source)
         pending: dict[str, LineageRequest] = {}
         for item in items:
@@ -174,21 +176,19 @@ class Indexer:
                 else:
                     batch.quarantined.append(quarantined)
                 continue
-            parsed = self.parse(item)
-            if isinstance(parsed, QuarantinedFile):
-                batch.quarantined.append(parsed)
+            result = parsed.get(item.location) if parsed else None
+            result = result if result is not None else self.parse(item)
+            if isinstance(result, QuarantinedFile):
+                batch.quarantined.append(result)
                 continue
-            keys = self._lineage_keys(parsed, pending)
-            batch.indexed.append(IndexedFile(item, parsed, keys))
-            if parsed.view is not None:
-                self.known_content.update(_new_content(parsed.view))
+            keys = self._lineage_keys(result, pending)
+            batch.indexed.append(IndexedFile(item, result, keys))
+            if result.view is not None:
+                self.known_content.update(_new_content(result.view))
         if defer_lineage:
             batch.lineage_requests = pending
         else:
-            fresh = self.unknown_lineage(pending, include_source)
-            batch.lineage = {
-                key: extract_lineage(request, self.config.lineage) for key, request in fresh.items()
-            }
+            batch.lineage = self.analyse(self.unknown_lineage(pending, include_source))
         self.count(batch)
         return batch
 
@@ -204,6 +204,12 @@ class Indexer:
         self.stats.lineage_reused += len(requests) - len(todo)
         self.stats.lineage_computed += len(todo)
         return {key: requests[key] for key in todo}
+
+    def analyse(self, requests: dict[str, LineageRequest]) -> dict[str, Lineage]:
+        """Lineage of new SQL: across the pool when there is one and more than one text to analyse."""
+        if self.pool is not None and len(requests) > 1:
+            return self.pool.lineage(requests)
+        return {key: extract_lineage(request, self.config.lineage) for key, request in requests.items()}
 
     def _lineage_keys(
         self, parsed: ParsedFile, pending: dict[str, LineageRequest]

@@ -11,8 +11,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from viewlineage.indexer import pipeline
 from viewlineage.indexer.config import ParseConfig
-from viewlineage.indexer.pipeline import WorkerPool, index_locations
+from viewlineage.indexer.pipeline import Indexer, WorkerPool, index_locations
+from viewlineage.indexer.read import LocalReader
 
 from .conftest import settings_for
 from .generate import generate
@@ -72,3 +76,22 @@ def _alive(pid: int) -> bool:
         return False
     status = Path(f"/proc/{pid}/stat")
     return status.exists() and status.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_followers_analyse_new_sql_on_the_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `watch` and `consume` build batches in the main process; the SQL in them goes to the workers.
+    root = tmp_path / "warehouse"
+    generate(root, views=4, commits=3, seed=5, namespaces=2)
+    reads = [LocalReader().read(f.location, 10**8) for f in LocalReader().list(str(root))]
+    config = ParseConfig()
+    alone = Indexer(None, config).build_batch(reads)
+    with WorkerPool(config, 2) as pool:
+        # Forked before the patch, the workers keep the real analysis; this process must not run it.
+        monkeypatch.setattr(pipeline, "extract_lineage", _not_here)
+        pooled = Indexer(None, config, pool).build_batch(reads)
+    assert len(alone.lineage) == 16
+    assert pooled.lineage == alone.lineage
+
+
+def _not_here(*_: object) -> None:
+    raise AssertionError("SQL analysed in the main process")

@@ -41,6 +41,7 @@ from ..config import Settings
 from ..errors import ObjectMissing, ReadError
 from ..health import Health
 from ..locations import is_metadata_file_name, normalize_location
+from ..parse import ParsedFile
 from ..pipeline import Indexer, ReadFailure, gap_batch, with_roots, worker_pool
 from ..read import FileRead, LocalReader
 
@@ -198,6 +199,7 @@ class _Loop:
         known = self.store.indexed(location for location in unique if location not in self.retries)
         outcomes["already-indexed"] += len(known)
         ready: list[FileRead | ReadFailure] = []
+        parsed: dict[str, ParsedFile | QuarantinedFile] = {}
         for location in (location for location in unique if location not in known):
             before = _stat(location)
             try:
@@ -211,14 +213,14 @@ class _Loop:
                     continue
                 ready.append(ReadFailure(location, exc))
                 continue
-            parsed = self.indexer.parse(read)
-            if isinstance(parsed, QuarantinedFile) and _retry(
+            parsed[location] = self.indexer.parse(read)
+            if isinstance(parsed[location], QuarantinedFile) and _retry(
                 self.retries, location, before, self.settings.settle_seconds
             ):
                 continue
             self.retries.pop(location, None)
             ready.append(read)
-        batch = self.indexer.build_batch(ready) if ready else Batch()
+        batch = self.indexer.build_batch(ready, parsed=parsed) if ready else Batch()
         batch.removals.extend(removed)
         if not batch:
             return
