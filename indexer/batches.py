@@ -116,6 +116,10 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("timestamp_ms", pa.int64()),
         ]
     ),
+    "activations": pa.schema(
+        [("view_id", pa.string()), ("version_id", pa.int32()), ("timestamp_ms", pa.int64())]
+    ),
+    "view_names": pa.schema([("view_id", pa.string()), ("catalog", pa.string()), ("name", _STRINGS)]),
     "schemas": pa.schema(
         [("schema_hash", pa.string()), ("schema_id", pa.int32()), ("columns", pa.list_(_COLUMN))]
     ),
@@ -185,6 +189,8 @@ PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
     "versions": ("version_hash",),
     "file_versions": ("location", "ordinal"),
     "version_log": ("location", "ordinal"),
+    "activations": ("view_id", "version_id", "timestamp_ms"),
+    "view_names": ("view_id", "catalog", "name"),
     "schemas": ("schema_hash",),
     "representations": ("version_hash", "ordinal"),
     "lineage": ("lineage_key",),
@@ -193,7 +199,7 @@ PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
     "file_findings": ("location", "ordinal"),
 }
 """Each table's key. Parent tables enforce theirs (a test compares them with a migrated store);
-child tables' keys are unique by construction (see `CHILDREN`)."""
+child tables' keys are unique by construction (see `CHILDREN`), `DEDUPLICATED` ones by insert."""
 
 CHILDREN: dict[str, tuple[tuple[str, ...], str]] = {
     "file_versions": (("view_files",), "location"),
@@ -205,6 +211,10 @@ CHILDREN: dict[str, tuple[tuple[str, ...], str]] = {
 }
 """Child table -> (its parent tables, the column naming the parent). A child row is inserted only
 with a parent row that is new, in the same transaction, so it needs no enforced key."""
+
+DEDUPLICATED = ("activations", "view_names")
+"""Tables of rows that many files repeat (a view's log entries, its name): each distinct row is
+stored once, checked against the stored rows on insert rather than by an enforced key."""
 
 SOURCE_TABLES = ("raw_documents", "files", "quarantine", "removals")
 DERIVED_TABLES = tuple(name for name in SCHEMAS if name not in SOURCE_TABLES)
@@ -317,13 +327,15 @@ def _add_file(
     last_log = max(view.log, key=lambda e: e.timestamp_ms, default=None)
     last_log_ms = last_log.timestamp_ms if last_log else None
     commit_ms, commit_source = commit_time(read.modified_ms, read.modified_source, last_log_ms)
+    catalog, name = (view.name.catalog, list(view.name.parts)) if view.name else (None, None)
+    rows["view_names"].append((view.view_id, catalog, name))
     rows["view_files"].append(
         (
             location,
             view.view_id,
             view.view_uuid,
-            view.name.catalog if view.name else None,
-            list(view.name.parts) if view.name else None,
+            catalog,
+            name,
             view.metadata_location,
             view.format_version,
             view.current_version_id,
@@ -371,6 +383,7 @@ def _add_file(
             )
     for ordinal, entry in enumerate(view.log):
         rows["version_log"].append((location, ordinal, view.view_id, entry.version_id, entry.timestamp_ms))
+        rows["activations"].append((view.view_id, entry.version_id, entry.timestamp_ms))
 
 
 def _add_lineage(

@@ -73,7 +73,7 @@ def resolve_view(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = 
     if _UUID.match(text.lower()) or text.startswith("loc:"):
         rows = _rows(
             conn,
-            "SELECT DISTINCT view_id, catalog, name FROM view_files WHERE view_id = ?",
+            "SELECT view_id, catalog, name FROM view_names WHERE view_id = ?",
             [text.lower() if not text.startswith("loc:") else text],
         )
     elif "://" in text or text.startswith(("/", "file:", ".")):
@@ -92,16 +92,13 @@ def resolve_view(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = 
             conn,
             """
             SELECT view_id, catalog, name FROM (
-                SELECT view_id, catalog, name, max(commit_ms) FILTER (WHERE commit_ms <= ?2) AS before,
-                       min(commit_ms) AS first
-                FROM (SELECT *, list_concat(CASE WHEN catalog IS NULL THEN [] ELSE [catalog] END, name)
-                                AS full_name FROM view_files)
-                WHERE len(full_name) >= len(?1) AND list_slice(full_name, -len(?1), -1) = ?1
-                GROUP BY ALL)
-            QUALIFY row_number() OVER (PARTITION BY catalog, name
-                                       ORDER BY before DESC NULLS LAST, first DESC, view_id) = 1""",
-            [parts, at],
+                SELECT *, list_concat(CASE WHEN catalog IS NULL THEN [] ELSE [catalog] END, name) AS full_name
+                FROM view_names)
+            WHERE len(full_name) >= len(?1) AND list_slice(full_name, -len(?1), -1) = ?1
+            ORDER BY ALL""",
+            [parts],
         )
+        rows = _holders(conn, rows, at)
     if not rows:
         raise UsageError(f"no view {ref!r} in the store")
     if len(rows) > 1:
@@ -113,16 +110,37 @@ def resolve_view(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = 
     return ResolvedView(row["view_id"], display_name(row["catalog"], row["name"], row["view_id"]))
 
 
+def _holders(conn: duckdb.DuckDBPyConnection, named: list[dict[str, Any]], at: int) -> list[dict[str, Any]]:
+    """One view per name: where views share one (a view dropped and re-created at its path), the
+    one whose files with that name were committed last by `at`, else the one that came last."""
+    if len({(row["catalog"], tuple(row["name"] or ())) for row in named}) == len(named):
+        return named
+    return _rows(
+        conn,
+        """
+        WITH named AS (SELECT unnest(?1, recursive := true))
+        SELECT f.view_id, f.catalog, f.name FROM view_files f SEMI JOIN named n
+            ON f.view_id = n.view_id AND f.catalog IS NOT DISTINCT FROM n.catalog AND f.name = n.name
+        GROUP BY f.view_id, f.catalog, f.name
+        QUALIFY row_number() OVER (
+            PARTITION BY catalog, name
+            ORDER BY max(commit_ms) FILTER (WHERE commit_ms <= ?2) DESC NULLS LAST, min(commit_ms) DESC,
+                     view_id) = 1
+        ORDER BY ALL""",
+        [named, at],
+    )
+
+
 def _version_rows(conn: duckdb.DuckDBPyConnection, view_id: str, version_id: int) -> dict[str, Any]:
-    copies = """
-        SELECT v.*, s.columns FROM {} v LEFT JOIN schemas s USING (schema_hash)
-        WHERE v.view_id = ? AND v.version_id = ?"""
+    copies = "SELECT * FROM {} WHERE view_id = ? AND version_id = ?"
     version = _rows(conn, copies.format("versions"), [view_id, version_id])
     if len(version) > 1:  # a version conflict: ranking the copies by file is the rare, slower path
         version = _rows(conn, copies.format("preferred_versions"), [view_id, version_id])
     if not version:
         return {"version_id": version_id, "missing": True}
     v = version[0]
+    # Point lookups by key, each through its index: a join would read every schema.
+    schema = _rows(conn, "SELECT columns FROM schemas WHERE schema_hash = ?", [v["schema_hash"]])
     representations = _rows(
         conn,
         """
@@ -141,7 +159,7 @@ def _version_rows(conn: duckdb.DuckDBPyConnection, view_id: str, version_id: int
         "default_namespace": list(v["default_namespace"]),
         "summary": dict(v["summary"] or {}),
         "schema_id": v["schema_id"],
-        "columns": [dict(column) for column in v["columns"] or []],
+        "columns": [dict(column) for column in (schema[0]["columns"] if schema else [])],
         "representations": [
             {"type": r["type"], "dialect": r["dialect"], "dialect_raw": r["dialect_raw"], "sql": r["sql"]}
             if r["type"] == "sql"
@@ -161,10 +179,10 @@ def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None)
             f"view {view.name} was dropped at {iso(dropped['dropped_ms'])} (its newest metadata file "
             f"{dropped['location']} was removed); ask with an earlier --as-of"
         )
-    current = _rows(conn, "SELECT * FROM current_versions(?) WHERE view_id = ?", [at, view.view_id])
+    current = _rows(conn, "SELECT * FROM view_current_version(?, ?)", [view.view_id, at])
     if not current:
         raise UsageError(f"view {view.name} had no active version at {iso(at) if as_of_ms else 'any time'}")
-    state = _rows(conn, "SELECT * FROM view_files_as_of(?) WHERE view_id = ?", [at, view.view_id])[0]
+    state = _rows(conn, "SELECT * FROM view_file_as_of(?, ?)", [view.view_id, at])[0]
     return {
         "view": view.name,
         "view_id": view.view_id,
@@ -183,7 +201,7 @@ def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None)
 
 
 def _dropped(conn: duckdb.DuckDBPyConnection, view_id: str) -> dict[str, Any] | None:
-    rows = _rows(conn, "SELECT location, dropped_ms FROM view_drops WHERE view_id = ?", [view_id])
+    rows = _rows(conn, "SELECT location, dropped_ms FROM view_drop(?)", [view_id])
     return rows[0] if rows else None
 
 
@@ -199,7 +217,7 @@ def history(conn: duckdb.DuckDBPyConnection, ref: str) -> dict[str, Any]:
     )
     version_ids = _rows(
         conn,
-        "SELECT DISTINCT version_id FROM preferred_versions WHERE view_id = ? ORDER BY 1",
+        "SELECT DISTINCT version_id FROM versions WHERE view_id = ? ORDER BY 1",
         [view.view_id],
     )
     versions = {
@@ -253,9 +271,21 @@ def _reference_name(row: dict[str, Any]) -> str:
     return ".".join(parts)
 
 
-def _names(conn: duckdb.DuckDBPyConnection, at: int) -> dict[str, str]:
-    rows = _rows(conn, "SELECT DISTINCT view_id, catalog, name FROM view_files_as_of(?)", [at])
-    return {r["view_id"]: display_name(r["catalog"], r["name"], r["view_id"]) for r in rows}
+def _names(conn: duckdb.DuckDBPyConnection, view_ids: set[str], at: int) -> dict[str, str]:
+    """Display names of these views at `at` (a view with several names: the one its file had then)."""
+    rows = _rows(
+        conn,
+        "SELECT view_id, catalog, name FROM view_names WHERE list_contains(?, view_id)",
+        [sorted(view_ids)],
+    )
+    named: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if row["view_id"] in named:
+            row = _rows(
+                conn, "SELECT view_id, catalog, name FROM view_file_as_of(?, ?)", [row["view_id"], at]
+            )[0]
+        named[row["view_id"]] = row
+    return {v: display_name(r["catalog"], r["name"], v) for v, r in named.items()}
 
 
 def deps(
@@ -270,7 +300,7 @@ def deps(
         "table_name, suffix, pin",
         [view.view_id, at, transitive],
     )
-    names = _names(conn, at)
+    names = _names(conn, {v for row in rows for v in row["path"]}, at)
     seen: set[tuple[Any, ...]] = set()
     reads = []
     for row in rows:
@@ -308,6 +338,16 @@ def deps(
     }
 
 
+def _is_catalog(conn: duckdb.DuckDBPyConnection, name: str) -> bool:
+    known = _rows(
+        conn,
+        "SELECT EXISTS (FROM view_names WHERE catalog = ?1) "
+        "OR EXISTS (FROM table_references WHERE catalog = ?1) AS known",
+        [name],
+    )
+    return bool(known[0]["known"])
+
+
 def uses(
     conn: duckdb.DuckDBPyConnection, table: str, as_of_ms: int | None = None, transitive: bool = False
 ) -> dict[str, Any]:
@@ -316,16 +356,7 @@ def uses(
     parts = [part.lower() for part in re.split(r"[./]", table.strip()) if part]
     if len(parts) < 2:
         raise UsageError(f"name the table with its namespace: {table!r}")
-    catalogs = {
-        row["catalog"]
-        for row in _rows(
-            conn,
-            "SELECT DISTINCT catalog FROM view_files WHERE catalog "
-            "IS NOT NULL UNION SELECT DISTINCT catalog FROM "
-            "table_references WHERE catalog IS NOT NULL",
-        )
-    }
-    catalog = parts[0] if len(parts) >= 3 and parts[0] in catalogs else None
+    catalog = parts[0] if len(parts) >= 3 and _is_catalog(conn, parts[0]) else None
     reference = parts[1:] if catalog else parts
     at = FOREVER_MS if as_of_ms is None else as_of_ms
     rows = _rows(
@@ -333,7 +364,7 @@ def uses(
         "SELECT * FROM uses_as_of(?, ?, ?) WHERE depth = 1 OR ? ORDER BY depth, path",
         [catalog, reference, at, transitive],
     )
-    names = _names(conn, at)
+    names = _names(conn, {v for row in rows for v in row["path"]}, at)
     views = [
         {
             "view": names.get(row["view_id"], row["view_id"]),

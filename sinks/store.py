@@ -23,7 +23,14 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from viewlineage.indexer.batches import CHILDREN, DERIVED_TABLES, PRIMARY_KEYS, SCHEMAS, Batch
+from viewlineage.indexer.batches import (
+    CHILDREN,
+    DEDUPLICATED,
+    DERIVED_TABLES,
+    PRIMARY_KEYS,
+    SCHEMAS,
+    Batch,
+)
 from viewlineage.indexer.errors import StoreError
 
 from .schema import install_queries, migrate
@@ -96,7 +103,8 @@ class Store:
         content-derived, so inserting what is already there changes nothing (INSERT OR IGNORE):
         ingest is idempotent and order-free. Child rows go in first, and only those whose parent
         row is not stored yet (the batch brings it); with `resumable_children`, also only those
-        not stored yet (a table-by-table load that stopped half-way). A location that indexed once
+        not stored yet (a table-by-table load that stopped half-way). Rows of `DEDUPLICATED` tables
+        go in when no equal row is stored. A location that indexed once
         stays indexed, so a quarantine row never hides it and a good read supersedes one; an
         `object-missing` row gives way to a removal of the same location (the object was deleted
         before it could be read)."""
@@ -124,6 +132,12 @@ class Store:
                 keys = " AND ".join(f"c.{key} = b.{key}" for key in PRIMARY_KEYS[child])
                 unseen += f" AND NOT EXISTS (SELECT 1 FROM {child} c WHERE {keys})"
             statements[child] = [f"INSERT INTO {child} SELECT DISTINCT * FROM _batch b WHERE {unseen}"]
+        for table in DEDUPLICATED:
+            same = " AND ".join(f"s.{key} IS NOT DISTINCT FROM b.{key}" for key in PRIMARY_KEYS[table])
+            statements[table] = [
+                f"INSERT INTO {table} SELECT DISTINCT * FROM _batch b "
+                f"WHERE NOT EXISTS (SELECT 1 FROM {table} s WHERE {same})"
+            ]
         rows = sum(table.num_rows for table in tables.values())
         try:
             self.conn.execute("BEGIN TRANSACTION")

@@ -14,11 +14,14 @@ import pytest
 from click.testing import CliRunner
 
 from viewlineage.indexer.errors import UsageError
+from viewlineage.indexer.pipeline import index_locations
 from viewlineage.queries import api
 from viewlineage.queries.cli import cli
 from viewlineage.sinks.store import open_reader
 
+from .conftest import settings_for
 from .data.restore_mtimes import SAMPLE
+from .generate import generate
 from .realwriter.scenario_checks import CHECKS, Check, load_steps
 
 STEPS = load_steps(SAMPLE)
@@ -156,3 +159,38 @@ def test_sql_answers_queries(sample_store: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert json.loads(result.output) == [{"n": 6}]
+
+
+def test_per_view_lookups_agree_with_the_all_views_answers(
+    conn: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    # `show` asks about one view through its indexes; `views_as_of` and lineage answer for every
+    # view at once with aggregates. At every time something changed (and just before), both agree.
+    generated = tmp_path / "warehouse"
+    generate(generated, views=6, commits=12, seed=4, namespaces=2)
+    index_locations([str(generated)], settings_for(tmp_path / "generated.duckdb", f"{generated}=prod"))
+    with open_reader(tmp_path / "generated.duckdb") as other:
+        assert _compare_lookups(other) == (6, 6 * 12)
+    assert _compare_lookups(conn) == (7, 21)
+
+
+def _compare_lookups(store: duckdb.DuckDBPyConnection) -> tuple[int, int]:
+    """(views, distinct activation times) compared."""
+    changes = "SELECT commit_ms FROM view_files UNION SELECT timestamp_ms FROM activations"
+    times = {t + d for (t,) in store.execute(changes).fetchall() for d in (-1, 0)} | {api.FOREVER_MS}
+    views = [v for (v,) in store.execute("SELECT DISTINCT view_id FROM view_names").fetchall()]
+    for at in sorted(times):
+        files = dict(store.execute("SELECT view_id, location FROM view_files_as_of(?)", [at]).fetchall())
+        current = {
+            v: (version, since)
+            for v, version, since in store.execute("SELECT * FROM current_versions(?)", [at]).fetchall()
+        }
+        for view in views:
+            one_file = store.execute("SELECT location FROM view_file_as_of(?, ?)", [view, at]).fetchall()
+            one_version = store.execute(
+                "SELECT version_id, activated_ms FROM view_current_version(?, ?)", [view, at]
+            ).fetchall()
+            assert one_file == [(files[view],)]
+            assert one_version == ([current[view]] if view in current else [])
+    activated = store.execute("SELECT count(DISTINCT timestamp_ms) FROM activations").fetchone()
+    return len(views), activated[0] if activated else 0

@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from viewlineage.indexer.batches import CHILDREN, PRIMARY_KEYS, Batch, Removal
+from viewlineage.indexer.batches import CHILDREN, DEDUPLICATED, PRIMARY_KEYS, SCHEMAS, Batch, Removal
 from viewlineage.indexer.config import ParseConfig
 from viewlineage.indexer.pipeline import Indexer, index_locations, with_roots
 from viewlineage.indexer.read import LocalReader
@@ -28,8 +28,10 @@ def test_previous_schema_version_opens_and_migrates(
     db = tmp_path / "old.duckdb"
     all_migrations = schema.migrations()
     monkeypatch.setattr(schema, "migrations", lambda: all_migrations[:1])
-    # The first version's store had its own queries; today's refer to tables it lacked.
+    # The first version's store had its own queries and tables; today's refer to tables it lacked.
     monkeypatch.setattr(store_module, "install_queries", lambda conn: None)
+    first_tables = {name: table for name, table in SCHEMAS.items() if name not in DEDUPLICATED}
+    monkeypatch.setattr(store_module, "SCHEMAS", first_tables)
     index_locations([str(sample_warehouse)], settings_for(db, f"{sample_warehouse}=prod"))
     with duckdb.connect(str(db), read_only=True) as conn:
         assert conn.execute("SELECT id FROM _migrations").fetchall() == [(1,)]
@@ -38,19 +40,33 @@ def test_previous_schema_version_opens_and_migrates(
     with Store(db, replica_interval=None) as store:
         assert [
             row[0] for row in store.conn.execute("SELECT name FROM _migrations ORDER BY id").fetchall()
-        ] == ["0001_initial", "0002_lookup_indexes", "0003_removals", "0004_child_rows_without_keys"]
+        ] == [
+            "0001_initial",
+            "0002_lookup_indexes",
+            "0003_removals",
+            "0004_child_rows_without_keys",
+            "0005_point_lookups",
+        ]
         keyed = store.conn.execute(
             "SELECT DISTINCT table_name FROM duckdb_constraints() WHERE constraint_type = 'PRIMARY KEY'"
         ).fetchall()
         assert not {row[0] for row in keyed} & set(CHILDREN)
         indexes = store.conn.execute("SELECT index_name FROM duckdb_indexes() ORDER BY 1").fetchall()
         assert indexes == [
-            ("file_versions_by_hash",),
+            ("activations_by_view",),
             ("removals_by_location",),
-            ("version_log_by_view",),
+            ("representations_by_version",),
+            ("versions_by_view",),
             ("view_files_by_view",),
         ]
         assert store.conn.execute("SELECT count(*) FROM versions").fetchone() == before == (21,)
+    # The tables migration 5 derived from the old rows hold what today's writer writes.
+    index_locations(
+        [str(sample_warehouse)], settings_for(tmp_path / "new.duckdb", f"{sample_warehouse}=prod")
+    )
+    migrated, fresh = snapshot(db), snapshot(tmp_path / "new.duckdb")
+    assert len(fresh["activations"]) == 21
+    assert (migrated["activations"], migrated["view_names"]) == (fresh["activations"], fresh["view_names"])
 
 
 def test_readers_use_the_replica_while_a_writer_holds_the_store(
@@ -125,8 +141,8 @@ def test_primary_keys_match_the_migrations(tmp_path: Path) -> None:
             "SELECT table_name, constraint_column_names FROM duckdb_constraints() "
             "WHERE constraint_type = 'PRIMARY KEY'"
         ).fetchall()
-    parents = {table: key for table, key in PRIMARY_KEYS.items() if table not in CHILDREN}
-    assert {table: tuple(columns) for table, columns in rows if table in PRIMARY_KEYS} == parents
+    enforced = {table: key for table, key in PRIMARY_KEYS.items() if table not in {*CHILDREN, *DEDUPLICATED}}
+    assert {table: tuple(columns) for table, columns in rows if table in PRIMARY_KEYS} == enforced
 
 
 def test_a_segment_that_cannot_be_read_is_set_aside_and_the_rest_merge(tmp_path: Path) -> None:

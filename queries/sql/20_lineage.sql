@@ -4,19 +4,20 @@
 -- the current view the reference names, if any. A reference with an unknown catalog matches a view
 -- on namespace and name only (catalog_unknown).
 CREATE OR REPLACE MACRO view_reads_as_of(t) AS TABLE
+WITH current AS MATERIALIZED (SELECT view_id, catalog, name, version_id FROM view_heads_as_of(t))
 SELECT DISTINCT v.view_id, tr.catalog, tr.namespace, tr.name AS table_name, tr.suffix, tr.pin,
        tr.catalog_source = 'unknown' AS catalog_unknown, target.view_id AS target_view_id
-FROM views_as_of(t) v
+FROM current v
 JOIN preferred_versions pv ON pv.view_id = v.view_id AND pv.version_id = v.version_id
 JOIN representations r ON r.version_hash = pv.version_hash
 JOIN table_references tr ON tr.lineage_key = r.lineage_key
-LEFT JOIN views_as_of(t) target
+LEFT JOIN current target
     ON list_append(tr.namespace, tr.name) = target.name
    AND (tr.catalog IS NULL OR target.catalog IS NULL OR tr.catalog = target.catalog);
 
 -- deps_as_of(start, t): what view `start` reads, through views recursively; depth 1 is direct.
 CREATE OR REPLACE MACRO deps_as_of(start, t) AS TABLE
-WITH RECURSIVE reads AS (SELECT * FROM view_reads_as_of(t)),
+WITH RECURSIVE reads AS MATERIALIZED (SELECT * FROM view_reads_as_of(t)),
 walk(view_id, depth, path, catalog, namespace, table_name, suffix, pin, catalog_unknown, target_view_id) AS (
     SELECT view_id, 1, [view_id], catalog, namespace, table_name, suffix, pin, catalog_unknown, target_view_id
     FROM reads WHERE view_id = start
@@ -32,7 +33,7 @@ SELECT * FROM walk;
 -- levels then name; ref_catalog NULL to match any catalog), directly (depth 1) or through views.
 -- path lists the views from the reader down to the one reading the table.
 CREATE OR REPLACE MACRO uses_as_of(ref_catalog, ref_parts, t) AS TABLE
-WITH RECURSIVE reads AS (SELECT * FROM view_reads_as_of(t)),
+WITH RECURSIVE reads AS MATERIALIZED (SELECT * FROM view_reads_as_of(t)),
 walk(view_id, depth, path, catalog_unknown) AS (
     SELECT DISTINCT view_id, 1, [view_id], catalog_unknown FROM reads
     WHERE list_append(namespace, table_name) = ref_parts

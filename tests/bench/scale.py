@@ -1,6 +1,7 @@
 """Indexing a large warehouse, then querying it: peak RSS, store size, query latencies.
 
     python -m tests.bench.scale [--views 10000] [--commits 100] [--samples 1000] [--work DIR]
+                                [--store-memory 256MB]
 
 Generates a worst-case warehouse (every commit a new version: `views` x `commits` versions), runs
 `viewlineage index` on it as a separate process (peak RSS of it and its workers, sampled every
@@ -87,6 +88,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--work", type=Path, default=None)
+    parser.add_argument("--store-memory", default=None, help="index's DuckDB memory limit, e.g. 256MB")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="viewlineage-scale-"))
     warehouse, db = work / "warehouse", work / "store.duckdb"
@@ -99,6 +101,7 @@ def main() -> None:
     if not db.exists():
         command = [sys.executable, "-m", "viewlineage.queries.cli", "--db", str(db), "index", str(warehouse)]
         command += ["--catalog-map", f"{warehouse}=prod", "--no-progress", "--replica-interval", "600"]
+        command += ["--store-memory", args.store_memory] if args.store_memory else []
         peak, seconds = peak_memory(command)
         files = sum(1 for _ in warehouse.rglob("*.metadata.json"))
         rate = f"{files:,} files in {seconds:,.0f}s ({files / seconds:,.0f} files/s)"
