@@ -82,10 +82,15 @@ class Store:
             raise StoreError(f"cannot open {self.path} for writing: {exc}") from exc
         migrate(self.conn)
         install_queries(self.conn)
+        self.lookups = self.conn.cursor()
+        """Lookups (what is indexed, which lineage is stored) on a connection of their own: a
+        follower asks them while its store thread writes the batch before (they see what is
+        committed; a miss only costs idempotent work)."""
 
     def close(self) -> None:
         if self._dirty:
             self.publish_replica(force=True)
+        self.lookups.close()
         self.conn.close()
 
     def __enter__(self) -> Store:
@@ -170,17 +175,17 @@ class Store:
 
     def unindexed(self, listed: pa.Table) -> pa.Table:
         """The rows of a listing (`LISTED`) whose locations are not indexed yet, by location."""
-        self.conn.register("_listed", listed)
+        self.lookups.register("_listed", listed)
         try:
-            return self.conn.sql(
+            return self.lookups.sql(
                 "SELECT * FROM _listed WHERE location NOT IN (SELECT location FROM files) ORDER BY location"
             ).to_arrow_table()
         finally:
-            self.conn.unregister("_listed")
+            self.lookups.unregister("_listed")
 
     def without_removal(self, prefix: str) -> set[str]:
         """Indexed locations under `prefix` with no recorded removal."""
-        rows = self.conn.execute(
+        rows = self.lookups.execute(
             "SELECT location FROM files WHERE starts_with(location, ?) "
             "AND location NOT IN (SELECT location FROM removals)",
             [prefix.rstrip("/") + "/"],
@@ -195,13 +200,13 @@ class Store:
         wanted = pa.table({"value": pa.array(list(values), type=pa.string())})
         if not wanted.num_rows:
             return set()
-        self.conn.register("_wanted", wanted)
+        self.lookups.register("_wanted", wanted)
         try:
-            rows = self.conn.execute(
+            rows = self.lookups.execute(
                 f"SELECT {column} FROM {table} WHERE {column} IN (SELECT value FROM _wanted)"
             ).fetchall()
         finally:
-            self.conn.unregister("_wanted")
+            self.lookups.unregister("_wanted")
         return {row[0] for row in rows}
 
     def stored_documents(

@@ -34,7 +34,7 @@ from ..health import Health
 from ..locations import is_metadata_file_name, normalize_location
 from ..pipeline import Indexer, ReadFailure, gap_batch, read_all, worker_pool
 from ..read import FileRead, ListedFile, Reader, reader_for
-from .writer import StoreWriter
+from .writer import StoreThread, StoreWriter
 
 RECENT_LOCATIONS = 100_000
 """How many indexed locations a process remembers to spot re-deliveries without the store."""
@@ -174,6 +174,9 @@ class Consumer:
             None if settings.allow_any_prefix else tuple(normalize_location(p) for p in settings.allow_prefix)
         )
         self.kafka_config = load_kafka_config(settings.kafka_config) if settings.kafka_config else {}
+        self.writes = StoreThread()
+        """Merges batch N into the store while batch N+1 is read and parsed."""
+        self.unmerged: _Unmerged | None = None
 
     def _consumer(self) -> Any:
         from kafka import KafkaConsumer
@@ -222,7 +225,8 @@ class Consumer:
                 messages = _messages(polled)
                 if messages:
                     self._handle(messages, polled, ingest, spool, writer, consumer, producer)
-                elif writer.store is not None:
+                else:
+                    self._settle(consumer)
                     writer.merge()
                 if (
                     writer.store is not None
@@ -232,6 +236,10 @@ class Consumer:
                     self._reconcile(indexer, ingest, spool, writer)
                     reconciled_at = time.monotonic()
         finally:
+            try:
+                self._settle(consumer)
+            finally:
+                self.writes.close()
             consumer.close()
             if producer is not None:
                 producer.close()
@@ -248,7 +256,6 @@ class Consumer:
         consumer: Any,
         producer: Any,
     ) -> None:
-        from kafka.errors import CommitFailedError, KafkaError
         from kafka.structs import OffsetAndMetadata
 
         started = time.monotonic()
@@ -274,32 +281,53 @@ class Consumer:
         spooled = time.monotonic()
         spool.put(built.batch.to_arrow())
         self.faults.point("after-spool")
-        merging = time.monotonic()
-        if writer.store is not None:
-            writer.merge()
-        stored = time.monotonic()
-        self.faults.point("after-store-commit")
         offsets = {
             tp: OffsetAndMetadata(max(r.offset for r in records) + 1, "", -1)
             for tp, records in polled.items()
         }
+        fields: dict[str, Any] = {
+            "messages": len(messages),
+            "writer": writer.store is not None,
+            "spool_seconds": round(time.monotonic() - spooled, 4),
+        }
+        unmerged = _Unmerged(built.outcomes, started, offsets, fields)
+        self._settle(consumer)
+        if writer.store is None:  # the writer merges it: in the spool, the batch counts as committed
+            self._commit(consumer, unmerged)
+            return
+        self.writes.submit(lambda: self._merge(writer, unmerged))
+        self.unmerged = unmerged
+
+    def _merge(self, writer: StoreWriter, unmerged: _Unmerged) -> None:
+        """On the store thread."""
+        merging = time.monotonic()
+        writer.merge()
+        unmerged.fields["store_seconds"] = round(time.monotonic() - merging, 4)
+        self.faults.point("after-store-commit")
+
+    def _settle(self, consumer: Any) -> None:
+        """Wait for the batch being merged, then commit its offsets: a writer commits only what
+        its store holds."""
+        unmerged, self.unmerged = self.unmerged, None
+        self.writes.wait()
+        if unmerged is not None:
+            self._commit(consumer, unmerged)
+
+    def _commit(self, consumer: Any, unmerged: _Unmerged) -> None:
+        from kafka.errors import CommitFailedError, KafkaError
+
         try:
-            consumer.commit(offsets)
+            consumer.commit(unmerged.offsets)
         except (CommitFailedError, KafkaError) as exc:
             # A rebalance or a broker hiccup: the messages come again; the store absorbs them.
             self.health.log("commit-failed", error=str(exc))
         self.faults.point("after-offset-commit")
         self.health.batch(
-            built.outcomes,
-            time.monotonic() - started,
-            lag=_lag(consumer),
-            messages=len(messages),
-            writer=writer.store is not None,
-            spool_seconds=round(merging - spooled, 4),
-            store_seconds=round(stored - merging, 4),
+            unmerged.outcomes, time.monotonic() - unmerged.started, lag=_lag(consumer), **unmerged.fields
         )
 
     def _reconcile(self, indexer: Indexer, ingest: EventIngest, spool: Spool, writer: StoreWriter) -> None:
+        self.writes.wait()
         if self.prefixes is None:
             return  # nothing bounded to list
         for prefix in self.prefixes:
@@ -314,6 +342,16 @@ class Consumer:
             writer.merge()
             self.health.count(outcomes)
             self.health.log("reconciled", prefix=prefix, outcomes=dict(outcomes))
+
+
+@dataclass
+class _Unmerged:
+    """A spooled batch whose offsets wait for the store to hold it."""
+
+    outcomes: Counter[str]
+    started: float
+    offsets: dict[Any, Any]
+    fields: dict[str, Any]
 
 
 def _lag(consumer: Any) -> int | None:

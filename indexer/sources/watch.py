@@ -44,6 +44,7 @@ from ..locations import is_metadata_file_name, normalize_location
 from ..parse import ParsedFile
 from ..pipeline import Indexer, ReadFailure, gap_batch, with_roots, worker_pool
 from ..read import FileRead, LocalReader
+from .writer import StoreThread
 
 IDLE_POLL_SECONDS = 0.05
 T = TypeVar("T")
@@ -143,7 +144,11 @@ def watch_directory(
             health.log("watching", root=root, store=settings.db)
             if on_ready is not None:
                 on_ready()
-            _Loop(indexer, store, reader, root, settings, health).run(paths, removals, stop)
+            loop = _Loop(indexer, store, reader, root, settings, health)
+            try:
+                loop.run(paths, removals, stop)
+            finally:
+                loop.writes.close()
     finally:
         observer.stop()
         observer.join()
@@ -169,6 +174,8 @@ class _Loop:
         self.settings = settings
         self.health = health
         self.retries: dict[str, _Attempt] = {}
+        self.writes = StoreThread()
+        """Stores batch N while batch N+1 is read and parsed."""
 
     def run(self, paths: queue.Queue[str], removals: queue.Queue[Removal], stop: threading.Event) -> None:
         reconciled_at = time.monotonic()
@@ -187,6 +194,7 @@ class _Loop:
                 if attempt.due <= now and location not in due
             )
             if not due and not removed:
+                self.writes.wait()
                 self.store.publish_replica()
                 time.sleep(IDLE_POLL_SECONDS)
                 continue
@@ -222,8 +230,10 @@ class _Loop:
             ready.append(read)
         batch = self.indexer.build_batch(ready, parsed=parsed) if ready else Batch()
         batch.removals.extend(removed)
-        if not batch:
-            return
+        if batch:
+            self.writes.submit(lambda: self._store(batch, outcomes, started))
+
+    def _store(self, batch: Batch, outcomes: Counter[str], started: float) -> None:
         self.store.write(batch)
         for item in batch.quarantined:
             self.health.log("quarantined", location=item.location, reason=item.reason, message=item.message)
@@ -232,6 +242,7 @@ class _Loop:
         self.health.batch(outcomes, time.monotonic() - started, files=len(batch.indexed))
 
     def _reconcile(self) -> None:
+        self.writes.wait()
         try:
             batch, outcomes = gap_batch(
                 self.indexer, self.reader, self.root, self.settings, int(time.time() * 1000)

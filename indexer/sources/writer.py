@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 from viewlineage.sinks.spool import Spool
 from viewlineage.sinks.store import Store
@@ -58,3 +61,30 @@ class StoreWriter:
             self.merge()
             self.store.close()
             self.store = None
+
+
+class StoreThread:
+    """Store work (a transaction, a replica) on a thread of its own, one job at a time in order,
+    so the caller reads and parses the next batch meanwhile. `submit` first waits for the job
+    before it: a follower is never more than one batch ahead of its store. A job's error is
+    raised by the next `wait` or `submit`."""
+
+    def __init__(self) -> None:
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="store")
+        self._pending: Future[Any] | None = None
+
+    def submit(self, job: Callable[[], Any]) -> None:
+        self.wait()
+        self._pending = self._executor.submit(job)
+
+    def wait(self) -> None:
+        """Until no job runs: then the store's connection is the caller's again."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def close(self) -> None:
+        try:
+            self.wait()
+        finally:
+            self._executor.shutdown()
