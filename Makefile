@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 DB ?= viewlineage-demo/viewlineage.duckdb
 SAMPLE := tests/data/sample/warehouse
 
-.PHONY: setup demo test lint bench bench-latency clean
+.PHONY: setup demo test lint bench bench-index bench-latency clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +33,13 @@ lint: setup
 	$(BIN)/ruff format --check indexer sinks queries tests
 	MYPYPATH=$$(ls -d build/__editable__.viewlineage-*) $(BIN)/mypy -p viewlineage
 
-bench: setup
+bench: setup  ## every suite, one table each: ~45 minutes on 2 cores (BENCHMARKS.md)
+	$(BIN)/python -m tests.bench.run
+	$(BIN)/python -m tests.bench.latency
+	$(BIN)/python -m tests.bench.backfill --files 20000
+	$(BIN)/python -m tests.bench.scale --views 1000 --commits 100
+
+bench-index: setup
 	$(BIN)/python -m tests.bench.run
 
 bench-latency: setup

@@ -9,7 +9,7 @@
   into DuckDB and replica publication).
 - `watch`: a file written and closed in the watched directory -> the same query returns it.
 - Throughput: notifications for N objects already in the store produced at once; files/s from the
-  first batch to the last file visible.
+  first batch to the last file visible. For `watch`, N files written at once into its directory.
 
 Files are the seeded generator's (`tests/generate.py`). Both followers run with
 `--replica-interval 0` (a replica after every batch), the setting for low latency.
@@ -165,6 +165,24 @@ def watch_latency(work: Path, files: list[tuple[str, bytes]], rate: float) -> di
     return {"latency": latencies, "missing": len(written_at) - len(latencies)}
 
 
+def watch_throughput(work: Path, files: list[tuple[str, bytes]]) -> float:
+    """Files written all at once into a watched directory: files/s from the first write to the
+    last file visible to another process."""
+    root = work / "watched-burst"
+    root.mkdir()
+    db = work / "watch-burst.duckdb"
+    run = Watch(root, db, "--replica-interval", "1")
+    watcher = probe(db, len(files), timeout=600)
+    first = time.time()
+    for relative, body in files:
+        target = root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(body)
+    seen = json.loads(watcher.communicate()[0])
+    run.stop()
+    return len(seen) / (max(seen.values()) / 1000 - first)
+
+
 def throughput(work: Path, bootstrap: str, s3: SeaweedS3, files: list[tuple[str, bytes]]) -> float:
     client = s3.client()
     client.create_bucket(Bucket="burst")
@@ -225,6 +243,7 @@ def main() -> None:
             )
         burst = files if not args.quick else files[:20]
         print(f"consume sustained: {throughput(work, bootstrap, s3, burst):.0f} files/s ({len(burst)} files)")
+        print(f"watch sustained: {watch_throughput(work, burst):.0f} files/s ({len(burst)} files)")
     shutil.rmtree(work, ignore_errors=True)
 
 

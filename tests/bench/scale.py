@@ -18,6 +18,7 @@ import argparse
 import gzip
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -91,59 +92,87 @@ def main() -> None:
     parser.add_argument("--store-memory", default=None, help="index's DuckDB memory limit, e.g. 256MB")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="viewlineage-scale-"))
-    warehouse, db = work / "warehouse", work / "store.duckdb"
-    if not warehouse.exists():
-        started = time.perf_counter()
-        generated = generate(
-            warehouse, args.views, args.commits, seed=args.seed, namespaces=100, workers=os.cpu_count() or 1
-        )
-        print(f"generated {len(generated.files):,} files in {time.perf_counter() - started:.0f}s", flush=True)
-    if not db.exists():
-        command = [sys.executable, "-m", "viewlineage.queries.cli", "--db", str(db), "index", str(warehouse)]
-        command += ["--catalog-map", f"{warehouse}=prod", "--no-progress", "--replica-interval", "600"]
-        command += ["--store-memory", args.store_memory] if args.store_memory else []
-        peak, seconds = peak_memory(command)
-        files = sum(1 for _ in warehouse.rglob("*.metadata.json"))
-        rate = f"{files:,} files in {seconds:,.0f}s ({files / seconds:,.0f} files/s)"
-        print(f"index: {rate}, peak memory (PSS) {peak / 2**20:,.0f} MiB (target < 1,024 MiB)", flush=True)
-        compressed = gzip_size(warehouse)
-        without = store_size_without_documents(db, work)
-        sizes = (
-            f"store {db.stat().st_size / 2**20:,.0f} MiB, without raw documents {without / 2**20:,.0f} MiB"
-        )
-        ratio = f"{without / compressed:.2f}x the gzip-compressed metadata ({compressed / 2**20:,.0f} MiB)"
-        print(f"{sizes} = {ratio} (target < 2x)", flush=True)
-    rng = random.Random(args.seed)
-    with duckdb.connect(str(db), read_only=True) as conn:
-        versions = conn.execute("SELECT count(*) FROM versions").fetchone()
-        view_names = "SELECT DISTINCT 'prod.' || array_to_string(name, '.') FROM view_files ORDER BY 1"
-        names = [row[0] for row in conn.execute(view_names).fetchall()]
-        table_names = (
-            "SELECT DISTINCT array_to_string(namespace, '.') || '.' || name FROM table_references "
-            "WHERE name NOT LIKE 'view_%' ORDER BY 1"
-        )
-        tables = [row[0] for row in conn.execute(table_names).fetchall()]
-        low, high = conn.execute("SELECT min(commit_ms), max(commit_ms) FROM view_files").fetchone() or (0, 0)
-        print(f"store: {len(names):,} views, {versions[0] if versions else 0:,} versions", flush=True)
-        picks = [(rng.choice(names), rng.randint(low, high)) for _ in range(args.samples)]
-        uses_picks = [(rng.choice(tables), rng.randint(low, high)) for _ in range(args.samples)]
-        api.show(conn, *picks[0])  # warm
-        print("| query (in-process API, warm read-only connection) | n | p50 | p99 | target |")
-        print("|---|---|---|---|---|")
-        times, errors = timed([lambda p=pick: api.show(conn, *p) for pick in picks])
-        print(line("`show VIEW --as-of T`", times, errors, "p99 < 20 ms"))
-        calls = [lambda p=pick: api.uses(conn, p[0], p[1], transitive=True) for pick in uses_picks]
-        times, _ = timed(calls)
-        print(line("`uses TABLE --transitive --as-of T`", times, 0, "p99 < 100 ms"))
-        state = [
-            lambda t=t: conn.execute("SELECT * FROM views_as_of(?)", [t]).fetchall() for _, t in picks[:20]
-        ]  # type: ignore[misc]
-        times, _ = timed(state)
-        print(line("state of every view as of T (`views_as_of`)", times, 0, "< 1 s"))
-    shows = [["show", name, "--as-of", str(at)] for name, at in picks[:10]]
-    print(line("CLI `viewlineage show` (process wall time)", cli_times(db, shows)))
-    used = [["uses", table, "--transitive", "--as-of", str(at)] for table, at in uses_picks[:10]]
-    print(line("CLI `viewlineage uses --transitive` (process wall time)", cli_times(db, used)))
+    try:
+        warehouse, db = work / "warehouse", work / "store.duckdb"
+        if not warehouse.exists():
+            started = time.perf_counter()
+            generated = generate(
+                warehouse,
+                args.views,
+                args.commits,
+                seed=args.seed,
+                namespaces=100,
+                workers=os.cpu_count() or 1,
+            )
+            print(
+                f"generated {len(generated.files):,} files in {time.perf_counter() - started:.0f}s",
+                flush=True,
+            )
+        if not db.exists():
+            command = [
+                sys.executable,
+                "-m",
+                "viewlineage.queries.cli",
+                "--db",
+                str(db),
+                "index",
+                str(warehouse),
+            ]
+            command += ["--catalog-map", f"{warehouse}=prod", "--no-progress", "--replica-interval", "600"]
+            command += ["--store-memory", args.store_memory] if args.store_memory else []
+            peak, seconds = peak_memory(command)
+            files = sum(1 for _ in warehouse.rglob("*.metadata.json"))
+            rate = f"{files:,} files in {seconds:,.0f}s ({files / seconds:,.0f} files/s)"
+            print(
+                f"index: {rate}, peak memory (PSS) {peak / 2**20:,.0f} MiB (target < 1,024 MiB)", flush=True
+            )
+            compressed = gzip_size(warehouse)
+            without = store_size_without_documents(db, work)
+            sizes = f"store {db.stat().st_size / 2**20:,.0f} MiB, "
+            sizes += f"without raw documents {without / 2**20:,.0f} MiB"
+            ratio = (
+                f"{without / compressed:.2f}x the gzip-compressed metadata ({compressed / 2**20:,.0f} MiB)"
+            )
+            print(f"{sizes} = {ratio} (target < 2x)", flush=True)
+        rng = random.Random(args.seed)
+        with duckdb.connect(str(db), read_only=True) as conn:
+            versions = conn.execute("SELECT count(*) FROM versions").fetchone()
+            view_names = "SELECT DISTINCT 'prod.' || array_to_string(name, '.') FROM view_files ORDER BY 1"
+            names = [row[0] for row in conn.execute(view_names).fetchall()]
+            table_names = (
+                "SELECT DISTINCT array_to_string(namespace, '.') || '.' || name FROM table_references "
+                "WHERE name NOT LIKE 'view_%' ORDER BY 1"
+            )
+            tables = [row[0] for row in conn.execute(table_names).fetchall()]
+            low, high = conn.execute("SELECT min(commit_ms), max(commit_ms) FROM view_files").fetchone() or (
+                0,
+                0,
+            )
+            print(f"store: {len(names):,} views, {versions[0] if versions else 0:,} versions", flush=True)
+            picks = [(rng.choice(names), rng.randint(low, high)) for _ in range(args.samples)]
+            uses_picks = [(rng.choice(tables), rng.randint(low, high)) for _ in range(args.samples)]
+            api.show(conn, *picks[0])  # warm
+            print("| query (in-process API, warm read-only connection) | n | p50 | p99 | target |")
+            print("|---|---|---|---|---|")
+            times, errors = timed([lambda p=pick: api.show(conn, *p) for pick in picks])
+            print(line("`show VIEW --as-of T`", times, errors, "p99 < 20 ms"))
+            calls = [lambda p=pick: api.uses(conn, p[0], p[1], transitive=True) for pick in uses_picks]
+            times, _ = timed(calls)
+            print(line("`uses TABLE --transitive --as-of T`", times, 0, "p99 < 100 ms"))
+            state = [
+                lambda t=t: conn.execute("SELECT * FROM views_as_of(?)", [t]).fetchall()
+                for _, t in picks[:20]
+            ]  # type: ignore[misc]
+            times, _ = timed(state)
+            print(line("state of every view as of T (`views_as_of`)", times, 0, "< 1 s"))
+        shows = [["show", name, "--as-of", str(at)] for name, at in picks[:10]]
+        print(line("CLI `viewlineage show` (process wall time)", cli_times(db, shows)))
+        used = [["uses", table, "--transitive", "--as-of", str(at)] for table, at in uses_picks[:10]]
+        print(line("CLI `viewlineage uses --transitive` (process wall time)", cli_times(db, used)))
+
+    finally:
+        if args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
