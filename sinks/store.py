@@ -17,6 +17,7 @@ import contextlib
 import os
 import subprocess
 import time
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
@@ -33,6 +34,7 @@ from viewlineage.indexer.batches import (
 )
 from viewlineage.indexer.errors import StoreError
 
+from . import spans
 from .schema import install_queries, migrate
 
 READER_CONFIG = {
@@ -42,6 +44,10 @@ READER_CONFIG = {
 }
 """Readers (and the `sql` command) get no file or network access from SQL and cannot re-enable it."""
 
+
+MEMORY_RAISES = 4
+"""How often one batch may raise the store's memory limit (by half each time) before failing."""
+_BINARY_UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 
 KEEP_REPLICAS = 3
 REPLICA_GRACE_SECONDS = 5.0
@@ -69,6 +75,7 @@ class Store:
     ) -> None:
         self.path = Path(path)
         self.replica_interval = replica_interval
+        self.memory_limit = memory_limit
         self._last_replica = 0.0
         self._dirty = False
         try:
@@ -80,7 +87,10 @@ class Store:
             self.conn = duckdb.connect(str(self.path), config=limit)
         except duckdb.Error as exc:
             raise StoreError(f"cannot open {self.path} for writing: {exc}") from exc
-        migrate(self.conn)
+        if "0006_spans" in migrate(self.conn):  # fill the point-in-time indexes from the rows there
+            self.conn.execute("BEGIN TRANSACTION")
+            spans.rebuild(self.conn)
+            self.conn.execute("COMMIT")
         install_queries(self.conn)
         self.lookups = self.conn.cursor()
         """Lookups (what is indexed, which lineage is stored) on a connection of their own: a
@@ -143,23 +153,51 @@ class Store:
                 f"INSERT INTO {table} SELECT DISTINCT * FROM _batch b "
                 f"WHERE NOT EXISTS (SELECT 1 FROM {table} s WHERE {same})"
             ]
-        rows = sum(table.num_rows for table in tables.values())
-        try:
-            self.conn.execute("BEGIN TRANSACTION")
-            for name in sorted(SCHEMAS, key=lambda table: table not in CHILDREN):
-                if name not in tables:
+        for attempt in range(MEMORY_RAISES + 1):
+            try:
+                self._transaction(tables, statements)
+                break
+            except duckdb.Error as exc:
+                with contextlib.suppress(duckdb.Error):
+                    self.conn.execute("ROLLBACK")
+                limited = self.memory_limit is not None  # else the machine itself is out of memory
+                if isinstance(exc, duckdb.OutOfMemoryException) and limited and attempt < MEMORY_RAISES:
+                    self._raise_memory_limit(exc)
                     continue
-                self.conn.register("_batch", tables[name])
-                for statement in statements.get(name, [f"INSERT OR IGNORE INTO {name} SELECT * FROM _batch"]):
-                    self.conn.execute(statement)
-                self.conn.unregister("_batch")
-            self.conn.execute("COMMIT")
-        except duckdb.Error as exc:
-            with contextlib.suppress(duckdb.Error):
-                self.conn.execute("ROLLBACK")
-            raise StoreError(f"batch of {rows} rows not stored: {exc}") from exc
+                rows = sum(table.num_rows for table in tables.values())
+                raise StoreError(f"batch of {rows} rows not stored: {exc}") from exc
         self._dirty = True
         self.publish_replica()
+
+    def _transaction(self, tables: Mapping[str, pa.Table], statements: Mapping[str, list[str]]) -> None:
+        self.conn.execute("BEGIN TRANSACTION")
+        for name in sorted(SCHEMAS, key=lambda table: table not in CHILDREN):
+            if name not in tables:
+                continue
+            self.conn.register("_batch", tables[name])
+            for statement in statements.get(name, [f"INSERT OR IGNORE INTO {name} SELECT * FROM _batch"]):
+                self.conn.execute(statement)
+            self.conn.unregister("_batch")
+        views = [tables[name]["view_id"] for name in ("view_files", "activations") if name in tables]
+        if views or "versions" in tables:
+            versions = [tables["versions"]["version_hash"]] if "versions" in tables else []
+            spans.refresh(self.conn, _joined(views), _joined(versions))
+        self.conn.execute("COMMIT")
+
+    def _raise_memory_limit(self, error: duckdb.Error) -> None:
+        """DuckDB evicts cached data under its memory limit, but not the parts of the key indexes
+        a transaction loaded, which grow with the store: a limit they outgrow is raised by half
+        (reported as a warning) rather than stopping indexing."""
+        text = self.conn.execute("SELECT current_setting('memory_limit')").fetchone()
+        value, unit = (text[0] if text else "0 bytes").split()
+        raised = int(float(value) * _BINARY_UNITS[unit] * 1.5)
+        self.conn.execute(f"SET memory_limit = '{raised // 2**20}MiB'")
+        warnings.warn(
+            f"store memory limit raised from {value} {unit} to {raised // 2**20} MiB: "
+            f"{str(error).splitlines()[0]}",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
     def record_roots(self, roots: Iterable[str]) -> None:
         self.conn.executemany("INSERT OR IGNORE INTO index_roots VALUES (?)", [[root] for root in roots])
@@ -224,7 +262,7 @@ class Store:
 
     def clear_derived(self) -> None:
         self.conn.execute("BEGIN TRANSACTION")
-        for name in reversed(DERIVED_TABLES):
+        for name in (*spans.TABLES, *reversed(DERIVED_TABLES)):
             self.conn.execute(f"DELETE FROM {name}")
         self.conn.execute("COMMIT")
 
@@ -260,6 +298,11 @@ class Store:
         _prune_replicas(directory, version)
         self._last_replica = now
         self._dirty = False
+
+
+def _joined(columns: list[pa.ChunkedArray]) -> pa.Array:
+    chunks = [chunk for column in columns for chunk in column.chunks]
+    return pa.chunked_array(chunks, type=pa.string()).combine_chunks()
 
 
 def _prune_replicas(directory: Path, current: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import duckdb
 
 from viewlineage.indexer.batches import SCHEMAS
+from viewlineage.sinks import spans
 
 BOOKKEEPING = {"ingested_at", "quarantined_at", "computed_at"}
 
@@ -31,8 +32,11 @@ def snapshot(
     every string passed through `rewrite`, so stores that read the same files from two places compare."""
     with duckdb.connect(str(db), read_only=True) as conn:
         tables = {}
-        for name, schema in SCHEMAS.items():
-            kept = [f.name for f in schema if f.name not in BOOKKEEPING and f"{name}.{f.name}" not in exclude]
+        columns_of = {name: schema.names for name, schema in SCHEMAS.items()}
+        for name in spans.TABLES:  # the store's own point-in-time indexes
+            columns_of[name] = [row[0] for row in conn.execute(f"DESCRIBE {name}").fetchall()]
+        for name, names in columns_of.items():
+            kept = [c for c in names if c not in BOOKKEEPING and f"{name}.{c}" not in exclude]
             columns = ", ".join(f'"{column}"' for column in kept)
             rows = conn.execute(f"SELECT {columns} FROM {name}").fetchall()
             tables[name] = sorted((tuple(_deep(rewrite, v) for v in row) for row in rows), key=repr)

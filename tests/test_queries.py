@@ -165,7 +165,8 @@ def test_per_view_lookups_agree_with_the_all_views_answers(
     conn: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
     # `show` asks about one view through its indexes; `views_as_of` and lineage answer for every
-    # view at once with aggregates. At every time something changed (and just before), both agree.
+    # view at once with aggregates and the spans the store keeps. At every time something changed
+    # (and just before), all agree.
     generated = tmp_path / "warehouse"
     generate(generated, views=6, commits=12, seed=4, namespaces=2)
     index_locations([str(generated)], settings_for(tmp_path / "generated.duckdb", f"{generated}=prod"))
@@ -181,6 +182,8 @@ def _compare_lookups(store: duckdb.DuckDBPyConnection) -> tuple[int, int]:
     views = [v for (v,) in store.execute("SELECT DISTINCT view_id FROM view_names").fetchall()]
     for at in sorted(times):
         files = dict(store.execute("SELECT view_id, location FROM view_files_as_of(?)", [at]).fetchall())
+        spans = "SELECT view_id, location FROM file_spans WHERE from_ms <= ?1 AND ?1 < until_ms"
+        assert dict(store.execute(spans, [at]).fetchall()) == files
         current = {
             v: (version, since)
             for v, version, since in store.execute("SELECT * FROM current_versions(?)", [at]).fetchall()

@@ -13,12 +13,13 @@ from viewlineage.indexer.batches import CHILDREN, DEDUPLICATED, PRIMARY_KEYS, SC
 from viewlineage.indexer.config import ParseConfig
 from viewlineage.indexer.pipeline import Indexer, index_locations, with_roots
 from viewlineage.indexer.read import LocalReader
-from viewlineage.sinks import schema
+from viewlineage.sinks import schema, spans
 from viewlineage.sinks import store as store_module
 from viewlineage.sinks.spool import Spool
 from viewlineage.sinks.store import Store, open_reader, replica_path
 
 from .conftest import settings_for
+from .generate import generate
 from .stores import snapshot
 
 
@@ -32,6 +33,7 @@ def test_previous_schema_version_opens_and_migrates(
     monkeypatch.setattr(store_module, "install_queries", lambda conn: None)
     first_tables = {name: table for name, table in SCHEMAS.items() if name not in DEDUPLICATED}
     monkeypatch.setattr(store_module, "SCHEMAS", first_tables)
+    monkeypatch.setattr(store_module.spans, "refresh", lambda *args: None)
     index_locations([str(sample_warehouse)], settings_for(db, f"{sample_warehouse}=prod"))
     with duckdb.connect(str(db), read_only=True) as conn:
         assert conn.execute("SELECT id FROM _migrations").fetchall() == [(1,)]
@@ -46,6 +48,7 @@ def test_previous_schema_version_opens_and_migrates(
             "0003_removals",
             "0004_child_rows_without_keys",
             "0005_point_lookups",
+            "0006_spans",
         ]
         keyed = store.conn.execute(
             "SELECT DISTINCT table_name FROM duckdb_constraints() WHERE constraint_type = 'PRIMARY KEY'"
@@ -67,6 +70,13 @@ def test_previous_schema_version_opens_and_migrates(
     migrated, fresh = snapshot(db), snapshot(tmp_path / "new.duckdb")
     assert len(fresh["activations"]) == 21
     assert (migrated["activations"], migrated["view_names"]) == (fresh["activations"], fresh["view_names"])
+    assert _spans(db) == _spans(tmp_path / "new.duckdb")
+    assert [len(rows) for rows in _spans(db)] == [21, 24, 21]
+
+
+def _spans(db: Path) -> list[list[tuple[object, ...]]]:
+    with duckdb.connect(str(db), read_only=True) as conn:
+        return [sorted(conn.execute(f"FROM {table}").fetchall(), key=repr) for table in spans.TABLES]
 
 
 def test_readers_use_the_replica_while_a_writer_holds_the_store(
@@ -181,3 +191,17 @@ def test_a_table_by_table_load_that_stopped_half_way_resumes_without_duplicates(
             store.write_tables({name: tables[name]}, resumable_children=True)
     assert snapshot(resumed) == snapshot(tmp_path / "whole.duckdb")
     assert sum(len(rows) for name, rows in snapshot(resumed).items() if name in CHILDREN) > 100
+
+
+def test_a_memory_limit_the_key_indexes_outgrow_is_raised_not_fatal(tmp_path: Path) -> None:
+    root = tmp_path / "warehouse"
+    generate(root, views=30, commits=40, seed=3, namespaces=2)
+    reads = [LocalReader().read(f.location, 10**8) for f in LocalReader().list(str(root))]
+    config = with_roots(ParseConfig(), [str(root)])
+    with Store(tmp_path / "small.duckdb", replica_interval=None, memory_limit="32MB") as store:
+        with pytest.warns(
+            RuntimeWarning, match="store memory limit raised from 30.5 MiB to 45 MiB: Out of Memory Error"
+        ):
+            store.write(Indexer(None, config).build_batch(reads))
+        stored = store.conn.execute("SELECT count(*) FROM view_files").fetchone()
+    assert stored == (30 * 40 + 1,)

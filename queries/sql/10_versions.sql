@@ -1,18 +1,23 @@
 -- Which copy of a version counts, and when each version was active. Times are epoch ms. The
 -- per-view macros (`view_*`) read one view's rows through the view_id indexes; the `*_as_of(t)`
--- ones answer for every view at once with one aggregate per table.
+-- ones answer for every view at once from the point-in-time indexes (`version_spans`,
+-- `file_spans`: intervals the store keeps up to date), or with one aggregate per table.
 
--- preferred_versions: one row per (view_id, version_id). Under a version conflict (one id, two
--- contents) the copy from the file with the highest sequence number, then the greatest location,
--- wins; only conflicting copies are ranked, through the files that list them.
+-- copy_preference(sequence_number, location): under a version conflict (one id, two contents)
+-- the copy from the file with the highest sequence number, then the greatest location, wins.
+CREATE OR REPLACE MACRO copy_preference(sequence_number, location) AS
+    (coalesce(sequence_number, -1), location);
+
+-- preferred_versions: one row per (view_id, version_id); only conflicting copies are ranked,
+-- through the files that list them.
 CREATE OR REPLACE VIEW preferred_versions AS
 WITH conflicts AS (SELECT view_id, version_id FROM versions GROUP BY ALL HAVING count(*) > 1)
 SELECT v.* FROM versions v ANTI JOIN conflicts USING (view_id, version_id)
 UNION ALL BY NAME
 SELECT * EXCLUDE (copy_rank) FROM (
     SELECT v.*, row_number() OVER (
-        PARTITION BY v.view_id, v.version_id
-        ORDER BY f.sequence_number DESC NULLS LAST, f.location DESC) AS copy_rank
+        PARTITION BY v.view_id, v.version_id ORDER BY copy_preference(f.sequence_number, f.location) DESC
+    ) AS copy_rank
     FROM (SELECT * FROM versions SEMI JOIN conflicts USING (view_id, version_id)) v
     JOIN file_versions fv USING (version_hash) JOIN view_files f USING (location)
 ) WHERE copy_rank = 1;
@@ -27,10 +32,10 @@ CREATE OR REPLACE MACRO file_state_key(commit_ms, sequence_number, location, t) 
     'location': location
 };
 
--- current_versions(t): per view, the version named by the log entry with the greatest timestamp <= t.
+-- current_versions(t): per view, the version named by the log entry with the greatest timestamp <= t
+-- (ties: the greater version-id).
 CREATE OR REPLACE MACRO current_versions(t) AS TABLE
-SELECT view_id, arg_max(version_id, (timestamp_ms, version_id)) AS version_id, max(timestamp_ms) AS activated_ms
-FROM activations WHERE timestamp_ms <= t GROUP BY view_id;
+SELECT view_id, version_id, from_ms AS activated_ms FROM version_spans WHERE from_ms <= t AND t < until_ms;
 
 -- view_current_version(vid, t): the same for one view.
 CREATE OR REPLACE MACRO view_current_version(vid, t) AS TABLE
@@ -54,24 +59,18 @@ SELECT f.view_id, f.location, min(r.removed_ms) AS dropped_ms
 FROM view_file_as_of(vid, 1::BIGINT << 62) f JOIN removals r USING (location)
 GROUP BY f.view_id, f.location;
 
--- view_heads_as_of(t): every view current at t with its version and the facts of its file that
--- lineage needs. A name is held by the view whose file was committed last: a view dropped and
--- re-created at the same path is replaced by the new uuid from the new file's commit on. A view
--- whose file in force at t was removed by t is dropped and left out.
+-- view_heads_as_of(t): every view current at t with its version and the facts of its file in force
+-- (see file_state_key). A name is held by the view whose file was committed last: a view dropped
+-- and re-created at the same path is replaced by the new uuid from the new file's commit on. A
+-- view whose file in force at t was removed by t is dropped and left out.
 CREATE OR REPLACE MACRO view_heads_as_of(t) AS TABLE
 SELECT * EXCLUDE (name_rank) FROM (
     SELECT c.view_id, f.view_uuid, f.catalog, f.name, c.version_id, c.activated_ms, f.location AS file_location,
            f.commit_ms, f.commit_source,
            row_number() OVER (PARTITION BY f.catalog, f.name ORDER BY f.commit_ms DESC, c.view_id) AS name_rank
-    FROM current_versions(t) c JOIN (
-        -- only the columns used: the rest of a file's row (its properties) is read for the winners
-        SELECT view_id, unnest(arg_max(
-            {'view_uuid': view_uuid, 'catalog': catalog, 'name': name, 'location': location,
-             'commit_ms': commit_ms, 'commit_source': commit_source},
-            file_state_key(commit_ms, sequence_number, location, t)))
-        FROM view_files GROUP BY view_id
-    ) f USING (view_id)
-    WHERE NOT EXISTS (SELECT 1 FROM removals r WHERE r.location = f.location AND r.removed_ms <= t)
+    FROM current_versions(t) c JOIN file_spans f USING (view_id)
+    WHERE f.from_ms <= t AND t < f.until_ms
+      AND NOT EXISTS (SELECT 1 FROM removals r WHERE r.location = f.location AND r.removed_ms <= t)
 ) WHERE name IS NULL OR name_rank = 1;
 
 -- views_as_of(t): view_heads_as_of(t) with the properties of each view's file in force.

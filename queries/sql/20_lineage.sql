@@ -4,16 +4,26 @@
 -- the current view the reference names, if any. A reference with an unknown catalog matches a view
 -- on namespace and name only (catalog_unknown).
 CREATE OR REPLACE MACRO view_reads_as_of(t) AS TABLE
-WITH current AS MATERIALIZED (SELECT view_id, catalog, name, version_id FROM view_heads_as_of(t))
-SELECT DISTINCT v.view_id, tr.catalog, tr.namespace, tr.name AS table_name, tr.suffix, tr.pin,
-       tr.catalog_source = 'unknown' AS catalog_unknown, target.view_id AS target_view_id
-FROM current v
-JOIN preferred_versions pv ON pv.view_id = v.view_id AND pv.version_id = v.version_id
-JOIN representations r ON r.version_hash = pv.version_hash
-JOIN table_references tr ON tr.lineage_key = r.lineage_key
+WITH current AS MATERIALIZED (SELECT view_id, catalog, name, version_id FROM view_heads_as_of(t)),
+copies AS (
+    SELECT r.*, count(*) OVER (PARTITION BY r.view_id) AS copies
+    FROM current c JOIN version_reads r USING (view_id, version_id)
+),
+chosen AS (  -- under a version conflict, the preferred copy's references
+    SELECT view_id, reads FROM copies WHERE copies = 1
+    UNION ALL
+    SELECT c.view_id, c.reads FROM copies c JOIN file_versions fv USING (version_hash) JOIN view_files f USING (location)
+    WHERE c.copies > 1
+    QUALIFY row_number() OVER (
+        PARTITION BY c.view_id ORDER BY copy_preference(f.sequence_number, f.location) DESC) = 1
+),
+reference AS (SELECT view_id, unnest(reads, recursive := true) FROM chosen)
+SELECT DISTINCT r.view_id, r.catalog, r.namespace, r.name AS table_name, r.suffix, r.pin, r.catalog_unknown,
+       target.view_id AS target_view_id
+FROM reference r
 LEFT JOIN current target
-    ON list_append(tr.namespace, tr.name) = target.name
-   AND (tr.catalog IS NULL OR target.catalog IS NULL OR tr.catalog = target.catalog);
+    ON list_append(r.namespace, r.name) = target.name
+   AND (r.catalog IS NULL OR target.catalog IS NULL OR r.catalog = target.catalog);
 
 -- deps_as_of(start, t): what view `start` reads, through views recursively; depth 1 is direct.
 CREATE OR REPLACE MACRO deps_as_of(start, t) AS TABLE
