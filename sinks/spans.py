@@ -2,9 +2,9 @@
 
 `version_spans` and `file_spans` turn "which version, which file held at T" into an interval
 filter; `version_reads` holds each version's references in one row. A batch re-derives the spans
-of the views it brings rows for (their files and log entries may arrive in any order) and the
-reads of the versions it brings, from the rows already stored: the result never depends on the
-order batches came in.
+and preferred copies of the views it brings rows for (their files, log entries and versions may
+arrive in any order) and the reads of the versions it brings, from the rows already stored: the
+result never depends on the order batches came in.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ import pyarrow as pa
 
 OPEN_MS = 2**63 - 1
 """The open end of a span: later than any time a query asks about (BIGINT's largest)."""
-TABLES = ("version_spans", "file_spans", "version_reads")
+TABLES = ("version_spans", "file_spans", "version_reads", "preferred_copies")
+VIEW_ROWS = ("view_files", "activations", "versions")
+"""Store tables whose new rows change their views' spans and preferred copies."""
 
 _VERSION_SPANS = f"""
 INSERT INTO version_spans
@@ -60,6 +62,21 @@ WHERE v.version_hash IN (SELECT version_hash FROM _new_versions)
 GROUP BY v.version_hash, v.view_id, v.version_id"""
 
 
+_CONFLICTING = """
+SELECT v.version_hash FROM versions v JOIN (
+    SELECT view_id, version_id FROM versions WHERE view_id IN (SELECT view_id FROM _touched)
+    GROUP BY ALL HAVING count(*) > 1
+) USING (view_id, version_id)"""
+
+_PREFERRED_COPIES = """
+INSERT INTO preferred_copies
+SELECT v.view_id, v.version_id, arg_max(v.version_hash, (coalesce(f.sequence_number, -1), f.location))
+FROM versions v JOIN file_versions fv USING (version_hash) JOIN view_files f USING (location)
+WHERE v.version_hash IN (SELECT version_hash FROM _conflicting)
+GROUP BY v.view_id, v.version_id"""
+"""The copy listed by the file with the highest sequence number, then the greatest location."""
+
+
 def refresh(conn: duckdb.DuckDBPyConnection, views: pa.Array, versions: pa.Array) -> None:
     """Re-derive the spans of `views` (view ids) and the reads of `versions` (version hashes), in
     the caller's transaction."""
@@ -70,6 +87,12 @@ def refresh(conn: duckdb.DuckDBPyConnection, views: pa.Array, versions: pa.Array
     conn.execute(_VERSION_SPANS)
     conn.execute(_FILE_SPANS)
     conn.execute(_VERSION_READS)
+    conn.execute("DELETE FROM preferred_copies WHERE view_id IN (SELECT view_id FROM _touched)")
+    conflicting = conn.sql(_CONFLICTING).to_arrow_table()
+    if conflicting.num_rows:  # rare: ranking copies reads the file rows that list them
+        conn.register("_conflicting", conflicting)
+        conn.execute(_PREFERRED_COPIES)
+        conn.unregister("_conflicting")
     # Left registered when a statement fails: the transaction is aborted (no unregistering then),
     # and the next refresh replaces them.
     conn.unregister("_touched")

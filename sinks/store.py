@@ -87,11 +87,12 @@ class Store:
             self.conn = duckdb.connect(str(self.path), config=limit)
         except duckdb.Error as exc:
             raise StoreError(f"cannot open {self.path} for writing: {exc}") from exc
-        if "0006_spans" in migrate(self.conn):  # fill the point-in-time indexes from the rows there
+        migrated = migrate(self.conn)
+        install_queries(self.conn)
+        if "0006_spans" in migrated:  # fill the point-in-time indexes from the rows there
             self.conn.execute("BEGIN TRANSACTION")
             spans.rebuild(self.conn)
             self.conn.execute("COMMIT")
-        install_queries(self.conn)
         self.lookups = self.conn.cursor()
         """Lookups (what is indexed, which lineage is stored) on a connection of their own: a
         follower asks them while its store thread writes the batch before (they see what is
@@ -178,7 +179,9 @@ class Store:
             for statement in statements.get(name, [f"INSERT OR IGNORE INTO {name} SELECT * FROM _batch"]):
                 self.conn.execute(statement)
             self.conn.unregister("_batch")
-        views = [tables[name]["view_id"] for name in ("view_files", "activations") if name in tables]
+        views = [
+            tables[name]["view_id"] for name in ("view_files", "activations", "versions") if name in tables
+        ]
         if views or "versions" in tables:
             versions = [tables["versions"]["version_hash"]] if "versions" in tables else []
             spans.refresh(self.conn, _joined(views), _joined(versions))

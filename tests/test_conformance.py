@@ -118,3 +118,15 @@ def test_corpus_indexes_into_the_store(tmp_path: Path) -> None:
             ("fa6506c3-7681-40c8-86dc-e36561f83385", 1),
             ("fa6506c3-7681-40c8-86dc-e36561f83385", 2),
         ]
+        # The copy that counts is the one listed by the file with the highest (sequence, location).
+        listed = conn.execute(
+            "SELECT v.view_id, v.version_id, v.version_hash, f.sequence_number, f.location FROM versions v "
+            "JOIN file_versions USING (version_hash) JOIN view_files f USING (location)"
+        ).fetchall()
+        best: dict[tuple[str, int], tuple[tuple[int, str], str]] = {}
+        for view_id, version_id, version_hash, sequence, location in listed:
+            rank = (sequence if sequence is not None else -1, location)
+            if (view_id, version_id) not in best or rank > best[(view_id, version_id)][0]:
+                best[(view_id, version_id)] = (rank, version_hash)
+        preferred = conn.execute("SELECT view_id, version_id, version_hash FROM preferred_copies").fetchall()
+        assert sorted(preferred) == sorted((*key, best[key][1]) for key in conflicts)

@@ -71,7 +71,7 @@ def test_previous_schema_version_opens_and_migrates(
     assert len(fresh["activations"]) == 21
     assert (migrated["activations"], migrated["view_names"]) == (fresh["activations"], fresh["view_names"])
     assert _spans(db) == _spans(tmp_path / "new.duckdb")
-    assert [len(rows) for rows in _spans(db)] == [21, 24, 21]
+    assert [len(rows) for rows in _spans(db)] == [21, 24, 21, 0]
 
 
 def _spans(db: Path) -> list[list[tuple[object, ...]]]:

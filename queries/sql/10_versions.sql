@@ -3,24 +3,13 @@
 -- ones answer for every view at once from the point-in-time indexes (`version_spans`,
 -- `file_spans`: intervals the store keeps up to date), or with one aggregate per table.
 
--- copy_preference(sequence_number, location): under a version conflict (one id, two contents)
--- the copy from the file with the highest sequence number, then the greatest location, wins.
-CREATE OR REPLACE MACRO copy_preference(sequence_number, location) AS
-    (coalesce(sequence_number, -1), location);
-
--- preferred_versions: one row per (view_id, version_id); only conflicting copies are ranked,
--- through the files that list them.
+-- preferred_versions: one row per (view_id, version_id). Under a version conflict (one id, two
+-- contents) the copy `preferred_copies` names: the one from the file with the highest sequence
+-- number, then the greatest location.
 CREATE OR REPLACE VIEW preferred_versions AS
-WITH conflicts AS (SELECT view_id, version_id FROM versions GROUP BY ALL HAVING count(*) > 1)
-SELECT v.* FROM versions v ANTI JOIN conflicts USING (view_id, version_id)
-UNION ALL BY NAME
-SELECT * EXCLUDE (copy_rank) FROM (
-    SELECT v.*, row_number() OVER (
-        PARTITION BY v.view_id, v.version_id ORDER BY copy_preference(f.sequence_number, f.location) DESC
-    ) AS copy_rank
-    FROM (SELECT * FROM versions SEMI JOIN conflicts USING (view_id, version_id)) v
-    JOIN file_versions fv USING (version_hash) JOIN view_files f USING (location)
-) WHERE copy_rank = 1;
+SELECT v.* FROM versions v ANTI JOIN preferred_copies USING (view_id, version_id)
+UNION ALL
+SELECT v.* FROM versions v SEMI JOIN preferred_copies USING (version_hash);
 
 -- file_state_key(commit_ms, sequence_number, location, t): orders a view's files by whose state
 -- holds at t, greatest first: the latest committed at or before t (ties: higher sequence number,

@@ -12,10 +12,7 @@ copies AS (
 chosen AS (  -- under a version conflict, the preferred copy's references
     SELECT view_id, reads FROM copies WHERE copies = 1
     UNION ALL
-    SELECT c.view_id, c.reads FROM copies c JOIN file_versions fv USING (version_hash) JOIN view_files f USING (location)
-    WHERE c.copies > 1
-    QUALIFY row_number() OVER (
-        PARTITION BY c.view_id ORDER BY copy_preference(f.sequence_number, f.location) DESC) = 1
+    SELECT view_id, reads FROM copies SEMI JOIN preferred_copies USING (version_hash) WHERE copies > 1
 ),
 reference AS (SELECT view_id, unnest(reads, recursive := true) FROM chosen)
 SELECT DISTINCT r.view_id, r.catalog, r.namespace, r.name AS table_name, r.suffix, r.pin, r.catalog_unknown,

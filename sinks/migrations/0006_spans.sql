@@ -1,5 +1,6 @@
 -- 0006_spans: point-in-time indexes. When each version was a view's current version, when each
--- file's state was in force, and what each version reads, kept up to date by the store with every
+-- file's state was in force, what each version reads, and which copy of a conflicting version
+-- counts, kept up to date by the store with every
 -- batch (viewlineage.sinks.spans). A question about every view at T then filters intervals
 -- instead of ranking every file and log entry of every view, and reads one row of references per
 -- current version instead of joining representations and their lineage. The store fills these
@@ -35,4 +36,13 @@ CREATE TABLE version_reads (
     version_id INTEGER NOT NULL,        -- versions.version_id
     reads STRUCT(catalog VARCHAR, namespace VARCHAR[], name VARCHAR, suffix VARCHAR, pin VARCHAR,
                  catalog_unknown BOOLEAN)[] NOT NULL -- distinct references (table_references, catalog_source = 'unknown' as a flag)
+);
+
+-- derived: under a version conflict (one version-id, two contents), the copy that counts: the one
+-- listed by the file with the highest sequence number, then the greatest location. Only
+-- conflicting versions have a row.
+CREATE TABLE preferred_copies (
+    view_id VARCHAR NOT NULL,           -- versions.view_id
+    version_id INTEGER NOT NULL,        -- versions.version_id
+    version_hash VARCHAR NOT NULL       -- versions.version_hash of the copy that counts
 );
