@@ -11,6 +11,12 @@ from viewlineage.indexer.batches import SCHEMAS
 from viewlineage.sinks import spans
 
 BOOKKEEPING = {"ingested_at", "quarantined_at", "computed_at"}
+OBJECT_TIMES = {
+    *("files.modified_ms", "files.modified_source", "view_files.commit_ms", "view_files.commit_source"),
+    "file_spans",
+}
+"""Columns (and a table: which file held when) that come from when an object was written: they
+differ between an object store's copy of a warehouse and the local files it was uploaded from."""
 
 Snapshot = dict[str, list[tuple[object, ...]]]
 
@@ -28,7 +34,8 @@ def _deep(rewrite: Callable[[str], str], value: object) -> object:
 def snapshot(
     db: Path, exclude: Collection[str] = (), rewrite: Callable[[str], str] = lambda text: text
 ) -> Snapshot:
-    """Every store table's rows without bookkeeping columns (nor the `table.column`s in `exclude`),
+    """Every store table's rows without bookkeeping columns (nor the `table.column`s and tables in
+    `exclude`),
     every string passed through `rewrite`, so stores that read the same files from two places compare."""
     with duckdb.connect(str(db), read_only=True) as conn:
         tables = {}
@@ -36,6 +43,8 @@ def snapshot(
         for name in spans.TABLES:  # the store's own point-in-time indexes
             columns_of[name] = [row[0] for row in conn.execute(f"DESCRIBE {name}").fetchall()]
         for name, names in columns_of.items():
+            if name in exclude:
+                continue
             kept = [c for c in names if c not in BOOKKEEPING and f"{name}.{c}" not in exclude]
             columns = ", ".join(f'"{column}"' for column in kept)
             rows = conn.execute(f"SELECT {columns} FROM {name}").fetchall()

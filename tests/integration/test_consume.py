@@ -33,7 +33,7 @@ from ..conftest import settings_for
 from ..data.restore_mtimes import SAMPLE
 from ..realwriter.scenario_checks import load_steps
 from ..servers import SECRET_KEY, SeaweedS3, seaweed_s3, tansu_broker
-from ..stores import Snapshot, snapshot
+from ..stores import OBJECT_TIMES, Snapshot, snapshot
 from .consume_process import Consume
 from .events import FORMATS, TEST_EVENT, notification
 
@@ -46,7 +46,6 @@ BIG_DAYS_OLD = "4314fa7c-bbf3-4c33-9cd2-a483e994ddf4"
 GHOST = f"{PREFIX}/db/ghost/metadata/00001-5e2b0c1d-0000-4000-8000-000000000001.gz.metadata.json"
 GHOST_DELETED_MS = STEPS[39] + 1000
 # Where a file came from is expected to differ: LastModified of the upload against the file's mtime.
-TIMES = {"files.modified_ms", "files.modified_source", "view_files.commit_ms", "view_files.commit_source"}
 
 
 @dataclass(frozen=True)
@@ -207,8 +206,10 @@ def test_every_format_indexes_like_a_local_index(
     def as_s3(text: str) -> str:
         return text.replace(str(sample_warehouse), URL_PREFIX)
 
-    consumed = snapshot(clean_store, exclude=TIMES)
-    assert without(consumed, "removals") == without(snapshot(local, exclude=TIMES, rewrite=as_s3), "removals")
+    consumed = snapshot(clean_store, exclude=OBJECT_TIMES)
+    assert without(consumed, "removals") == without(
+        snapshot(local, exclude=OBJECT_TIMES, rewrite=as_s3), "removals"
+    )
     dropped = f"{URL_PREFIX}/{big_days_dropped_file()}"
     assert consumed["removals"] == [
         (dropped, STEPS[32], "aws"),
@@ -358,8 +359,8 @@ def test_duplicates_reordering_and_bad_messages_change_nothing(
         (b"\x00\x01 not an event", b"unknown-event-format"),
         (b'{"hello": "world"}', b"unknown-event-format"),
     ]
-    dirty = snapshot(run.db, exclude=TIMES)
-    assert without(dirty, "quarantine") == without(snapshot(clean_store, exclude=TIMES), "quarantine")
+    dirty = snapshot(run.db, exclude=OBJECT_TIMES)
+    assert without(dirty, "quarantine") == without(snapshot(clean_store, exclude=OBJECT_TIMES), "quarantine")
     quarantined = [(re.sub(r"/\d+/\d+$", "/P/O", row[0]), row[1]) for row in dirty["quarantine"]]
     assert sorted(quarantined) == [
         ("kafka://dirty/P/O", "bad-event"),
@@ -438,7 +439,7 @@ def test_crashes_anywhere_lose_nothing(
         wait_for_store(db, (32, 2, 0), [final])
     finally:
         final.stop()
-    assert snapshot(db, exclude=TIMES) == snapshot(clean_store, exclude=TIMES)
+    assert snapshot(db, exclude=OBJECT_TIMES) == snapshot(clean_store, exclude=OBJECT_TIMES)
     # What a run stored but did not commit was delivered again and found in the store.
     redelivered = sum(run.outcomes()["already-indexed"] for run in [*runs, final])
     assert redelivered > 0
@@ -473,7 +474,7 @@ def test_a_consumer_group_survives_a_killed_member(
         for member in members:
             member.stop()
     assert any(r["event"] == "writer" for r in survivor.records())
-    assert snapshot(db, exclude=TIMES) == snapshot(clean_store, exclude=TIMES)
+    assert snapshot(db, exclude=OBJECT_TIMES) == snapshot(clean_store, exclude=OBJECT_TIMES)
 
 
 def test_reconciliation_fills_lost_events(

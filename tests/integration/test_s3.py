@@ -23,12 +23,11 @@ from viewlineage.indexer.read import ListedFile, reader_for
 
 from ..conftest import settings_for
 from ..servers import SECRET_KEY, SeaweedS3, seaweed_s3
-from ..stores import snapshot
+from ..stores import OBJECT_TIMES, snapshot
 
 pytestmark = pytest.mark.integration
 PREFIX = "s3://lake/warehouse"
 # Where a file came from is expected to differ: LastModified of the upload against the file's mtime.
-TIMES = {"files.modified_ms", "files.modified_source", "view_files.commit_ms", "view_files.commit_source"}
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +93,7 @@ def test_index_s3_equals_indexing_the_same_files_locally(
     def as_s3(text: str) -> str:
         return text.replace(str(sample_warehouse), PREFIX)
 
-    assert snapshot(db, exclude=TIMES) == snapshot(local, exclude=TIMES, rewrite=as_s3)
+    assert snapshot(db, exclude=OBJECT_TIMES) == snapshot(local, exclude=OBJECT_TIMES, rewrite=as_s3)
     # Times come from the object store: LastModified, never the ingest time.
     with duckdb.connect(str(db), read_only=True) as conn:
         found = conn.execute("SELECT location, modified_ms, modified_source FROM files ORDER BY 1").fetchall()
