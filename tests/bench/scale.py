@@ -109,15 +109,8 @@ def main() -> None:
                 flush=True,
             )
         if not db.exists():
-            command = [
-                sys.executable,
-                "-m",
-                "viewlineage.queries.cli",
-                "--db",
-                str(db),
-                "index",
-                str(warehouse),
-            ]
+            command = [sys.executable, "-m", "viewlineage.queries.cli", "--db", str(db), "index"]
+            command.append(str(warehouse))
             command += ["--catalog-map", f"{warehouse}=prod", "--no-progress", "--replica-interval", "600"]
             command += ["--store-memory", args.store_memory] if args.store_memory else []
             peak, seconds = peak_memory(command)
