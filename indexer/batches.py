@@ -7,15 +7,18 @@ Rows are built column-wise in plain lists, the cheapest way to feed `pa.table`.
 from __future__ import annotations
 
 import gzip
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import pyarrow as pa
 
+from .elements import ParsedSchema
 from .lineage import LINEAGE_RULES_VERSION, Lineage, LineageRequest
+from .mviews import RecordedRefresh
 from .parse import KnownVersion, ParsedFile
 from .read import FileRead
+from .tables import KnownSnapshot, ParsedTable
 
 _STRINGS = pa.list_(pa.string())
 _MAP = pa.map_(pa.string(), pa.string())
@@ -79,9 +82,60 @@ SCHEMAS: dict[str, pa.Schema] = {
     "table_files": pa.schema(
         [
             ("location", pa.string()),
+            ("table_id", pa.string()),
             ("table_uuid", pa.string()),
+            ("catalog", pa.string()),
+            ("name", _STRINGS),
             ("table_location", pa.string()),
             ("format_version", pa.int32()),
+            ("last_sequence_number", pa.int64()),
+            ("last_updated_ms", pa.int64()),
+            ("last_column_id", pa.int32()),
+            ("current_schema_id", pa.int32()),
+            ("current_schema_hash", pa.string()),
+            ("current_snapshot_id", pa.int64()),
+            ("properties", _MAP),
+            ("sequence_number", pa.int64()),
+            ("commit_ms", pa.int64()),
+            ("commit_source", pa.string()),
+            ("current_refresh_hash", pa.string()),
+        ]
+    ),
+    "table_names": pa.schema([("table_id", pa.string()), ("catalog", pa.string()), ("name", _STRINGS)]),
+    "table_schemas": pa.schema(
+        [("table_id", pa.string()), ("schema_id", pa.int32()), ("schema_hash", pa.string())]
+    ),
+    "snapshots": pa.schema(
+        [
+            ("snapshot_hash", pa.string()),
+            ("table_id", pa.string()),
+            ("snapshot_id", pa.int64()),
+            ("parent_snapshot_id", pa.int64()),
+            ("sequence_number", pa.int64()),
+            ("timestamp_ms", pa.int64()),
+            ("operation", pa.string()),
+            ("summary", _MAP),
+            ("schema_id", pa.int32()),
+            ("manifest_list", pa.string()),
+            ("first_row_id", pa.int64()),
+            ("added_rows", pa.int64()),
+        ]
+    ),
+    "snapshot_log": pa.schema(
+        [("table_id", pa.string()), ("snapshot_id", pa.int64()), ("timestamp_ms", pa.int64())]
+    ),
+    "metadata_log": pa.schema(
+        [("table_id", pa.string()), ("metadata_file", pa.string()), ("timestamp_ms", pa.int64())]
+    ),
+    "table_refs": pa.schema(
+        [
+            ("location", pa.string()),
+            ("name", pa.string()),
+            ("type", pa.string()),
+            ("snapshot_id", pa.int64()),
+            ("min_snapshots_to_keep", pa.int32()),
+            ("max_snapshot_age_ms", pa.int64()),
+            ("max_ref_age_ms", pa.int64()),
         ]
     ),
     "versions": pa.schema(
@@ -122,6 +176,68 @@ SCHEMAS: dict[str, pa.Schema] = {
     "view_names": pa.schema([("view_id", pa.string()), ("catalog", pa.string()), ("name", _STRINGS)]),
     "schemas": pa.schema(
         [("schema_hash", pa.string()), ("schema_id", pa.int32()), ("columns", pa.list_(_COLUMN))]
+    ),
+    "schema_fields": pa.schema(
+        [
+            ("schema_hash", pa.string()),
+            ("field_id", pa.int32()),
+            ("parent_id", pa.int32()),
+            ("path", _STRINGS),
+            ("type", pa.string()),
+            ("required", pa.bool_()),
+            ("doc", pa.string()),
+        ]
+    ),
+    "version_storage_tables": pa.schema(
+        [
+            ("version_hash", pa.string()),
+            ("catalog", pa.string()),
+            ("namespace", _STRINGS),
+            ("name", pa.string()),
+        ]
+    ),
+    "mv_definitions": pa.schema(
+        [
+            ("location", pa.string()),
+            ("format", pa.string()),
+            ("storage_table_location", pa.string()),
+            ("allow_stale_data", pa.bool_()),
+            ("refresh_strategy", pa.string()),
+            ("refresh_hash", pa.string()),
+            ("document", pa.string()),
+        ]
+    ),
+    "mv_refreshes": pa.schema(
+        [
+            ("refresh_hash", pa.string()),
+            ("format", pa.string()),
+            ("owner_id", pa.string()),
+            ("refresh_id", pa.string()),
+            ("snapshot_id", pa.int64()),
+            ("view_version_id", pa.int32()),
+            ("sequence_number", pa.int64()),
+            ("refreshed_ms", pa.int64()),
+            ("unknown_reason", pa.string()),
+            ("document", pa.string()),
+        ]
+    ),
+    "mv_refresh_sources": pa.schema(
+        [
+            ("refresh_hash", pa.string()),
+            ("ordinal", pa.int32()),
+            ("kind", pa.string()),
+            ("identifier", pa.string()),
+            ("catalog", pa.string()),
+            ("namespace", _STRINGS),
+            ("name", pa.string()),
+            ("uuid", pa.string()),
+            ("location", pa.string()),
+            ("snapshot_id", pa.int64()),
+            ("ref", pa.string()),
+            ("view_version_id", pa.int32()),
+            ("delta_version", pa.int64()),
+            ("properties", _MAP),
+        ]
     ),
     "representations": pa.schema(
         [
@@ -192,6 +308,17 @@ PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
     "activations": ("view_id", "version_id", "timestamp_ms"),
     "view_names": ("view_id", "catalog", "name"),
     "schemas": ("schema_hash",),
+    "schema_fields": ("schema_hash", "field_id"),
+    "table_names": ("table_id", "catalog", "name"),
+    "table_schemas": ("table_id", "schema_id", "schema_hash"),
+    "snapshots": ("snapshot_hash",),
+    "snapshot_log": ("table_id", "snapshot_id", "timestamp_ms"),
+    "metadata_log": ("table_id", "metadata_file", "timestamp_ms"),
+    "table_refs": ("location", "name"),
+    "version_storage_tables": ("version_hash",),
+    "mv_definitions": ("location", "format"),
+    "mv_refreshes": ("refresh_hash",),
+    "mv_refresh_sources": ("refresh_hash", "ordinal"),
     "representations": ("version_hash", "ordinal"),
     "lineage": ("lineage_key",),
     "table_references": ("lineage_key", "ordinal"),
@@ -208,12 +335,17 @@ CHILDREN: dict[str, tuple[tuple[str, ...], str]] = {
     "representations": (("versions",), "version_hash"),
     "table_references": (("lineage",), "lineage_key"),
     "lineage_findings": (("lineage",), "lineage_key"),
+    "schema_fields": (("schemas",), "schema_hash"),
+    "table_refs": (("table_files",), "location"),
+    "version_storage_tables": (("versions",), "version_hash"),
+    "mv_definitions": (("view_files",), "location"),
+    "mv_refresh_sources": (("mv_refreshes",), "refresh_hash"),
 }
 """Child table -> (its parent tables, the column naming the parent). A child row is inserted only
 with a parent row that is new, in the same transaction, so it needs no enforced key."""
 
-DEDUPLICATED = ("activations", "view_names")
-"""Tables of rows that many files repeat (a view's log entries, its name): each distinct row is
+DEDUPLICATED = ("activations", "view_names", "table_names", "table_schemas", "snapshot_log", "metadata_log")
+"""Tables of rows that many files repeat (log entries, names): each distinct row is
 stored once, checked against the stored rows on insert rather than by an enforced key."""
 
 SOURCE_TABLES = ("raw_documents", "files", "quarantine", "removals")
@@ -287,11 +419,12 @@ def _table(name: str, rows: list[tuple[object, ...]]) -> pa.Table:
 
 
 def commit_time(
-    modified_ms: int | None, modified_source: str | None, last_log_ms: int | None
+    modified_ms: int | None, modified_source: str | None, document_ms: int | None, document_source: str
 ) -> tuple[int | None, str | None]:
-    """A file's commit time: its object time, never earlier than its newest log entry."""
-    if modified_ms is None or (last_log_ms is not None and last_log_ms > modified_ms):
-        return last_log_ms, "version-log" if last_log_ms is not None else None
+    """A file's commit time: its object time, never earlier than the newest time its document
+    records (a view's newest log entry, a table's last-updated-ms)."""
+    if modified_ms is None or (document_ms is not None and document_ms > modified_ms):
+        return document_ms, document_source if document_ms is not None else None
     return modified_ms, modified_source
 
 
@@ -319,14 +452,13 @@ def _add_file(
     for ordinal, f in enumerate(parsed.findings):
         rows["file_findings"].append((location, ordinal, f.code, str(f.severity), f.message, f.path))
     if parsed.table is not None:
-        t = parsed.table
-        rows["table_files"].append((location, t.table_uuid, t.table_location, t.format_version))
+        _add_table(rows, location, read, parsed.sequence_number, parsed.table)
         return
     view = parsed.view
     assert view is not None
     last_log = max(view.log, key=lambda e: e.timestamp_ms, default=None)
     last_log_ms = last_log.timestamp_ms if last_log else None
-    commit_ms, commit_source = commit_time(read.modified_ms, read.modified_source, last_log_ms)
+    commit_ms, commit_source = commit_time(read.modified_ms, read.modified_source, last_log_ms, "version-log")
     catalog, name = (view.name.catalog, list(view.name.parts)) if view.name else (None, None)
     rows["view_names"].append((view.view_id, catalog, name))
     rows["view_files"].append(
@@ -347,8 +479,22 @@ def _add_file(
             last_log.version_id if last_log else None,
         )
     )
-    for schema in view.schemas:
-        rows["schemas"].append((schema.schema_hash, schema.schema_id, list(schema.fields)))
+    _add_schemas(rows, view.schemas)
+    if view.mv_definition is not None:
+        d = view.mv_definition
+        rows["mv_definitions"].append(
+            (
+                location,
+                d.format,
+                d.storage_table_location,
+                d.allow_stale_data,
+                d.refresh_strategy,
+                d.refresh_hash,
+                d.document,
+            )
+        )
+    if view.mv_refresh is not None:
+        _add_refresh(rows, view.mv_refresh)
     for ordinal, version in enumerate(view.versions):
         rows["file_versions"].append((location, ordinal, version.version_id, version.version_hash))
         if isinstance(version, KnownVersion):  # its rows were written with an earlier file
@@ -381,9 +527,135 @@ def _add_file(
                     item.lineage_keys.get((version.version_hash, rep.ordinal)),
                 )
             )
+        if version.storage_table is not None:
+            st = version.storage_table
+            rows["version_storage_tables"].append(
+                (version.version_hash, st.catalog, list(st.namespace), st.name)
+            )
     for ordinal, entry in enumerate(view.log):
         rows["version_log"].append((location, ordinal, view.view_id, entry.version_id, entry.timestamp_ms))
         rows["activations"].append((view.view_id, entry.version_id, entry.timestamp_ms))
+
+
+def _add_schemas(rows: dict[str, list[tuple[object, ...]]], schemas: Iterable[ParsedSchema]) -> None:
+    for schema in schemas:
+        rows["schemas"].append((schema.schema_hash, schema.schema_id, list(schema.fields)))
+        for f in schema.nested:
+            rows["schema_fields"].append(
+                (schema.schema_hash, f.field_id, f.parent_id, list(f.path), f.type, f.required, f.doc)
+            )
+
+
+def _add_table(
+    rows: dict[str, list[tuple[object, ...]]],
+    location: str,
+    read: FileRead,
+    sequence_number: int | None,
+    table: ParsedTable,
+) -> None:
+    commit_ms, commit_source = commit_time(
+        read.modified_ms, read.modified_source, table.last_updated_ms, "last-updated-ms"
+    )
+    catalog, name = (table.name.catalog, list(table.name.parts)) if table.name else (None, None)
+    rows["table_names"].append((table.table_id, catalog, name))
+    rows["table_files"].append(
+        (
+            location,
+            table.table_id,
+            table.table_uuid,
+            catalog,
+            name,
+            table.table_location,
+            table.format_version,
+            table.last_sequence_number,
+            table.last_updated_ms,
+            table.last_column_id,
+            table.current_schema_id,
+            table.current_schema_hash,
+            table.current_snapshot_id,
+            list(table.properties.items()),
+            sequence_number,
+            commit_ms,
+            commit_source,
+            table.current_refresh_hash,
+        )
+    )
+    _add_schemas(rows, table.schemas)
+    for schema_id, schema_hash in table.schema_hashes.items():
+        rows["table_schemas"].append((table.table_id, schema_id, schema_hash))
+    for snapshot in table.snapshots:
+        if isinstance(snapshot, KnownSnapshot):  # its row was written with an earlier file
+            continue
+        rows["snapshots"].append(
+            (
+                snapshot.snapshot_hash,
+                table.table_id,
+                snapshot.snapshot_id,
+                snapshot.parent_snapshot_id,
+                snapshot.sequence_number,
+                snapshot.timestamp_ms,
+                snapshot.operation,
+                list(snapshot.summary.items()),
+                snapshot.schema_id,
+                snapshot.manifest_list,
+                snapshot.first_row_id,
+                snapshot.added_rows,
+            )
+        )
+    for entry in table.snapshot_log:
+        rows["snapshot_log"].append((table.table_id, entry.snapshot_id, entry.timestamp_ms))
+    for replaced in table.metadata_log:
+        rows["metadata_log"].append((table.table_id, replaced.metadata_file, replaced.timestamp_ms))
+    for ref in table.refs:
+        rows["table_refs"].append(
+            (
+                location,
+                ref.name,
+                ref.type,
+                ref.snapshot_id,
+                ref.min_snapshots_to_keep,
+                ref.max_snapshot_age_ms,
+                ref.max_ref_age_ms,
+            )
+        )
+    for refresh in table.refreshes:
+        _add_refresh(rows, refresh)
+
+
+def _add_refresh(rows: dict[str, list[tuple[object, ...]]], refresh: RecordedRefresh) -> None:
+    rows["mv_refreshes"].append(
+        (
+            refresh.refresh_hash,
+            refresh.format,
+            refresh.owner_id,
+            refresh.refresh_id,
+            refresh.snapshot_id,
+            refresh.view_version_id,
+            refresh.sequence_number,
+            refresh.refreshed_ms,
+            refresh.unknown_reason,
+            refresh.document,
+        )
+    )
+    for ordinal, source in enumerate(refresh.sources):
+        rows["mv_refresh_sources"].append(
+            (
+                refresh.refresh_hash,
+                ordinal,
+                source.kind,
+                source.identifier,
+                source.catalog,
+                list(source.namespace),
+                source.name,
+                source.uuid,
+                source.location,
+                source.snapshot_id,
+                source.ref,
+                source.view_version_id,
+                source.delta_version,
+                list(source.properties.items()),
+            )
+        )
 
 
 def _add_lineage(

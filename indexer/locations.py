@@ -77,9 +77,9 @@ def sequence_number(location: str) -> int | None:
 
 
 @dataclass(frozen=True, slots=True)
-class ViewName:
-    """Where a view lives: its catalog (None if no catalog-map entry says) and its name parts
-    (namespace levels, then the view), all lower-case."""
+class CatalogName:
+    """Where a view or table lives: its catalog (None if no catalog-map entry says) and its name
+    parts (namespace levels, then the view or table), all lower-case."""
 
     catalog: str | None
     parts: tuple[str, ...]
@@ -88,11 +88,11 @@ class ViewName:
         return ".".join(([self.catalog] if self.catalog else []) + list(self.parts))
 
 
-def view_name(location: str, prefix: str, catalog: str | None) -> ViewName | None:
-    """The view's name from the path of its metadata directory relative to `prefix`:
-    `<ns...>/<view>/metadata/<file>` and Hive-style `<ns>.db/<view>/metadata/<file>`.
+def catalog_name(location: str, prefix: str, catalog: str | None) -> CatalogName | None:
+    """A view's or table's name from the path of its metadata directory relative to `prefix`:
+    `<ns...>/<name>/metadata/<file>` and Hive-style `<ns>.db/<name>/metadata/<file>`.
 
-    >>> str(view_name("s3://b/wh/sales.db/rev/metadata/00001-x.gz.metadata.json", "s3://b/wh", "prod"))
+    >>> str(catalog_name("s3://b/wh/sales.db/rev/metadata/00001-x.gz.metadata.json", "s3://b/wh", "prod"))
     'prod.sales.rev'
     """
     directory = posixpath.dirname(location)
@@ -104,4 +104,4 @@ def view_name(location: str, prefix: str, catalog: str | None) -> ViewName | Non
     if not relative:
         return None
     parts = [part[:-3] if part.endswith(".db") and len(part) > 3 else part for part in relative.split("/")]
-    return ViewName(catalog, tuple(part.lower() for part in parts))
+    return CatalogName(catalog, tuple(part.lower() for part in parts))

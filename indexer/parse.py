@@ -8,35 +8,44 @@ indexed at all raises `QuarantineError` with a stable reason.
 
 from __future__ import annotations
 
-import hashlib
 import zlib
 from collections.abc import Container
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from . import rules
 from .config import ParseConfig
 from .dialects import canonical_dialect, unknown_dialect_hint
+from .elements import (
+    ParsedSchema,
+    content_hash,
+    digest,
+    elements,
+    parse_schemas,
+    validated,
+    validated_header,
+    validation_findings,
+)
 from .errors import DecompressionBomb, QuarantineError, TruncatedGzip
 from .findings import Finding, Severity
-from .locations import ViewName, sequence_number, view_name
+from .locations import CatalogName, catalog_name, sequence_number
 from .model import (
     REQUIRED_TOP_LEVEL,
-    Schema,
     SQLViewRepresentation,
     ViewHistoryEntry,
     ViewMetadataHeader,
     ViewVersion,
 )
+from .mv_model import StorageTableIdentifier
+from .mviews import MVDefinition, RecordedRefresh, storage_table, view_materialization
+from .tables import ParsedTable, parse_table
 
 GZIP_MAGIC = b"\x1f\x8b"
-ModelT = TypeVar("ModelT", bound=BaseModel)
 _VIEW_KEYS = frozenset({"view-uuid", "versions", "version-log", "current-version-id"})
 _LOG = TypeAdapter(list[ViewHistoryEntry])
-_HEADER_KEYS = tuple(info.alias or name for name, info in ViewMetadataHeader.model_fields.items())
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,14 +58,6 @@ class ParsedRepresentation:
     sql: str | None
     document: str
     """The representation as JSON, for types this indexer does not know."""
-
-
-@dataclass(frozen=True, slots=True)
-class ParsedSchema:
-    schema_id: int
-    schema_hash: str
-    fields: tuple[dict[str, Any], ...]
-    """Top-level columns: id, name, type (nested types as JSON text), required, doc."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +82,8 @@ class ParsedVersion:
     default_namespace: tuple[str, ...]
     summary: dict[str, str]
     representations: tuple[ParsedRepresentation, ...]
+    storage_table: StorageTableIdentifier | None
+    """Materialized-view format 2: the table holding the version's data."""
 
     @property
     def engine_name(self) -> str | None:
@@ -104,14 +107,11 @@ class ParsedView:
     """The schemas parsed here (known ones are left out: their rows exist)."""
     versions: tuple[ParsedVersion | KnownVersion, ...]
     log: tuple[ViewHistoryEntry, ...]
-    name: ViewName | None
-
-
-@dataclass(frozen=True, slots=True)
-class ParsedTable:
-    table_uuid: str | None
-    table_location: str | None
-    format_version: int | None
+    name: CatalogName | None
+    mv_definition: MVDefinition | None
+    """Materialized-view formats 1 and 4, from the properties."""
+    mv_refresh: RecordedRefresh | None
+    """Format 4 (PrestoDB): the refresh the properties record."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,10 +130,6 @@ class ParsedFile:
     @property
     def kind(self) -> str:
         return "view" if self.view is not None else "table"
-
-
-def digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 def decompress(raw: bytes, max_bytes: int) -> tuple[bytes, bool]:
@@ -201,8 +197,10 @@ def parse_metadata(
         sequence_number=sequence_number(location),
     )
     if "table-uuid" in loaded or ("format-version" in loaded and "last-column-id" in loaded):
-        table = _parse_table(loaded)
-        return ParsedFile(**{**_fields(base), "table": table, "findings": tuple(findings)})
+        if "table-uuid" not in loaded and "location" not in loaded:
+            raise QuarantineError("table metadata with neither table-uuid nor location", reason="no-identity")
+        table, table_findings = parse_table(loaded, location, config, known)
+        return ParsedFile(**{**_fields(base), "table": table, "findings": tuple(findings + table_findings)})
     if not _VIEW_KEYS & loaded.keys():
         raise QuarantineError(
             f"not whole view or table metadata (keys: {', '.join(sorted(loaded)[:8])})", reason="not-metadata"
@@ -217,60 +215,6 @@ def _fields(parsed: ParsedFile) -> dict[str, Any]:
     return {name: getattr(parsed, name) for name in ParsedFile.__dataclass_fields__}
 
 
-def _parse_table(document: dict[str, Any]) -> ParsedTable:
-    uuid, table_location, version = (
-        document.get("table-uuid"),
-        document.get("location"),
-        document.get("format-version"),
-    )
-    return ParsedTable(
-        table_uuid=uuid.lower() if isinstance(uuid, str) else None,
-        table_location=table_location if isinstance(table_location, str) else None,
-        format_version=version if isinstance(version, int) else None,
-    )
-
-
-def _validation_findings(exc: ValidationError, prefix: str) -> list[Finding]:
-    findings = []
-    for error in exc.errors(include_url=False):
-        path = prefix + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"])
-        names = [part for part in error["loc"] if isinstance(part, str)]
-        name = names[-1] if names else prefix.rsplit(".", 1)[-1]
-        if error["type"] == "missing":
-            findings.append(
-                Finding(f"missing-field:{name}", Severity.ERROR, f"required field {name!r} is missing", path)
-            )
-        else:
-            findings.append(
-                Finding(
-                    f"invalid-field:{name}",
-                    Severity.ERROR,
-                    f"{name!r}: {error['msg']} (got {error.get('input')!r:.80})",
-                    path,
-                )
-            )
-    return findings
-
-
-def _elements(document: dict[str, Any], key: str, findings: list[Finding]) -> list[Any]:
-    value = document.get(key)
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        findings.append(Finding(f"invalid-field:{key}", Severity.ERROR, f"{key!r} is not a list", f"$.{key}"))
-        return []
-    return value
-
-
-def _validated(model: type[ModelT], element: Any, path: str, findings: list[Finding]) -> ModelT | None:
-    """`element` as `model`, or None with findings when it is broken (the caller skips it)."""
-    try:
-        return model.model_validate(element)
-    except ValidationError as exc:
-        findings.extend(_validation_findings(exc, path))
-        return None
-
-
 def _parse_view(
     document: dict[str, Any], location: str, config: ParseConfig, known: Container[str]
 ) -> tuple[ParsedView, list[Finding]]:
@@ -280,16 +224,7 @@ def _parse_view(
         Finding(f"missing-field:{key}", Severity.ERROR, f"required field {key!r} is missing", "$")
         for key in missing
     )
-    header_fields = {key: document[key] for key in _HEADER_KEYS if key in document}
-    try:
-        header = ViewMetadataHeader.model_validate(header_fields)
-    except ValidationError as exc:
-        # Drop the broken fields (they become findings) and keep the rest.
-        findings.extend(_validation_findings(exc, "$"))
-        broken = {error["loc"][0] for error in exc.errors()}
-        header = ViewMetadataHeader.model_validate(
-            {key: value for key, value in header_fields.items() if key not in broken}
-        )
+    header = validated_header(ViewMetadataHeader, document, findings)
     findings.extend(rules.check_view_uuid(header.view_uuid))
     findings.extend(rules.check_format_version(header.format_version))
     if "current-schema-id" in document:
@@ -303,11 +238,13 @@ def _parse_view(
         )
     findings.extend(rules.check_location(header.location, location))
 
-    schema_hashes, schemas = _schemas(document, known, findings)
+    schema_hashes, schemas = parse_schemas(
+        elements(document, "schemas", findings), "$.schemas", known, findings
+    )
     view_uuid = header.view_uuid.strip().lower() if header.view_uuid else None
     view_id = view_uuid if view_uuid else f"loc:{header.location}"
     versions = _versions(document, view_id, schema_hashes, known, findings)
-    log = _log(_elements(document, "version-log", findings), findings)
+    log = _log(elements(document, "version-log", findings), findings)
     version_ids = [version.version_id for version in versions]
     findings.extend(rules.check_versions_present(len(versions)))
     findings.extend(rules.check_current_version_exists(header.current_version_id, version_ids))
@@ -315,7 +252,8 @@ def _parse_view(
     findings.extend(rules.check_log_versions_present(log, set(version_ids)))
 
     entry = config.catalog_for(location)
-    name = view_name(location, entry.prefix, entry.catalog) if entry else None
+    name = catalog_name(location, entry.prefix, entry.catalog) if entry else None
+    mv_definition, mv_refresh = view_materialization(view_id, header.properties, findings)
     view = ParsedView(
         view_id=view_id,
         view_uuid=view_uuid,
@@ -327,6 +265,8 @@ def _parse_view(
         versions=tuple(versions),
         log=tuple(log),
         name=name,
+        mv_definition=mv_definition,
+        mv_refresh=mv_refresh,
     )
     return view, findings
 
@@ -336,43 +276,10 @@ def _log(elements: list[Any], findings: list[Finding]) -> list[ViewHistoryEntry]
         return _LOG.validate_python(elements)
     except ValidationError:
         logged = (
-            _validated(ViewHistoryEntry, element, f"$.version-log[{ordinal}]", findings)
+            validated(ViewHistoryEntry, element, f"$.version-log[{ordinal}]", findings)
             for ordinal, element in enumerate(elements)
         )
         return [entry for entry in logged if entry is not None]
-
-
-def _content_hash(value: Any) -> str:
-    return digest(orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
-
-
-def _schemas(
-    document: dict[str, Any], known: Container[str], findings: list[Finding]
-) -> tuple[dict[int, str], list[ParsedSchema]]:
-    """(schema-id -> hash of every valid schema, the schemas not in `known`, parsed)."""
-    hashes: dict[int, str] = {}
-    parsed: list[ParsedSchema] = []
-    for ordinal, element in enumerate(_elements(document, "schemas", findings)):
-        schema_hash = _content_hash(element)
-        if schema_hash in known:  # parsed without findings before: its schema-id is an int
-            hashes[element["schema-id"]] = schema_hash
-            continue
-        schema = _validated(Schema, element, f"$.schemas[{ordinal}]", findings)
-        if schema is None:
-            continue
-        columns = tuple(
-            {
-                "id": column.id,
-                "name": column.name,
-                "type": column.type if isinstance(column.type, str) else orjson.dumps(column.type).decode(),
-                "required": column.required,
-                "doc": column.doc,
-            }
-            for column in schema.fields
-        )
-        hashes[schema.schema_id] = schema_hash
-        parsed.append(ParsedSchema(schema.schema_id, schema_hash, columns))
-    return hashes, parsed
 
 
 def _versions(
@@ -383,14 +290,14 @@ def _versions(
     findings: list[Finding],
 ) -> list[ParsedVersion | KnownVersion]:
     versions: list[ParsedVersion | KnownVersion] = []
-    for ordinal, raw in enumerate(_elements(document, "versions", findings)):
+    for ordinal, raw in enumerate(elements(document, "versions", findings)):
         schema_id = raw.get("schema-id") if isinstance(raw, dict) else None
         schema_hash = schema_hashes.get(schema_id) if isinstance(schema_id, int) else None
-        version_hash = _content_hash([view_id, raw, schema_hash])
+        version_hash = content_hash([view_id, raw, schema_hash])
         if version_hash in known:  # parsed clean before: a valid int version-id, nothing to report
             versions.append(KnownVersion(raw["version-id"], version_hash))
             continue
-        version = _validated(ViewVersion, raw, f"$.versions[{ordinal}]", findings)
+        version = validated(ViewVersion, raw, f"$.versions[{ordinal}]", findings)
         if version is not None:
             versions.append(_parsed_version(ordinal, version, version_hash, schema_hashes, findings))
     return versions
@@ -419,6 +326,7 @@ def _parsed_version(
             f"{path}.representations",
         )
     )
+    storage = storage_table(version, path, findings)
     return ParsedVersion(
         version_id=version.version_id,
         version_hash=version_hash,
@@ -430,6 +338,7 @@ def _parsed_version(
         default_namespace=tuple(version.default_namespace),
         summary=dict(version.summary),
         representations=representations,
+        storage_table=storage,
     )
 
 
@@ -443,7 +352,7 @@ def _parsed_representation(
     try:
         representation = SQLViewRepresentation.model_validate(element)
     except ValidationError as exc:
-        findings.extend(_validation_findings(exc, path))
+        findings.extend(validation_findings(exc, path))
         sql, dialect_raw = element.get("sql"), element.get("dialect")
         return ParsedRepresentation(
             ordinal,

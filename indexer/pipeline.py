@@ -30,8 +30,9 @@ from .config import CatalogMapEntry, ParseConfig, Settings
 from .errors import ObjectMissing, ObjectTooLarge, QuarantineError, ReadError
 from .lineage import Lineage, LineageRequest, extract_lineage
 from .locations import normalize_location
-from .parse import KnownVersion, ParsedFile, ParsedVersion, ParsedView, parse_metadata
+from .parse import KnownVersion, ParsedFile, ParsedVersion, parse_metadata
 from .read import FileRead, ListedFile, Reader, listed_files, listed_table, reader_for
+from .tables import ParsedSnapshot
 
 READ_ATTEMPTS = 3
 ANNOUNCED_ATTEMPTS = 6
@@ -183,8 +184,7 @@ class Indexer:
                 continue
             keys = self._lineage_keys(result, pending)
             batch.indexed.append(IndexedFile(item, result, keys))
-            if result.view is not None:
-                self.known_content.update(_new_content(result.view))
+            self.known_content.update(_new_content(result))
         if defer_lineage:
             batch.lineage_requests = pending
         else:
@@ -428,9 +428,15 @@ def worker_pool(settings: Settings, config: ParseConfig | None = None) -> Iterat
         yield pool
 
 
-def _new_content(view: ParsedView) -> list[str]:
-    fresh = [schema.schema_hash for schema in view.schemas]
-    return fresh + [v.version_hash for v in view.versions if isinstance(v, ParsedVersion) and v.clean]
+def _new_content(parsed: ParsedFile) -> list[str]:
+    """Hashes of the schemas, clean versions and snapshots a file brought: later files that repeat
+    them are parsed by hash."""
+    if parsed.table is not None:
+        fresh = [schema.schema_hash for schema in parsed.table.schemas]
+        return fresh + [s.snapshot_hash for s in parsed.table.snapshots if isinstance(s, ParsedSnapshot)]
+    assert parsed.view is not None
+    fresh = [schema.schema_hash for schema in parsed.view.schemas]
+    return fresh + [v.version_hash for v in parsed.view.versions if isinstance(v, ParsedVersion) and v.clean]
 
 
 def read_with_retries(
@@ -543,7 +549,7 @@ def gap_batch(
 def reindex(settings: Settings) -> IndexStats:
     """Rebuild every derived row from the stored documents, with the current configuration."""
     config = settings.parse_config()
-    with Store(settings.db, settings.replica_interval, settings.store_memory) as store:
+    with Store(settings.db, settings.replica_interval, settings.store_memory, rederiving=True) as store:
         config = with_roots(config, store.roots())
         store.clear_derived()
         reads = (
@@ -554,6 +560,7 @@ def reindex(settings: Settings) -> IndexStats:
         with worker_pool(settings, config) as pool:
             indexer = Indexer(store, config, pool)
             indexer.ingest(reads, settings.batch_files, include_source=False)
+        store.reindexed()
         indexer.stats.listed = indexer.stats.indexed
         return indexer.stats
 

@@ -1,4 +1,5 @@
-"""One function per rule a view metadata document can break; each returns findings, never raises.
+"""One function per rule a view or table metadata document can break; each returns findings and
+never raises.
 
 The function's subject names the rule; the finding code is the stable name users filter on.
 """
@@ -159,4 +160,101 @@ def check_location(metadata_location: str | None, file_location: str) -> list[Fi
             f"location {metadata_location!r} does not contain the file's directory {directory!r}",
             "$.location",
         )
+    ]
+
+
+# Table metadata (table spec v1-v3).
+
+TABLE_FORMAT_VERSIONS = (1, 2, 3)
+_TABLE_REQUIRED = {
+    1: ("format-version", "location", "last-updated-ms", "last-column-id"),
+    2: (
+        "format-version",
+        "table-uuid",
+        "location",
+        "last-sequence-number",
+        "last-updated-ms",
+        "last-column-id",
+        "schemas",
+        "current-schema-id",
+    ),
+}
+
+
+def check_table_format_version(format_version: Any) -> list[Finding]:
+    if format_version in TABLE_FORMAT_VERSIONS:
+        return []
+    return [
+        Finding(
+            "bad-format-version",
+            Severity.ERROR,
+            f"table format-version {format_version!r} is not one of {list(TABLE_FORMAT_VERSIONS)}",
+            "$.format-version",
+        )
+    ]
+
+
+def check_table_required(document: dict[str, Any], format_version: Any) -> list[Finding]:
+    """The top-level fields the table spec requires at this format version (v3 adds none)."""
+    required = _TABLE_REQUIRED[1 if format_version == 1 else 2]
+    return [
+        Finding(f"missing-field:{key}", Severity.ERROR, f"required field {key!r} is missing", "$")
+        for key in required
+        if key not in document
+    ]
+
+
+def check_table_uuid(table_uuid: str | None, format_version: Any) -> list[Finding]:
+    if table_uuid is None:
+        # Optional in v1 (the missing-field finding covers v2+): the table is indexed by location.
+        return (
+            [Finding("missing-table-uuid", Severity.INFO, "table-uuid is absent; indexed by location", "$")]
+            if format_version == 1
+            else []
+        )
+    if not _UUID.match(table_uuid):
+        return [
+            Finding(
+                "bad-table-uuid", Severity.ERROR, f"table-uuid {table_uuid!r} is not a UUID", "$.table-uuid"
+            )
+        ]
+    return []
+
+
+def check_current_schema_exists(schema_id: int | None, schema_ids: set[int]) -> list[Finding]:
+    if schema_id is None or schema_id in schema_ids:
+        return []
+    return [
+        Finding(
+            "current-schema-not-found",
+            Severity.ERROR,
+            f"current-schema-id {schema_id} is not among schemas {sorted(schema_ids)}",
+            "$.current-schema-id",
+        )
+    ]
+
+
+def check_current_snapshot_exists(snapshot_id: int | None, snapshot_ids: set[int]) -> list[Finding]:
+    if snapshot_id is None or snapshot_id in snapshot_ids:
+        return []
+    return [
+        Finding(
+            "current-snapshot-not-found",
+            Severity.ERROR,
+            f"current-snapshot-id {snapshot_id} is not among the file's snapshots",
+            "$.current-snapshot-id",
+        )
+    ]
+
+
+def check_refs_resolve(refs: list[tuple[str, int]], snapshot_ids: set[int]) -> list[Finding]:
+    return [
+        Finding(
+            "ref-snapshot-not-found",
+            Severity.ERROR,
+            f"ref {name!r} points at snapshot {snapshot_id}, which is not among the file's snapshots",
+            f"$.refs.{name}",
+        )
+        for name, snapshot_id in refs
+        if snapshot_id not in snapshot_ids
     ]

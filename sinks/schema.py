@@ -9,12 +9,19 @@ from importlib import resources
 
 import duckdb
 
+REINDEX_MARKER = "-- requires: reindex"
+"""In a migration: rows it adds can only be derived from the stored documents (`reindex`)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Migration:
     id: int
     name: str
     sql: str
+
+    @property
+    def requires_reindex(self) -> bool:
+        return REINDEX_MARKER in self.sql.splitlines()
 
 
 def migrations() -> list[Migration]:
@@ -39,11 +46,13 @@ def applied(conn: duckdb.DuckDBPyConnection) -> list[int]:
 
 
 def migrate(conn: duckdb.DuckDBPyConnection) -> list[str]:
-    """Apply the migrations this store lacks, each in its own transaction. Returns their names."""
+    """Apply the migrations this store lacks, each in its own transaction. Returns their names.
+    One that requires a reindex of a store holding files is recorded in `_reindex_needed`."""
     conn.execute(
         "CREATE TABLE IF NOT EXISTS _migrations (id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
         "applied_at TIMESTAMPTZ NOT NULL DEFAULT current_timestamp)"
     )
+    conn.execute("CREATE TABLE IF NOT EXISTS _reindex_needed (migration VARCHAR PRIMARY KEY)")
     done = set(applied(conn))
     names = []
     for migration in migrations():
@@ -53,12 +62,22 @@ def migrate(conn: duckdb.DuckDBPyConnection) -> list[str]:
         try:
             conn.execute(migration.sql)
             conn.execute("INSERT INTO _migrations (id, name) VALUES (?, ?)", [migration.id, migration.name])
+            if migration.requires_reindex:
+                conn.execute(
+                    "INSERT OR IGNORE INTO _reindex_needed SELECT ? WHERE EXISTS (SELECT 1 FROM files)",
+                    [migration.name],
+                )
             conn.execute("COMMIT")
         except duckdb.Error:
             conn.execute("ROLLBACK")
             raise
         names.append(migration.name)
     return names
+
+
+def reindex_needed(conn: duckdb.DuckDBPyConnection) -> list[str]:
+    """Migrations applied to a store that held files, whose rows only `reindex` derives."""
+    return [row[0] for row in conn.execute("SELECT migration FROM _reindex_needed ORDER BY 1").fetchall()]
 
 
 def install_queries(conn: duckdb.DuckDBPyConnection) -> None:

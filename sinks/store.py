@@ -35,7 +35,7 @@ from viewlineage.indexer.batches import (
 from viewlineage.indexer.errors import StoreError
 
 from . import spans
-from .schema import install_queries, migrate
+from .schema import install_queries, migrate, reindex_needed
 
 READER_CONFIG = {
     "enable_external_access": False,
@@ -72,7 +72,10 @@ class Store:
         path: str | os.PathLike[str],
         replica_interval: float | None = 2.0,
         memory_limit: str | None = None,
+        rederiving: bool = False,
     ) -> None:
+        """`rederiving`: the caller re-derives every row (`reindex`), so a migration that awaits a
+        reindex is not worth a warning."""
         self.path = Path(path)
         self.replica_interval = replica_interval
         self.memory_limit = memory_limit
@@ -93,6 +96,13 @@ class Store:
             self.conn.execute("BEGIN TRANSACTION")
             spans.rebuild(self.conn)
             self.conn.execute("COMMIT")
+        if (stale := reindex_needed(self.conn)) and not rederiving:
+            warnings.warn(
+                f"{self.path} was indexed before {', '.join(stale)}: run `viewlineage reindex` to derive "
+                "the rows they add from the stored documents",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         self.lookups = self.conn.cursor()
         """Lookups (what is indexed, which lineage is stored) on a connection of their own: a
         follower asks them while its store thread writes the batch before (they see what is
@@ -268,6 +278,10 @@ class Store:
         for name in (*spans.TABLES, *reversed(DERIVED_TABLES)):
             self.conn.execute(f"DELETE FROM {name}")
         self.conn.execute("COMMIT")
+
+    def reindexed(self) -> None:
+        """Every derived row was re-derived from the stored documents: no migration awaits it."""
+        self.conn.execute("DELETE FROM _reindex_needed")
 
     def publish_replica(self, force: bool = False) -> None:
         """Copy a checkpointed store to `<store>.replica` (atomic rename), at most every

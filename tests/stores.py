@@ -13,6 +13,7 @@ from viewlineage.sinks import spans
 BOOKKEEPING = {"ingested_at", "quarantined_at", "computed_at"}
 OBJECT_TIMES = {
     *("files.modified_ms", "files.modified_source", "view_files.commit_ms", "view_files.commit_source"),
+    *("table_files.commit_ms", "table_files.commit_source"),
     "file_spans",
 }
 """Columns (and a table: which file held when) that come from when an object was written: they

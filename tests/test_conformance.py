@@ -9,7 +9,10 @@ import pytest
 
 from viewlineage.indexer.config import ParseConfig
 from viewlineage.indexer.errors import QuarantineError
-from viewlineage.indexer.parse import parse_metadata
+from viewlineage.indexer.findings import Finding
+from viewlineage.indexer.mv_model import StorageTableIdentifier
+from viewlineage.indexer.mviews import FORMAT_REFRESH_STATE, FORMAT_TRINO, RecordedRefresh, table_refreshes
+from viewlineage.indexer.parse import ParsedVersion, parse_metadata
 from viewlineage.indexer.pipeline import index_locations
 
 from .conftest import CONFORMANCE, settings_for
@@ -106,6 +109,13 @@ def test_corpus_indexes_into_the_store(tmp_path: Path) -> None:
             "SELECT view_id FROM view_files WHERE view_uuid IS NULL ORDER BY location"
         ).fetchall()
         assert missing == [("loc:s3://bucket/test/location",), ("loc:s3://bucket/test/location",)]
+        refreshes = conn.execute(
+            "SELECT r.format, r.snapshot_id, s.identifier, s.snapshot_id FROM mv_refreshes r "
+            "JOIN mv_refresh_sources s USING (refresh_hash)"
+        ).fetchall()
+        assert refreshes == [("trino", 2658918943052245018, "tpch.source_table", 458588277474304854)]
+        storage = conn.execute("SELECT namespace, name FROM version_storage_tables").fetchall()
+        assert storage == [(["default"], "event_agg_mv__storage")]
         reasons = conn.execute("SELECT reason, count(*) FROM quarantine GROUP BY ALL").fetchall()
         assert reasons == [("not-metadata", 17)]
         conflicts = conn.execute(
@@ -130,3 +140,80 @@ def test_corpus_indexes_into_the_store(tmp_path: Path) -> None:
                 best[(view_id, version_id)] = (rank, version_hash)
         preferred = conn.execute("SELECT view_id, version_id, version_hash FROM preferred_copies").fetchall()
         assert sorted(preferred) == sorted((*key, best[key][1]) for key in conflicts)
+
+
+def test_trino_storage_table_records_its_refresh() -> None:
+    path = CONFORMANCE / "trino/00001-69970f62-bbbc-4af2-a3ee-771e851ba4dd.metadata.json"
+    table = parse_metadata(path.read_bytes(), str(path), ParseConfig()).table
+    assert table is not None
+    [refresh] = table.refreshes
+    assert (refresh.format, refresh.owner_id, refresh.snapshot_id) == (
+        FORMAT_TRINO,
+        "34e32361-c24e-40d0-aaec-ca4d0f129fad",
+        2658918943052245018,
+    )
+    # trino-query-start-time 2026-01-15T18:59:50.832196Z, to the millisecond.
+    assert (refresh.refreshed_ms, refresh.unknown_reason, refresh.view_version_id) == (
+        1768503590832,
+        None,
+        None,
+    )
+    assert [(s.kind, s.identifier, s.namespace, s.name, s.snapshot_id) for s in refresh.sources] == [
+        ("table", "tpch.source_table", ("tpch",), "source_table", 458588277474304854)
+    ]
+
+
+def test_mv_spec_draft_view_names_its_storage_table() -> None:
+    path = CONFORMANCE / "iceberg-pr11041-mv-spec/mv-spec__example__event_agg_mv-00001-metadata.json"
+    view = parse_metadata(path.read_bytes(), str(path), ParseConfig()).view
+    assert view is not None
+    [version] = view.versions
+    assert isinstance(version, ParsedVersion)
+    assert version.storage_table == StorageTableIdentifier(
+        namespace=["default"], name="event_agg_mv__storage"
+    )
+
+
+def _refresh_state(name: str) -> tuple[list[RecordedRefresh], list[str]]:
+    text = (CONFORMANCE / name).read_text()
+    findings: list[Finding] = []
+    refreshes, _ = table_refreshes(
+        "storage", {}, [(7, 1573518436000, {"refresh-state": text}, "$")], findings
+    )
+    return refreshes, sorted(f.code for f in findings)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "iceberg-pr11041-mv-spec/mv-spec__example__refresh-state.json",
+        "iceberg-pr9830-spark-mv/TestRefreshStateParser__testParseSpecExample.json",
+    ],
+)
+def test_refresh_state_examples_parse_as_the_draft_says(name: str) -> None:
+    [refresh], codes = _refresh_state(name)
+    assert codes == []
+    assert (refresh.format, refresh.snapshot_id, refresh.view_version_id, refresh.refreshed_ms) == (
+        FORMAT_REFRESH_STATE,
+        7,
+        1,
+        1573518435000,
+    )
+    assert [(s.kind, s.namespace, s.name, s.uuid, s.snapshot_id, s.ref) for s in refresh.sources] == [
+        ("table", ("default",), "events", "d4a10b5c-1e8a-4b72-9d67-3f4a8c9e1b2d", 6148331192489823102, None)
+    ]
+
+
+def test_an_empty_refresh_state_has_no_sources() -> None:
+    [refresh], codes = _refresh_state(
+        "iceberg-pr11041-mv-spec/mv-spec__appendixB__strategy1-empty-refresh-state.json"
+    )
+    assert (codes, refresh.sources, refresh.view_version_id) == ([], (), 1)
+
+
+def test_an_unknown_source_state_type_is_a_finding_not_a_refresh() -> None:
+    refreshes, codes = _refresh_state(
+        "iceberg-pr9830-spark-mv/TestRefreshStateParser__testUnknownTypeThrows.json"
+    )
+    assert refreshes == []
+    assert codes == ["invalid-field:source-states", "invalid-refresh-state"]

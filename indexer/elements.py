@@ -1,0 +1,184 @@
+"""Validating a metadata document piece by piece: fields and list elements one at a time, so one
+broken element becomes a finding and the rest is indexed; content hashes; schemas (shared by the
+view and table specs) with every nested field flattened.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Container
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from .findings import Finding, Severity
+from .model import NestedField, Schema
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def content_hash(value: Any) -> str:
+    """Digest of a JSON value, independent of key order."""
+    return digest(orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
+
+
+def validation_findings(exc: ValidationError, prefix: str) -> list[Finding]:
+    findings = []
+    for error in exc.errors(include_url=False):
+        path = prefix + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"])
+        names = [part for part in error["loc"] if isinstance(part, str)]
+        name = names[-1] if names else prefix.rsplit(".", 1)[-1]
+        if error["type"] == "missing":
+            findings.append(
+                Finding(f"missing-field:{name}", Severity.ERROR, f"required field {name!r} is missing", path)
+            )
+        else:
+            findings.append(
+                Finding(
+                    f"invalid-field:{name}",
+                    Severity.ERROR,
+                    f"{name!r}: {error['msg']} (got {error.get('input')!r:.80})",
+                    path,
+                )
+            )
+    return findings
+
+
+def validated_header(model: type[ModelT], document: dict[str, Any], findings: list[Finding]) -> ModelT:
+    """The top-level scalar fields of `document` as `model`; broken fields become findings and are
+    left out (the model gives every field a default)."""
+    keys = tuple(info.alias or name for name, info in model.model_fields.items())
+    fields = {key: document[key] for key in keys if key in document}
+    try:
+        return model.model_validate(fields)
+    except ValidationError as exc:
+        findings.extend(validation_findings(exc, "$"))
+        broken = {error["loc"][0] for error in exc.errors()}
+        return model.model_validate({key: value for key, value in fields.items() if key not in broken})
+
+
+def elements(document: dict[str, Any], key: str, findings: list[Finding]) -> list[Any]:
+    value = document.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        findings.append(Finding(f"invalid-field:{key}", Severity.ERROR, f"{key!r} is not a list", f"$.{key}"))
+        return []
+    return value
+
+
+def validated(model: type[ModelT], element: Any, path: str, findings: list[Finding]) -> ModelT | None:
+    """`element` as `model`, or None with findings when it is broken (the caller skips it)."""
+    try:
+        return model.model_validate(element)
+    except ValidationError as exc:
+        findings.extend(validation_findings(exc, path))
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaField:
+    """One field at any depth: struct fields, list elements, map keys and values."""
+
+    field_id: int
+    parent_id: int | None
+    path: tuple[str, ...]
+    """Names from the top-level column down; list elements are `element`, maps `key` and `value`."""
+    type: str
+    """A primitive type name, or `struct`, `list`, `map`."""
+    required: bool
+    doc: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedSchema:
+    schema_id: int
+    schema_hash: str
+    fields: tuple[dict[str, Any], ...]
+    """Top-level columns: id, name, type (nested types as JSON text), required, doc."""
+    nested: tuple[SchemaField, ...]
+    """Every field at every depth, parents before children."""
+
+
+def flatten(fields: list[NestedField]) -> list[SchemaField]:
+    flat: list[SchemaField] = []
+
+    def add(
+        field_id: int, parent: int | None, path: tuple[str, ...], kind: Any, required: bool, doc: str | None
+    ) -> None:
+        if not isinstance(kind, dict):
+            flat.append(SchemaField(field_id, parent, path, str(kind), required, doc))
+            return
+        name = str(kind.get("type"))
+        flat.append(SchemaField(field_id, parent, path, name, required, doc))
+        if name == "struct":
+            for child in kind.get("fields", []):
+                add(
+                    child["id"],
+                    field_id,
+                    (*path, child["name"]),
+                    child["type"],
+                    child["required"],
+                    child.get("doc"),
+                )
+        elif name == "list":
+            add(
+                kind["element-id"],
+                field_id,
+                (*path, "element"),
+                kind["element"],
+                kind["element-required"],
+                None,
+            )
+        elif name == "map":
+            add(kind["key-id"], field_id, (*path, "key"), kind["key"], True, None)
+            add(kind["value-id"], field_id, (*path, "value"), kind["value"], kind["value-required"], None)
+
+    for column in fields:
+        add(column.id, None, (column.name,), column.type, column.required, column.doc)
+    return flat
+
+
+def parse_schemas(
+    raw: list[Any], path: str, known: Container[str], findings: list[Finding]
+) -> tuple[dict[int, str], list[ParsedSchema]]:
+    """(schema-id -> hash of every valid schema, the schemas not in `known`, parsed)."""
+    hashes: dict[int, str] = {}
+    parsed: list[ParsedSchema] = []
+    for ordinal, element in enumerate(raw):
+        schema_hash = content_hash(element)
+        if schema_hash in known:  # parsed without findings before: its schema-id is an int
+            hashes[element["schema-id"]] = schema_hash
+            continue
+        where = f"{path}[{ordinal}]"
+        schema = validated(Schema, element, where, findings)
+        if schema is None:
+            continue
+        try:
+            nested = tuple(flatten(schema.fields))
+        except (KeyError, TypeError) as exc:  # a nested type missing a spec field: top level only
+            findings.append(
+                Finding(
+                    "invalid-nested-type", Severity.ERROR, f"nested type without {exc}", f"{where}.fields"
+                )
+            )
+            nested = ()
+        columns = tuple(
+            {
+                "id": column.id,
+                "name": column.name,
+                "type": column.type if isinstance(column.type, str) else orjson.dumps(column.type).decode(),
+                "required": column.required,
+                "doc": column.doc,
+            }
+            for column in schema.fields
+        )
+        hashes[schema.schema_id] = schema_hash
+        parsed.append(ParsedSchema(schema.schema_id, schema_hash, columns, nested))
+    return hashes, parsed

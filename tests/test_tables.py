@@ -1,0 +1,284 @@
+"""Table metadata (spec v1-v3): what is parsed from each format version, and what the store holds
+for the real-writer sample's tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import orjson
+
+from viewlineage.indexer.config import CatalogMapEntry, ParseConfig
+from viewlineage.indexer.parse import parse_metadata
+from viewlineage.indexer.tables import KnownSnapshot, ParsedRef, ParsedTable
+
+UUID = "9c12d441-03fe-4693-9a96-a0705ddf69c1"
+NESTED = {
+    "type": "struct",
+    "schema-id": 1,
+    "fields": [
+        {"id": 1, "name": "id", "required": True, "type": "long"},
+        {
+            "id": 2,
+            "name": "address",
+            "required": False,
+            "type": {
+                "type": "struct",
+                "fields": [
+                    {"id": 5, "name": "city", "required": True, "type": "string", "doc": "town"},
+                    {"id": 6, "name": "zip", "required": False, "type": "int"},
+                ],
+            },
+        },
+        {
+            "id": 3,
+            "name": "tags",
+            "required": False,
+            "type": {"type": "list", "element-id": 7, "element": "string", "element-required": True},
+        },
+        {
+            "id": 4,
+            "name": "scores",
+            "required": False,
+            "type": {
+                "type": "map",
+                "key-id": 8,
+                "key": "string",
+                "value-id": 9,
+                "value": {"type": "list", "element-id": 10, "element": "double", "element-required": False},
+                "value-required": False,
+            },
+        },
+    ],
+}
+
+
+def v1_table() -> dict[str, Any]:
+    """A v1 document as early writers wrote it: one `schema`, no refs, no uuid, no sequence numbers."""
+    return {
+        "format-version": 1,
+        "location": "s3://bucket/wh/db/t",
+        "last-updated-ms": 1700000002000,
+        "last-column-id": 2,
+        "schema": {"type": "struct", "fields": [{"id": 1, "name": "x", "required": False, "type": "int"}]},
+        "partition-spec": [],
+        "properties": {"owner": "a"},
+        "current-snapshot-id": 20,
+        "snapshots": [
+            {"snapshot-id": 10, "timestamp-ms": 1700000001000, "manifests": ["s3://m1.avro"]},
+            {
+                "snapshot-id": 20,
+                "parent-snapshot-id": 10,
+                "timestamp-ms": 1700000002000,
+                "summary": {"operation": "append"},
+                "manifest-list": "s3://l2.avro",
+            },
+        ],
+        "snapshot-log": [
+            {"timestamp-ms": 1700000001000, "snapshot-id": 10},
+            {"timestamp-ms": 1700000002000, "snapshot-id": 20},
+        ],
+    }
+
+
+def v3_table() -> dict[str, Any]:
+    return {
+        "format-version": 3,
+        "table-uuid": UUID.upper(),
+        "location": "s3://bucket/wh/db/u",
+        "last-sequence-number": 2,
+        "last-updated-ms": 1700000009000,
+        "last-column-id": 10,
+        "current-schema-id": 1,
+        "schemas": [
+            {
+                "type": "struct",
+                "schema-id": 0,
+                "fields": [{"id": 1, "name": "id", "required": True, "type": "long"}],
+            },
+            NESTED,
+        ],
+        "properties": {},
+        "current-snapshot-id": 3051729675574597004,
+        "next-row-id": 150,
+        "refs": {
+            "main": {"snapshot-id": 3051729675574597004, "type": "branch"},
+            "audit": {"snapshot-id": 3055729675574597004, "type": "tag", "max-ref-age-ms": 86400000},
+        },
+        "snapshots": [
+            {
+                "snapshot-id": 3051729675574597004,
+                "sequence-number": 1,
+                "timestamp-ms": 1700000008000,
+                "summary": {"operation": "append"},
+                "manifest-list": "s3://a.avro",
+                "schema-id": 1,
+                "first-row-id": 0,
+                "added-rows": 100,
+            },
+            {
+                "snapshot-id": 3055729675574597004,
+                "parent-snapshot-id": 3051729675574597004,
+                "sequence-number": 2,
+                "timestamp-ms": 1700000009000,
+                "summary": {"operation": "replace"},
+                "manifest-list": "s3://b.avro",
+                "schema-id": 1,
+                "first-row-id": 100,
+                "added-rows": 50,
+            },
+        ],
+        "metadata-log": [
+            {"timestamp-ms": 1700000008500, "metadata-file": "s3://bucket/wh/db/u/metadata/v1.metadata.json"}
+        ],
+    }
+
+
+def parsed(document: dict[str, Any], known: frozenset[str] = frozenset()) -> tuple[ParsedTable, list[str]]:
+    location = "s3://bucket/wh/db/t/metadata/v2.metadata.json"
+    config = ParseConfig(catalog_map=(CatalogMapEntry("s3://bucket/wh", "prod"),))
+    result = parse_metadata(orjson.dumps(document), location, config, known)
+    assert result.table is not None
+    return result.table, sorted(f.code for f in result.findings)
+
+
+def test_a_v1_table_without_uuid_or_refs() -> None:
+    table, codes = parsed(v1_table())
+    assert codes == ["missing-table-uuid"]
+    assert (table.table_id, table.format_version, table.current_schema_id) == (
+        "loc:s3://bucket/wh/db/t",
+        1,
+        0,
+    )
+    assert (table.current_snapshot_id, table.last_sequence_number) == (20, None)
+    assert str(table.name) == "prod.db.t"
+    # No refs in v1: main is the current snapshot.
+    assert table.refs == (ParsedRef("main", "branch", 20, None, None, None),)
+    assert [(s.snapshot_id, s.parent_snapshot_id, s.operation) for s in table.snapshots] == [  # type: ignore[union-attr]
+        (10, None, None),
+        (20, 10, "append"),
+    ]
+    assert [(e.snapshot_id, e.timestamp_ms) for e in table.snapshot_log] == [
+        (10, 1700000001000),
+        (20, 1700000002000),
+    ]
+
+
+def test_a_v1_table_without_a_current_snapshot() -> None:
+    document = {**v1_table(), "current-snapshot-id": -1, "snapshots": [], "snapshot-log": []}
+    table, codes = parsed(document)
+    assert (table.current_snapshot_id, table.refs, codes) == (None, (), ["missing-table-uuid"])
+
+
+def test_a_v3_table_with_nested_fields_tags_and_row_lineage() -> None:
+    table, codes = parsed(v3_table())
+    assert codes == []
+    assert (table.table_id, table.current_schema_id, table.last_sequence_number) == (UUID, 1, 2)
+    assert table.current_schema_hash == table.schema_hashes[1] != table.schema_hashes[0]
+    assert [(r.name, r.type, r.max_ref_age_ms) for r in table.refs] == [
+        ("audit", "tag", 86400000),
+        ("main", "branch", None),
+    ]
+    newest = table.snapshots[1]
+    assert not isinstance(newest, KnownSnapshot)
+    assert (newest.sequence_number, newest.first_row_id, newest.added_rows, newest.operation) == (
+        2,
+        100,
+        50,
+        "replace",
+    )
+    nested = {schema.schema_id: schema for schema in table.schemas}[1].nested
+    assert [(f.field_id, f.parent_id, ".".join(f.path), f.type, f.required) for f in nested] == [
+        (1, None, "id", "long", True),
+        (2, None, "address", "struct", False),
+        (5, 2, "address.city", "string", True),
+        (6, 2, "address.zip", "int", False),
+        (3, None, "tags", "list", False),
+        (7, 3, "tags.element", "string", True),
+        (4, None, "scores", "map", False),
+        (8, 4, "scores.key", "string", True),
+        (9, 4, "scores.value", "list", False),
+        (10, 9, "scores.value.element", "double", False),
+    ]
+    assert nested[2].doc == "town"
+    assert [(e.metadata_file, e.timestamp_ms) for e in table.metadata_log] == [
+        ("s3://bucket/wh/db/u/metadata/v1.metadata.json", 1700000008500)
+    ]
+
+
+def test_known_snapshots_are_identified_by_hash_only() -> None:
+    first, _ = parsed(v3_table())
+    hashes = frozenset(s.snapshot_hash for s in first.snapshots)
+    again, codes = parsed(v3_table(), known=hashes)
+    assert codes == []
+    assert all(isinstance(s, KnownSnapshot) for s in again.snapshots)
+    assert [s.snapshot_hash for s in again.snapshots] == [s.snapshot_hash for s in first.snapshots]
+
+
+def test_broken_table_rules_become_findings_and_the_rest_is_indexed() -> None:
+    document = v3_table()
+    document["format-version"] = 4
+    document["current-snapshot-id"] = 99
+    document["current-schema-id"] = 7
+    document["refs"]["dangling"] = {"snapshot-id": 98, "type": "branch"}
+    document["snapshots"].append({"snapshot-id": "not a number", "timestamp-ms": 1})
+    del document["last-column-id"]
+    table, codes = parsed(document)
+    assert codes == [
+        "bad-format-version",
+        "current-schema-not-found",
+        "current-snapshot-not-found",
+        "invalid-field:snapshot-id",
+        "missing-field:last-column-id",
+        "ref-snapshot-not-found",
+    ]
+    assert len(table.snapshots) == 2
+    assert table.current_schema_hash is None
+
+
+def test_the_sample_tables_in_the_store(sample_store: Path) -> None:
+    with duckdb.connect(str(sample_store), read_only=True) as conn:
+        tables = conn.execute(
+            "SELECT catalog, name, format_version, count(*), max(last_sequence_number) FROM table_files "
+            "GROUP BY ALL ORDER BY name"
+        ).fetchall()
+        assert tables == [
+            ("prod", ["db", "events"], 2, 3, 2),
+            ("prod", ["sales", "customers"], 2, 2, 1),
+            ("prod", ["sales", "orders"], 2, 3, 2),
+        ]
+        events = conn.execute(
+            "SELECT s.sequence_number, s.operation, s.summary['added-records'], s.parent_snapshot_id IS NULL "
+            "FROM snapshots s JOIN table_names n USING (table_id) WHERE n.name = ['db', 'events'] "
+            "ORDER BY s.sequence_number"
+        ).fetchall()
+        assert events == [(1, "append", "8", True), (2, "append", "5", False)]
+        # The snapshot log (union over files) agrees with the snapshots, and main points at the last.
+        logged = conn.execute(
+            "SELECT count(*) FROM snapshot_log l JOIN snapshots s USING (table_id, snapshot_id) "
+            "WHERE l.timestamp_ms = s.timestamp_ms"
+        ).fetchone()
+        assert logged == (5,)
+        heads = conn.execute(
+            "SELECT f.name, r.snapshot_id = f.current_snapshot_id FROM table_files f "
+            "JOIN table_refs r USING (location) WHERE r.name = 'main' "
+            "QUALIFY row_number() OVER (PARTITION BY f.table_id ORDER BY f.sequence_number DESC) = 1 "
+            "ORDER BY f.name"
+        ).fetchall()
+        assert heads == [
+            (["db", "events"], True),
+            (["sales", "customers"], True),
+            (["sales", "orders"], True),
+        ]
+        columns = conn.execute(
+            "SELECT list(sf.path[1] || ':' || sf.type ORDER BY sf.field_id) FROM table_files f "
+            "JOIN schema_fields sf ON sf.schema_hash = f.current_schema_hash "
+            "WHERE f.name = ['sales', 'orders'] GROUP BY f.location ORDER BY f.location DESC LIMIT 1"
+        ).fetchone()
+        assert columns == (
+            ["order_id:long", "customer_id:long", "amount:decimal(10, 2)", "order_ts:timestamptz"],
+        )
+        # Every file but the first logs the file it replaced.
+        replaced = conn.execute("SELECT count(*) FROM metadata_log").fetchone()
+        assert replaced == (5,)
