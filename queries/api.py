@@ -58,7 +58,15 @@ class ResolvedView:
     name: str
 
 
-def _rows(conn: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class ResolvedTable:
+    table_id: str
+    name: str
+
+
+def query_rows(
+    conn: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None
+) -> list[dict[str, Any]]:
     cursor = conn.execute(sql, params or [])
     columns = [d[0] for d in cursor.description or []]
     return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
@@ -71,14 +79,14 @@ def resolve_view(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = 
     at = FOREVER_MS if at_ms is None else at_ms
     text = ref.strip()
     if _UUID.match(text.lower()) or text.startswith("loc:"):
-        rows = _rows(
+        rows = query_rows(
             conn,
             "SELECT view_id, catalog, name FROM view_names WHERE view_id = ?",
             [text.lower() if not text.startswith("loc:") else text],
         )
     elif "://" in text or text.startswith(("/", "file:", ".")):
         location = normalize_location(text).rstrip("/")
-        rows = _rows(
+        rows = query_rows(
             conn,
             """
             SELECT DISTINCT view_id, catalog, name FROM view_files
@@ -87,18 +95,7 @@ def resolve_view(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = 
             [location, text.rstrip("/")],
         )
     else:
-        parts = [part.lower() for part in re.split(r"[./]", text) if part]
-        rows = _rows(
-            conn,
-            """
-            SELECT view_id, catalog, name FROM (
-                SELECT *, list_concat(CASE WHEN catalog IS NULL THEN [] ELSE [catalog] END, name) AS full_name
-                FROM view_names)
-            WHERE len(full_name) >= len(?1) AND list_slice(full_name, -len(?1), -1) = ?1
-            ORDER BY ALL""",
-            [parts],
-        )
-        rows = _holders(conn, rows, at)
+        rows = _holders(conn, _named(conn, "view", text), at)
     if not rows:
         raise UsageError(f"no view {ref!r} in the store")
     if len(rows) > 1:
@@ -110,12 +107,73 @@ def resolve_view(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = 
     return ResolvedView(row["view_id"], display_name(row["catalog"], row["name"], row["view_id"]))
 
 
+def _named(conn: duckdb.DuckDBPyConnection, kind: str, text: str) -> list[dict[str, Any]]:
+    """Views or tables (`kind`) with a name whose tail is `text` (`.` or `/` between parts)."""
+    parts = [part.lower() for part in re.split(r"[./]", text) if part]
+    return query_rows(
+        conn,
+        f"""
+        SELECT {kind}_id, catalog, name FROM (
+            SELECT *, list_concat(CASE WHEN catalog IS NULL THEN [] ELSE [catalog] END, name) AS full_name
+            FROM {kind}_names)
+        WHERE len(full_name) >= len(?1) AND list_slice(full_name, -len(?1), -1) = ?1
+        ORDER BY ALL""",
+        [parts],
+    )
+
+
+def resolve_table(conn: duckdb.DuckDBPyConnection, ref: str) -> ResolvedTable:
+    """A table whose metadata is indexed, by table-uuid, table or file location, or name (any tail
+    of `catalog.ns.table`, as for views). Several tables under one name (dropped and re-created):
+    the one whose files came last."""
+    text = ref.strip()
+    if _UUID.match(text.lower()) or text.startswith("loc:"):
+        rows = query_rows(
+            conn,
+            "SELECT table_id, catalog, name FROM table_names WHERE table_id = ?",
+            [text.lower() if not text.startswith("loc:") else text],
+        )
+    elif "://" in text or text.startswith(("/", "file:", ".")):
+        location = normalize_location(text).rstrip("/")
+        rows = query_rows(
+            conn,
+            """
+            SELECT DISTINCT table_id, catalog, name FROM table_files
+            WHERE location = ?1 OR rtrim(table_location, '/') IN (?1, ?2)
+               OR location LIKE ?1 || '/metadata/%'""",
+            [location, text.rstrip("/")],
+        )
+    elif named := _named(conn, "table", text):
+        rows = query_rows(
+            conn,
+            """
+            WITH named AS (SELECT unnest(?1, recursive := true))
+            SELECT n.table_id, n.catalog, n.name FROM named n JOIN table_files f USING (table_id)
+            GROUP BY n.table_id, n.catalog, n.name
+            QUALIFY row_number() OVER (
+                PARTITION BY n.catalog, n.name ORDER BY max(f.commit_ms) DESC NULLS LAST, n.table_id) = 1
+            ORDER BY ALL""",
+            [named],
+        )
+    else:
+        rows = []
+    if not rows:
+        raise UsageError(f"no table {ref!r} whose metadata is in the store")
+    if len(rows) > 1:
+        listed = ", ".join(
+            f"{display_name(r['catalog'], r['name'], r['table_id'])} ({r['table_id']})" for r in rows
+        )
+        raise UsageError(f"{ref!r} is ambiguous: {listed}")
+    row = rows[0]
+    return ResolvedTable(row["table_id"], display_name(row["catalog"], row["name"], row["table_id"]))
+
+
 def _holders(conn: duckdb.DuckDBPyConnection, named: list[dict[str, Any]], at: int) -> list[dict[str, Any]]:
     """One view per name: where views share one (a view dropped and re-created at its path), the
     one whose files with that name were committed last by `at`, else the one that came last."""
     if len({(row["catalog"], tuple(row["name"] or ())) for row in named}) == len(named):
         return named
-    return _rows(
+    return query_rows(
         conn,
         """
         WITH named AS (SELECT unnest(?1, recursive := true))
@@ -133,15 +191,15 @@ def _holders(conn: duckdb.DuckDBPyConnection, named: list[dict[str, Any]], at: i
 
 def _version_rows(conn: duckdb.DuckDBPyConnection, view_id: str, version_id: int) -> dict[str, Any]:
     copies = "SELECT * FROM {} WHERE view_id = ? AND version_id = ?"
-    version = _rows(conn, copies.format("versions"), [view_id, version_id])
+    version = query_rows(conn, copies.format("versions"), [view_id, version_id])
     if len(version) > 1:  # a version conflict: ranking the copies by file is the rare, slower path
-        version = _rows(conn, copies.format("preferred_versions"), [view_id, version_id])
+        version = query_rows(conn, copies.format("preferred_versions"), [view_id, version_id])
     if not version:
         return {"version_id": version_id, "missing": True}
     v = version[0]
     # Point lookups by key, each through its index: a join would read every schema.
-    schema = _rows(conn, "SELECT columns FROM schemas WHERE schema_hash = ?", [v["schema_hash"]])
-    representations = _rows(
+    schema = query_rows(conn, "SELECT columns FROM schemas WHERE schema_hash = ?", [v["schema_hash"]])
+    representations = query_rows(
         conn,
         """
         SELECT ordinal, type, dialect, dialect_raw, sql, document FROM representations
@@ -179,10 +237,10 @@ def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None)
             f"view {view.name} was dropped at {iso(dropped['dropped_ms'])} (its newest metadata file "
             f"{dropped['location']} was removed); ask with an earlier --as-of"
         )
-    current = _rows(conn, "SELECT * FROM view_current_version(?, ?)", [view.view_id, at])
+    current = query_rows(conn, "SELECT * FROM view_current_version(?, ?)", [view.view_id, at])
     if not current:
         raise UsageError(f"view {view.name} had no active version at {iso(at) if as_of_ms else 'any time'}")
-    state = _rows(conn, "SELECT * FROM view_file_as_of(?, ?)", [view.view_id, at])[0]
+    state = query_rows(conn, "SELECT * FROM view_file_as_of(?, ?)", [view.view_id, at])[0]
     return {
         "view": view.name,
         "view_id": view.view_id,
@@ -201,21 +259,21 @@ def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None)
 
 
 def _dropped(conn: duckdb.DuckDBPyConnection, view_id: str) -> dict[str, Any] | None:
-    rows = _rows(conn, "SELECT location, dropped_ms FROM view_drop(?)", [view_id])
+    rows = query_rows(conn, "SELECT location, dropped_ms FROM view_drop(?)", [view_id])
     return rows[0] if rows else None
 
 
 def history(conn: duckdb.DuckDBPyConnection, ref: str) -> dict[str, Any]:
     """Every version and every activation of a view, with the SQL diff between activations."""
     view = resolve_view(conn, ref)
-    activations = _rows(
+    activations = query_rows(
         conn,
         """
         SELECT version_id, timestamp_ms FROM activations WHERE view_id = ?
         ORDER BY timestamp_ms, version_id""",
         [view.view_id],
     )
-    version_ids = _rows(
+    version_ids = query_rows(
         conn,
         "SELECT DISTINCT version_id FROM versions WHERE view_id = ? ORDER BY 1",
         [view.view_id],
@@ -273,7 +331,7 @@ def _reference_name(row: dict[str, Any]) -> str:
 
 def _names(conn: duckdb.DuckDBPyConnection, view_ids: set[str], at: int) -> dict[str, str]:
     """Display names of these views at `at` (a view with several names: the one its file had then)."""
-    rows = _rows(
+    rows = query_rows(
         conn,
         "SELECT view_id, catalog, name FROM view_names WHERE list_contains(?, view_id)",
         [sorted(view_ids)],
@@ -281,7 +339,7 @@ def _names(conn: duckdb.DuckDBPyConnection, view_ids: set[str], at: int) -> dict
     named: dict[str, dict[str, Any]] = {}
     for row in rows:
         if row["view_id"] in named:
-            row = _rows(
+            row = query_rows(
                 conn, "SELECT view_id, catalog, name FROM view_file_as_of(?, ?)", [row["view_id"], at]
             )[0]
         named[row["view_id"]] = row
@@ -294,7 +352,7 @@ def deps(
     """The tables a view reads at `as_of_ms`; with `transitive`, through the views it reads too."""
     view = resolve_view(conn, ref, as_of_ms)
     at = FOREVER_MS if as_of_ms is None else as_of_ms
-    rows = _rows(
+    rows = query_rows(
         conn,
         "SELECT * FROM deps_as_of(?, ?) WHERE depth = 1 OR ? ORDER BY depth, catalog, namespace, "
         "table_name, suffix, pin",
@@ -339,7 +397,7 @@ def deps(
 
 
 def _is_catalog(conn: duckdb.DuckDBPyConnection, name: str) -> bool:
-    known = _rows(
+    known = query_rows(
         conn,
         "SELECT EXISTS (FROM view_names WHERE catalog = ?1) "
         "OR EXISTS (FROM table_references WHERE catalog = ?1) AS known",
@@ -359,7 +417,7 @@ def uses(
     catalog = parts[0] if len(parts) >= 3 and _is_catalog(conn, parts[0]) else None
     reference = parts[1:] if catalog else parts
     at = FOREVER_MS if as_of_ms is None else as_of_ms
-    rows = _rows(
+    rows = query_rows(
         conn,
         "SELECT * FROM uses_as_of(?, ?, ?) WHERE depth = 1 OR ? ORDER BY depth, path",
         [catalog, reference, at, transitive],
@@ -389,7 +447,7 @@ def findings(
     conn: duckdb.DuckDBPyConnection, code: str | None = None, view: str | None = None
 ) -> list[dict[str, Any]]:
     view_id = resolve_view(conn, view).view_id if view else None
-    return _rows(
+    return query_rows(
         conn,
         """
         SELECT scope, code, severity, view_id, version_id, location, position, message FROM findings
@@ -400,7 +458,7 @@ def findings(
 
 
 def quarantine(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    return _rows(
+    return query_rows(
         conn, "SELECT location, reason, message, stored_bytes, modified_ms FROM quarantine ORDER BY location"
     )
 
@@ -408,6 +466,6 @@ def quarantine(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 def run_sql(conn: duckdb.DuckDBPyConnection, text: str) -> list[dict[str, Any]]:
     """Any SQL on the read-only, sandboxed connection."""
     try:
-        return _rows(conn, text)
+        return query_rows(conn, text)
     except duckdb.Error as exc:
         raise UsageError(f"SQL failed: {exc}") from exc

@@ -22,7 +22,7 @@ from viewlineage.indexer.health import Health
 from viewlineage.indexer.pipeline import IndexStats, index_locations, reindex
 from viewlineage.sinks.store import open_reader
 
-from . import api
+from . import api, mviews
 from .output import JsonOutput, Output, TextOutput
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -365,6 +365,50 @@ def uses(context: click.Context, table: str, as_of: str | None, transitive: bool
     """The views that read TABLE."""
     with _reader(context) as conn:
         output_for(fmt).result(api.uses(conn, table, _as_of(as_of), transitive))
+
+
+@cli.command("mv-status")
+@click.argument("mv", required=False)
+@as_of_option
+@format_option
+@click.pass_context
+@handle_errors
+def mv_status(context: click.Context, mv: str | None, as_of: str | None, fmt: str) -> None:
+    """Whether materialized view MV (a view, or a Trino storage table, by name) was FRESH, STALE or
+    UNKNOWN at a time, with the reason; every MV when MV is left out."""
+    with _reader(context) as conn:
+        result = mviews.mv_status(conn, mv, _as_of(as_of))
+        if fmt == "json":
+            output_for(fmt).result(result)
+        else:
+            _print_mv_status(result)
+
+
+def _print_mv_status(result: dict[str, Any]) -> None:
+    output = output_for("text")
+    for status in result["materialized_views"]:
+        click.echo(f"{status['mv']}: {status['state']}")
+        refresh = status["refresh"] or {}
+        output.result(
+            {
+                "format": status["format"],
+                "storage table": status["storage_table"],
+                "refreshed at": refresh.get("refreshed_at"),
+                "allow stale data": status["allow_stale_data"],
+                "reasons": "\n".join(status["reasons"]) or None,
+                "sources": [
+                    {
+                        "source": source["source"],
+                        "state": source["state"],
+                        "recorded": source["recorded_snapshot_id"] or source["recorded_version_id"],
+                        "now": source.get("snapshot_id") or source.get("version_id"),
+                        "stale since": source.get("stale_since"),
+                    }
+                    for source in status["sources"]
+                ],
+            }
+        )
+        click.echo()
 
 
 @cli.command()

@@ -1,0 +1,41 @@
+-- Tables as of t: which metadata file held, where each ref pointed, and what changed between two
+-- snapshots. Times are epoch ms. Materialized views' freshness (`queries/mviews.py`) is built on these.
+
+-- table_file_as_of(tid, t): the table's file whose state held at t (see file_state_key).
+CREATE OR REPLACE MACRO table_file_as_of(tid, t) AS TABLE
+SELECT * FROM table_files WHERE table_id = tid
+ORDER BY file_state_key(commit_ms, sequence_number, location, t) DESC LIMIT 1;
+
+-- ref_head_as_of(tid, ref_name, t): the snapshot a branch or tag pointed at, at t, and since when.
+-- For main, the latest snapshot-log entry at or before t (the log is the union over every file,
+-- so it outlives expired metadata files and records rollbacks); for other refs, or a table whose
+-- files log nothing, the ref in the file committed last by t.
+CREATE OR REPLACE MACRO ref_head_as_of(tid, ref_name, t) AS TABLE
+WITH logged AS (
+    SELECT snapshot_id, timestamp_ms AS since_ms, 'snapshot-log' AS source FROM snapshot_log
+    WHERE table_id = tid AND ref_name = 'main' AND timestamp_ms <= t
+    ORDER BY timestamp_ms DESC, snapshot_id DESC LIMIT 1
+),
+filed AS (
+    SELECT r.snapshot_id, f.commit_ms AS since_ms, 'metadata-file' AS source
+    FROM table_file_as_of(tid, t) f JOIN table_refs r USING (location)
+    WHERE r.name = ref_name AND f.commit_ms <= t
+)
+SELECT * FROM logged
+UNION ALL
+SELECT * FROM filed WHERE NOT EXISTS (FROM logged);
+
+-- snapshots_since(tid, head, recorded): the ancestry of snapshot `head`, newest first, down to the
+-- child of `recorded` (depth 0 is head itself). reached_parent is the last row's parent: it equals
+-- `recorded` when the chain reaches it, and is NULL where the chain ends (an expired or unseen
+-- ancestor).
+CREATE OR REPLACE MACRO snapshots_since(tid, head, recorded) AS TABLE
+WITH RECURSIVE chain(snapshot_id, parent_snapshot_id, timestamp_ms, operation, depth) AS (
+    SELECT snapshot_id, parent_snapshot_id, timestamp_ms, operation, 0
+    FROM snapshots WHERE table_id = tid AND snapshot_id = head AND head <> recorded
+    UNION ALL
+    SELECT s.snapshot_id, s.parent_snapshot_id, s.timestamp_ms, s.operation, c.depth + 1
+    FROM chain c JOIN snapshots s ON s.table_id = tid AND s.snapshot_id = c.parent_snapshot_id
+    WHERE c.parent_snapshot_id <> recorded AND c.depth < 1000000  -- a corrupt cycle stops
+)
+SELECT DISTINCT ON (depth) * FROM chain ORDER BY depth;

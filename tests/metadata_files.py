@@ -1,0 +1,132 @@
+"""Writing small table and view metadata files whose times a test controls: each file's mtime and
+last-updated-ms (or newest log entry) is the commit time the test names."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCHEMA = {
+    "type": "struct",
+    "schema-id": 0,
+    "fields": [
+        {"id": 1, "name": "id", "required": False, "type": "long"},
+        {"id": 2, "name": "kind", "required": False, "type": "string"},
+    ],
+}
+
+
+def write(path: Path, document: dict[str, Any], ms: int) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document))
+    os.utime(path, ns=(ms * 1_000_000, ms * 1_000_000))
+    return path
+
+
+@dataclass
+class Table:
+    """A table whose every commit writes the next metadata file under `root/<ns>/<name>`."""
+
+    root: Path
+    namespace: str
+    name: str
+    uuid: str
+    snapshots: list[dict[str, Any]] = field(default_factory=list)
+    log: list[dict[str, Any]] = field(default_factory=list)
+    properties: dict[str, str] = field(default_factory=dict)
+    files: int = 0
+
+    @property
+    def location(self) -> str:
+        return str(self.root / self.namespace / self.name)
+
+    @property
+    def head(self) -> int | None:
+        return self.log[-1]["snapshot-id"] if self.log else None
+
+    def commit(
+        self, ms: int, snapshot_id: int | None = None, operation: str = "append", **summary: str
+    ) -> Path:
+        """A new metadata file at `ms`: with a snapshot when `snapshot_id` is given (it becomes
+        main's head), else only the current properties."""
+        if snapshot_id is not None:
+            snapshot = {
+                "snapshot-id": snapshot_id,
+                "sequence-number": len(self.snapshots) + 1,
+                "timestamp-ms": ms,
+                "summary": {"operation": operation, **summary},
+                "manifest-list": f"{self.location}/metadata/snap-{snapshot_id}.avro",
+                "schema-id": 0,
+            }
+            if self.head is not None:
+                snapshot["parent-snapshot-id"] = self.head
+            self.snapshots.append(snapshot)
+            self.log.append({"timestamp-ms": ms, "snapshot-id": snapshot_id})
+        document: dict[str, Any] = {
+            "format-version": 2,
+            "table-uuid": self.uuid,
+            "location": self.location,
+            "last-sequence-number": len(self.snapshots),
+            "last-updated-ms": ms,
+            "last-column-id": 2,
+            "current-schema-id": 0,
+            "schemas": [SCHEMA],
+            "properties": dict(self.properties),
+            "snapshots": list(self.snapshots),
+            "snapshot-log": list(self.log),
+        }
+        if self.head is not None:
+            document["current-snapshot-id"] = self.head
+            document["refs"] = {"main": {"snapshot-id": self.head, "type": "branch"}}
+        path = Path(self.location) / "metadata" / f"{self.files:05d}-{self.uuid}.metadata.json"
+        self.files += 1
+        return write(path, document, ms)
+
+
+@dataclass
+class View:
+    root: Path
+    namespace: str
+    name: str
+    uuid: str
+    versions: list[dict[str, Any]] = field(default_factory=list)
+    log: list[dict[str, Any]] = field(default_factory=list)
+    properties: dict[str, str] = field(default_factory=dict)
+    files: int = 0
+
+    @property
+    def location(self) -> str:
+        return str(self.root / self.namespace / self.name)
+
+    def commit(self, ms: int, sql: str | None = None, **version_fields: Any) -> Path:
+        """A new metadata file at `ms`: with a new current version when `sql` is given."""
+        if sql is not None:
+            version_id = len(self.versions) + 1
+            self.versions.append(
+                {
+                    "version-id": version_id,
+                    "schema-id": 0,
+                    "timestamp-ms": ms,
+                    "summary": {"engine-name": "spark"},
+                    "representations": [{"type": "sql", "sql": sql, "dialect": "spark"}],
+                    "default-namespace": [self.namespace],
+                    **version_fields,
+                }
+            )
+            self.log.append({"timestamp-ms": ms, "version-id": version_id})
+        document = {
+            "view-uuid": self.uuid,
+            "format-version": 1,
+            "location": self.location,
+            "current-version-id": self.log[-1]["version-id"],
+            "properties": dict(self.properties),
+            "schemas": [SCHEMA],
+            "versions": list(self.versions),
+            "version-log": list(self.log),
+        }
+        path = Path(self.location) / "metadata" / f"{self.files:05d}-{self.uuid}.metadata.json"
+        self.files += 1
+        return write(path, document, ms)
