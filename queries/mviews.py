@@ -18,7 +18,7 @@ import duckdb
 from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.locations import normalize_location
 
-from .api import FOREVER_MS, display_name, iso, query_rows, resolve_table, resolve_view
+from .names import FOREVER_MS, display_name, iso, query_rows, resolve_table, resolve_view
 
 FRESH, STALE, UNKNOWN = "FRESH", "STALE", "UNKNOWN"
 MAIN = "main"
@@ -116,16 +116,35 @@ def _every(conn: duckdb.DuckDBPyConnection, at: int) -> list[Materialized]:
     return found
 
 
-def _view_mv(conn: duckdb.DuckDBPyConnection, view_id: str, name: str, at: int) -> Materialized | None:
+@dataclass(frozen=True, slots=True)
+class ViewHead:
+    """A view at T: its file in force and its current version."""
+
+    location: str
+    catalog: str | None
+    version_id: int
+    activated_ms: int
+
+
+def _head(conn: duckdb.DuckDBPyConnection, view_id: str, at: int) -> ViewHead | None:
     files = query_rows(conn, "SELECT location, catalog FROM view_file_as_of(?, ?)", [view_id, at])
     current = query_rows(
         conn, "SELECT version_id, activated_ms FROM view_current_version(?, ?)", [view_id, at]
     )
     if not files or not current:
         return None
-    version_id, since = current[0]["version_id"], current[0]["activated_ms"]
-    catalog = files[0]["catalog"]
-    definition = query_rows(conn, "SELECT * FROM mv_definitions WHERE location = ?", [files[0]["location"]])
+    file, version = files[0], current[0]
+    return ViewHead(file["location"], file["catalog"], version["version_id"], version["activated_ms"])
+
+
+def _view_mv(
+    conn: duckdb.DuckDBPyConnection, view_id: str, name: str, at: int, head: ViewHead | None = None
+) -> Materialized | None:
+    head = head or _head(conn, view_id, at)
+    if head is None:
+        return None
+    version_id, since, catalog = head.version_id, head.activated_ms, head.catalog
+    definition = query_rows(conn, "SELECT * FROM mv_definitions WHERE location = ?", [head.location])
     if definition:
         d = definition[0]
         location = d["storage_table_location"]
@@ -182,12 +201,20 @@ def _storage_table_mv(
         """
         SELECT DISTINCT f.view_id, f.catalog, f.name FROM mv_definitions d JOIN view_files f USING (location)
         JOIN table_files t ON rtrim(t.table_location, '/') = rtrim(d.storage_table_location, '/')
-        WHERE t.table_id = ?""",
+        WHERE t.table_id = ?1
+        UNION
+        SELECT DISTINCT n.view_id, n.catalog, n.name
+        FROM version_storage_tables st JOIN versions v USING (version_hash) JOIN view_names n USING (view_id)
+        JOIN table_names t ON list_append(st.namespace, st.name) = t.name
+         AND coalesce(st.catalog, n.catalog) IS NOT DISTINCT FROM t.catalog
+        WHERE t.table_id = ?1
+        ORDER BY ALL""",
         [table_id],
     )
     for owner in owners:
         view_name = display_name(owner["catalog"], owner["name"], owner["view_id"])
-        if (mv := _view_mv(conn, owner["view_id"], view_name, at)) is not None:
+        mv = _view_mv(conn, owner["view_id"], view_name, at)
+        if mv is not None and mv.storage_table_id == table_id:
             return mv
     formats = query_rows(
         conn, "SELECT DISTINCT format FROM mv_refreshes WHERE owner_id = ? ORDER BY 1", [table_id]
@@ -464,3 +491,54 @@ def _view_source_state(
         "reason": f"view {source['identifier']} is at version {version_id} since {iso(since)}, "
         f"the refresh read version {source['view_version_id']}",
     }
+
+
+def view_materialization(
+    conn: duckdb.DuckDBPyConnection, view_id: str, name: str, at: int, head: ViewHead
+) -> dict[str, Any] | None:
+    """The freshness of view `view_id` (at `head`) at `at` when it is a materialized view then."""
+    found = _view_mv(conn, view_id, name, at, head)
+    return _status(conn, found, at) if found is not None else None
+
+
+def refreshed_from(
+    conn: duckdb.DuckDBPyConnection, catalog: str | None, parts: list[str], at: int
+) -> list[dict[str, Any]]:
+    """The MVs whose refresh in force at `at` read the table named `parts` (namespace levels, then
+    the name; any catalog when `catalog` is None), with their freshness: the edges refresh records
+    draw, Trino storage tables' included (their SQL is in a metastore this product does not read)."""
+    owners = query_rows(
+        conn,
+        """
+        SELECT DISTINCT r.owner_id, r.format
+        FROM mv_refresh_sources s JOIN mv_refreshes r USING (refresh_hash)
+        WHERE list_append(s.namespace, s.name) = ?1
+          AND (?2 IS NULL OR s.catalog IS NULL OR s.catalog = ?2)""",
+        [parts, catalog],
+    )
+    found: dict[str, Materialized] = {}
+    for owner in owners:
+        if owner["format"] == "presto":
+            names = query_rows(
+                conn, "SELECT catalog, name FROM view_file_as_of(?, ?)", [owner["owner_id"], at]
+            )
+            named = (
+                display_name(names[0]["catalog"], names[0]["name"], owner["owner_id"])
+                if names
+                else owner["owner_id"]
+            )
+            mv = _view_mv(conn, owner["owner_id"], named, at)
+        else:
+            mv = _storage_table_mv(conn, owner["owner_id"], _table_name(conn, owner["owner_id"], at), at)
+        if mv is not None:
+            found.setdefault(mv.name, mv)
+    wanted = ".".join(parts)
+    readers = []
+    for name in sorted(found):
+        status = _status(conn, found[name], at)
+        sources = [s for s in status["sources"] if s["source"].endswith(wanted)]
+        if sources:
+            readers.append({"mv": name, "state": status["state"], "table_state": sources[0]["state"],
+                            "recorded_snapshot_id": sources[0]["recorded_snapshot_id"],
+                            "refreshed_at": status["refresh"]["refreshed_at"]})  # fmt: skip
+    return readers

@@ -58,6 +58,20 @@ def sample_store(sample_warehouse: Path, tmp_path_factory: pytest.TempPathFactor
 
 
 @pytest.fixture(scope="session")
+def mv_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store of `mv_scenario`'s warehouse: materialized views in the four formats."""
+    from viewlineage.indexer.pipeline import index_locations
+
+    from . import mv_scenario
+
+    root = tmp_path_factory.mktemp("mv") / "warehouse"
+    mv_scenario.build(root)
+    db = root.parent / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    return db
+
+
+@pytest.fixture(scope="session")
 def iceberg_jars() -> str:
     """spark.jars for Spark 3.5 + Iceberg 1.10, prepared by the shared recipe (idempotent, ~1 s when
     already prepared). It installs into the interpreter running the tests, so `python` is put first."""

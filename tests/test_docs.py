@@ -55,7 +55,7 @@ def _json_of(store: Path, *args: str) -> Any:
     return json.loads(result.output)
 
 
-def test_json_output_fields_are_documented(sample_store: Path, tmp_path: Path) -> None:
+def test_json_output_fields_are_documented(sample_store: Path, mv_store: Path, tmp_path: Path) -> None:
     bad = tmp_path / "w" / "db" / "v" / "metadata"
     bad.mkdir(parents=True)
     (bad / "00001-x.metadata.json").write_text("{")
@@ -69,7 +69,19 @@ def test_json_output_fields_are_documented(sample_store: Path, tmp_path: Path) -
         "findings": _json_of(sample_store, "findings"),
         "quarantine": _json_of(quarantined, "quarantine"),
         "sql": _json_of(sample_store, "sql", "SELECT 1 AS one"),
+        "mv-status": _json_of(mv_store, "mv-status", "--as-of", "1970-01-01T00:00:06.500Z"),
     }
+    materialized = _json_of(mv_store, "show", "db.mv_one", "--as-of", "1970-01-01T00:00:04.500Z")
+    assert materialized["materialized"]["state"] == "FRESH"
+    assert set(materialized) == set(outputs["show"])
+    refreshed = _json_of(mv_store, "uses", "db.events", "--as-of", "1970-01-01T00:00:03.500Z")
+    assert [(r["mv"], r["state"], r["table_state"]) for r in refreshed["refreshed_into"]] == [
+        ("prod.db.mv_one", "STALE", "STALE"),
+        ("prod.db.mv_presto", "UNKNOWN", "FRESH"),
+        ("prod.db.mv_trino", "STALE", "STALE"),
+        ("prod.db.mv_two", "FRESH", "FRESH"),
+    ]
+    outputs["uses"]["refreshed_into"] = refreshed["refreshed_into"]
     documented = _documented_json_fields()
     assert set(documented) == set(outputs)
     for command, output in outputs.items():

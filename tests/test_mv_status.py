@@ -4,7 +4,6 @@ commit times the test sets."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,114 +12,11 @@ import pytest
 from click.testing import CliRunner
 
 from viewlineage.indexer.errors import UsageError
-from viewlineage.indexer.pipeline import index_locations
 from viewlineage.queries import mviews
 from viewlineage.queries.cli import cli
 from viewlineage.sinks.store import open_reader
 
-from .conftest import settings_for
-from .metadata_files import Table, View
-
-EVENTS = "11111111-1111-4111-8111-111111111111"
-STORE_1 = "22222222-2222-4222-8222-222222222222"
-STORE_2 = "33333333-3333-4333-8333-333333333333"
-TRINO = "44444444-4444-4444-8444-444444444444"
-MV_1 = "55555555-5555-4555-8555-555555555555"
-MV_2 = "66666666-6666-4666-8666-666666666666"
-PRESTO = "77777777-7777-4777-8777-777777777777"
-DIM = "88888888-8888-4888-8888-888888888888"
-S1, S2, S3 = 101, 102, 103
-
-
-def _property_refresh(refresh_id: str, version_id: int, snapshot: int) -> dict[str, Any]:
-    return {
-        "refresh-id": refresh_id,
-        "version-id": version_id,
-        "base-tables": [
-            {"type": "iceberg-metastore", "identifier": "db.events", "snapshot-reference": snapshot}
-        ],
-    }
-
-
-def _refresh_state(view_version: int, snapshot: int, dim_version: int) -> str:
-    return json.dumps(
-        {
-            "view-version-id": view_version,
-            "refresh-start-timestamp-ms": 0,
-            "source-states": [
-                {
-                    "type": "table",
-                    "name": "events",
-                    "namespace": ["db"],
-                    "uuid": EVENTS,
-                    "snapshot-id": snapshot,
-                },
-                {"type": "view", "name": "dim", "namespace": ["db"], "uuid": DIM, "version-id": dim_version},
-            ],
-        }
-    )
-
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    root = tmp_path_factory.mktemp("mv") / "warehouse"
-    events = Table(root, "db", "events", EVENTS)
-    events.commit(1000, S1)
-    events.commit(3000, S2, "append")
-    events.commit(5000, S3, "replace")
-
-    # Format 1: the MV view names its storage table by location; the storage table's properties
-    # list the refreshes and the current one.
-    store_1 = Table(root, "db", "mv_one_storage", STORE_1)
-    view_1 = View(root, "db", "mv_one", MV_1)
-    view_1.properties["materialized_view_metadata"] = json.dumps(
-        {"storage-table-location": store_1.location, "allow-stale-data": False, "refresh-strategy": "full"}
-    )
-    view_1.commit(500, "SELECT id, kind FROM db.events")
-    refreshes = [_property_refresh("r1", 1, S1)]
-    store_1.properties["materialized_view_metadata"] = json.dumps(
-        {"refreshes": refreshes, "current-refresh-id": "r1"}
-    )
-    store_1.commit(1500)
-    refreshes.append(_property_refresh("r2", 1, S2))
-    store_1.properties["materialized_view_metadata"] = json.dumps(
-        {"refreshes": refreshes, "current-refresh-id": "r2"}
-    )
-    store_1.commit(4000)
-    view_1.commit(6000, "SELECT id FROM db.events")
-
-    # Format 2: the version names its storage table; each refresh is a storage-table snapshot
-    # whose summary holds the refresh state, with a view among the sources.
-    dim = View(root, "db", "dim", DIM)
-    dim.commit(100, "SELECT 1 AS id")
-    view_2 = View(root, "db", "mv_two", MV_2)
-    view_2.commit(600, "SELECT * FROM db.events JOIN db.dim USING (id)",
-                  **{"storage-table": {"namespace": ["db"], "name": "mv_two_storage"}})  # fmt: skip
-    store_2 = Table(root, "db", "mv_two_storage", STORE_2)
-    store_2.commit(2000, 201, "overwrite", **{"refresh-state": _refresh_state(1, S1, 1)})
-    dim.commit(2500, "SELECT 2 AS id")
-    store_2.commit(3200, 202, "overwrite", **{"refresh-state": _refresh_state(1, S2, 2)})
-
-    # Format 3: a Trino storage table, addressed by its own name.
-    trino = Table(root, "db", "mv_trino", TRINO)
-    trino.commit(1200, 301, "append", dependsOnTables=f"db.events={S1}", dependsOnTableFunctions="false",
-                 **{"trino-query-start-time": "1970-01-01T00:00:01.100Z"})  # fmt: skip
-    trino.commit(5200, 302, "append", dependsOnTables="UNKNOWN", dependsOnTableFunctions="true")
-
-    # Format 4: PrestoDB keeps the base tables and their snapshots in the view's properties.
-    presto = View(root, "db", "mv_presto", PRESTO)
-    presto.properties.update(
-        {
-            "presto.materialized_view.base_tables": "db.events,db.missing",
-            "presto.materialized_view.base_snapshot.db.events": str(S2),
-            "presto.materialized_view.base_snapshot.db.missing": "9",
-        }
-    )
-    presto.commit(3100, "SELECT * FROM db.events")
-
-    db = root.parent / "store.duckdb"
-    index_locations([str(root)], settings_for(db, f"{root}=prod"))
-    yield db
+from .mv_scenario import S2, S3, STORE_1, STORE_2
 
 
 def status(db: Path, mv: str, at: int) -> dict[str, Any]:
@@ -157,8 +53,8 @@ def brief(result: dict[str, Any]) -> tuple[Any, ...]:
         (6500, ("STALE", 4000, [("db.events", "STALE", 5000, ["replace"], True)])),
     ],
 )
-def test_format_1_storage_table_properties(store: Path, at: int, expected: tuple[Any, ...]) -> None:
-    result = status(store, "prod.db.mv_one", at)
+def test_format_1_storage_table_properties(mv_store: Path, at: int, expected: tuple[Any, ...]) -> None:
+    result = status(mv_store, "prod.db.mv_one", at)
     assert brief(result) == expected
     assert (result["format"], result["storage_table_id"], result["allow_stale_data"]) == (
         "mv-properties",
@@ -169,14 +65,14 @@ def test_format_1_storage_table_properties(store: Path, at: int, expected: tuple
     assert definition_changed == (at >= 6000)
 
 
-def test_format_1_reasons_name_the_table_and_the_change(store: Path) -> None:
-    assert status(store, "mv_one", 6500)["reasons"] == [
+def test_format_1_reasons_name_the_table_and_the_change(mv_store: Path) -> None:
+    assert status(mv_store, "mv_one", 6500)["reasons"] == [
         "the definition changed: version 2 is current since 1970-01-01T00:00:06.000Z, "
         "the refresh materialized version 1",
         f"db.events is at snapshot {S3} on main, the refresh read {S2}: 1 snapshot(s) since: replace "
         "(compaction only: data unchanged)",
     ]
-    assert status(store, "mv_one", 1200)["reasons"] == [
+    assert status(mv_store, "mv_one", 1200)["reasons"] == [
         "no refresh to check: storage table prod.db.mv_one_storage names no current refresh"
     ]
 
@@ -208,9 +104,9 @@ def test_format_1_reasons_name_the_table_and_the_change(store: Path) -> None:
     ],
 )
 def test_format_2_refresh_state_in_the_storage_snapshot(
-    store: Path, at: int, expected: tuple[Any, ...]
+    mv_store: Path, at: int, expected: tuple[Any, ...]
 ) -> None:
-    result = status(store, "db.mv_two", at)
+    result = status(mv_store, "db.mv_two", at)
     assert brief(result) == expected
     assert (result["format"], result["storage_table_id"]) == ("refresh-state", STORE_2)
 
@@ -223,8 +119,8 @@ def test_format_2_refresh_state_in_the_storage_snapshot(
         (5300, ("UNKNOWN", 5200, [])),
     ],
 )
-def test_format_3_trino_storage_table_by_its_name(store: Path, at: int, expected: tuple[Any, ...]) -> None:
-    result = status(store, "prod.db.mv_trino", at)
+def test_format_3_trino_storage_table_by_its_name(mv_store: Path, at: int, expected: tuple[Any, ...]) -> None:
+    result = status(mv_store, "prod.db.mv_trino", at)
     assert brief(result) == expected
     assert (result["format"], result["view_id"]) == ("trino", None)
     if at == 5300:
@@ -234,8 +130,8 @@ def test_format_3_trino_storage_table_by_its_name(store: Path, at: int, expected
         ]
 
 
-def test_format_4_presto_properties(store: Path) -> None:
-    result = status(store, "mv_presto", 4000)
+def test_format_4_presto_properties(mv_store: Path) -> None:
+    result = status(mv_store, "mv_presto", 4000)
     assert result["state"] == "UNKNOWN"
     assert [(s["source"], s["state"], s["reason"]) for s in result["sources"]] == [
         ("db.events", "FRESH", None),
@@ -243,11 +139,11 @@ def test_format_4_presto_properties(store: Path) -> None:
     ]
     assert result["refresh"]["refreshed_ms"] == 3100
     # Once events moves on, one stale table outranks the unknown one.
-    assert status(store, "mv_presto", 5500)["state"] == "STALE"
+    assert status(mv_store, "mv_presto", 5500)["state"] == "STALE"
 
 
-def test_every_mv_at_a_time(store: Path) -> None:
-    with open_reader(store) as conn:
+def test_every_mv_at_a_time(mv_store: Path) -> None:
+    with open_reader(mv_store) as conn:
         result = mviews.mv_status(conn, None, 2200)
     assert [(mv["mv"], mv["state"]) for mv in result["materialized_views"]] == [
         ("prod.db.mv_one", "FRESH"),
@@ -256,21 +152,21 @@ def test_every_mv_at_a_time(store: Path) -> None:
     ]
 
 
-def test_a_plain_view_is_not_an_mv(store: Path) -> None:
+def test_a_plain_view_is_not_an_mv(mv_store: Path) -> None:
     with (
-        open_reader(store) as conn,
+        open_reader(mv_store) as conn,
         pytest.raises(UsageError, match=r"view prod\.db\.dim is not a materialized view"),
     ):
         mviews.mv_status(conn, "db.dim", 3000)
 
 
-def test_mv_status_command(store: Path) -> None:
+def test_mv_status_command(mv_store: Path) -> None:
     runner = CliRunner()
     result = runner.invoke(
         cli,
         [
             "--db",
-            str(store),
+            str(mv_store),
             "mv-status",
             "db.mv_one",
             "--as-of",
@@ -282,7 +178,7 @@ def test_mv_status_command(store: Path) -> None:
     assert result.exit_code == 0, result.output
     [mv] = json.loads(result.output)["materialized_views"]
     assert (mv["state"], mv["sources"][0]["stale_since"]) == ("STALE", "1970-01-01T00:00:03.000Z")
-    text = runner.invoke(cli, ["--db", str(store), "mv-status", "--as-of", "1970-01-01T00:00:03.500Z"])
+    text = runner.invoke(cli, ["--db", str(mv_store), "mv-status", "--as-of", "1970-01-01T00:00:03.500Z"])
     assert text.exit_code == 0, text.output
     assert [line for line in text.output.splitlines() if line.startswith("prod.")] == [
         "prod.db.mv_one: STALE",
@@ -292,12 +188,13 @@ def test_mv_status_command(store: Path) -> None:
     ]
 
 
-def test_storage_table_name_reaches_its_view_mv(store: Path) -> None:
-    assert status(store, "db.mv_one_storage", 2000)["mv"] == "prod.db.mv_one"
+def test_storage_table_name_reaches_its_view_mv(mv_store: Path) -> None:
+    assert status(mv_store, "db.mv_one_storage", 2000)["mv"] == "prod.db.mv_one"
+    assert status(mv_store, "db.mv_two_storage", 2200)["mv"] == "prod.db.mv_two"
 
 
-def test_the_store_holds_each_format(store: Path) -> None:
-    with duckdb.connect(str(store), read_only=True) as conn:
+def test_the_store_holds_each_format(mv_store: Path) -> None:
+    with duckdb.connect(str(mv_store), read_only=True) as conn:
         formats = conn.execute(
             "SELECT format, count(*) FROM mv_refreshes GROUP BY ALL ORDER BY ALL"
         ).fetchall()

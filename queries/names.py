@@ -1,0 +1,185 @@
+"""Naming things in a store: times in and out, display names, and resolving what a user typed (a
+uuid, a location, a name or the tail of one) to one view or one table."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import duckdb
+
+from viewlineage.indexer.errors import UsageError
+from viewlineage.indexer.locations import normalize_location
+
+FOREVER_MS = 2**62
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def parse_time(text: str) -> int:
+    """Epoch ms from ISO-8601 (a naive time is UTC) or from an integer of epoch ms.
+
+    >>> parse_time("2019-11-12T00:27:11.292"), parse_time("1573518431292")
+    (1573518431292, 1573518431292)
+    """
+    text = text.strip()
+    if re.fullmatch(r"-?\d{10,}", text):
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise UsageError(f"not an ISO-8601 time or epoch ms: {text!r}") from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def iso(ms: int | None) -> str | None:
+    """ISO-8601 UTC with milliseconds."""
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def display_name(catalog: str | None, name: list[str] | None, view_id: str) -> str:
+    if not name:
+        return view_id
+    return ".".join(([catalog] if catalog else []) + list(name))
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedView:
+    view_id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedTable:
+    table_id: str
+    name: str
+
+
+def query_rows(
+    conn: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None
+) -> list[dict[str, Any]]:
+    cursor = conn.execute(sql, params or [])
+    columns = [d[0] for d in cursor.description or []]
+    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+
+def resolve_view(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = None) -> ResolvedView:
+    """A view by uuid, `loc:` id, file or view location, or name: `catalog.ns.view`, or any tail of
+    it (`ns.view`, `view`) that names one view; `/` also separates. A name resolves to the uuid that
+    held it at `at_ms` (default: the latest)."""
+    at = FOREVER_MS if at_ms is None else at_ms
+    text = ref.strip()
+    if _UUID.match(text.lower()) or text.startswith("loc:"):
+        rows = query_rows(
+            conn,
+            "SELECT view_id, catalog, name FROM view_names WHERE view_id = ?",
+            [text.lower() if not text.startswith("loc:") else text],
+        )
+    elif "://" in text or text.startswith(("/", "file:", ".")):
+        location = normalize_location(text).rstrip("/")
+        rows = query_rows(
+            conn,
+            """
+            SELECT DISTINCT view_id, catalog, name FROM view_files
+            WHERE location = ?1 OR rtrim(metadata_location, '/') IN (?1, ?2)
+               OR location LIKE ?1 || '/metadata/%'""",
+            [location, text.rstrip("/")],
+        )
+    else:
+        rows = _holders(conn, _named(conn, "view", text), at)
+    if not rows:
+        raise UsageError(f"no view {ref!r} in the store")
+    if len(rows) > 1:
+        listed = ", ".join(
+            f"{display_name(r['catalog'], r['name'], r['view_id'])} ({r['view_id']})" for r in rows
+        )
+        raise UsageError(f"{ref!r} is ambiguous: {listed}")
+    row = rows[0]
+    return ResolvedView(row["view_id"], display_name(row["catalog"], row["name"], row["view_id"]))
+
+
+def _named(conn: duckdb.DuckDBPyConnection, kind: str, text: str) -> list[dict[str, Any]]:
+    """Views or tables (`kind`) with a name whose tail is `text` (`.` or `/` between parts)."""
+    parts = [part.lower() for part in re.split(r"[./]", text) if part]
+    return query_rows(
+        conn,
+        f"""
+        SELECT {kind}_id, catalog, name FROM (
+            SELECT *, list_concat(CASE WHEN catalog IS NULL THEN [] ELSE [catalog] END, name) AS full_name
+            FROM {kind}_names)
+        WHERE len(full_name) >= len(?1) AND list_slice(full_name, -len(?1), -1) = ?1
+        ORDER BY ALL""",
+        [parts],
+    )
+
+
+def resolve_table(conn: duckdb.DuckDBPyConnection, ref: str) -> ResolvedTable:
+    """A table whose metadata is indexed, by table-uuid, table or file location, or name (any tail
+    of `catalog.ns.table`, as for views). Several tables under one name (dropped and re-created):
+    the one whose files came last."""
+    text = ref.strip()
+    if _UUID.match(text.lower()) or text.startswith("loc:"):
+        rows = query_rows(
+            conn,
+            "SELECT table_id, catalog, name FROM table_names WHERE table_id = ?",
+            [text.lower() if not text.startswith("loc:") else text],
+        )
+    elif "://" in text or text.startswith(("/", "file:", ".")):
+        location = normalize_location(text).rstrip("/")
+        rows = query_rows(
+            conn,
+            """
+            SELECT DISTINCT table_id, catalog, name FROM table_files
+            WHERE location = ?1 OR rtrim(table_location, '/') IN (?1, ?2)
+               OR location LIKE ?1 || '/metadata/%'""",
+            [location, text.rstrip("/")],
+        )
+    elif named := _named(conn, "table", text):
+        rows = query_rows(
+            conn,
+            """
+            WITH named AS (SELECT unnest(?1, recursive := true))
+            SELECT n.table_id, n.catalog, n.name FROM named n JOIN table_files f USING (table_id)
+            GROUP BY n.table_id, n.catalog, n.name
+            QUALIFY row_number() OVER (
+                PARTITION BY n.catalog, n.name ORDER BY max(f.commit_ms) DESC NULLS LAST, n.table_id) = 1
+            ORDER BY ALL""",
+            [named],
+        )
+    else:
+        rows = []
+    if not rows:
+        raise UsageError(f"no table {ref!r} whose metadata is in the store")
+    if len(rows) > 1:
+        listed = ", ".join(
+            f"{display_name(r['catalog'], r['name'], r['table_id'])} ({r['table_id']})" for r in rows
+        )
+        raise UsageError(f"{ref!r} is ambiguous: {listed}")
+    row = rows[0]
+    return ResolvedTable(row["table_id"], display_name(row["catalog"], row["name"], row["table_id"]))
+
+
+def _holders(conn: duckdb.DuckDBPyConnection, named: list[dict[str, Any]], at: int) -> list[dict[str, Any]]:
+    """One view per name: where views share one (a view dropped and re-created at its path), the
+    one whose files with that name were committed last by `at`, else the one that came last."""
+    if len({(row["catalog"], tuple(row["name"] or ())) for row in named}) == len(named):
+        return named
+    return query_rows(
+        conn,
+        """
+        WITH named AS (SELECT unnest(?1, recursive := true))
+        SELECT f.view_id, f.catalog, f.name FROM view_files f SEMI JOIN named n
+            ON f.view_id = n.view_id AND f.catalog IS NOT DISTINCT FROM n.catalog AND f.name = n.name
+        GROUP BY f.view_id, f.catalog, f.name
+        QUALIFY row_number() OVER (
+            PARTITION BY catalog, name
+            ORDER BY max(commit_ms) FILTER (WHERE commit_ms <= ?2) DESC NULLS LAST, min(commit_ms) DESC,
+                     view_id) = 1
+        ORDER BY ALL""",
+        [named, at],
+    )
