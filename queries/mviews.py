@@ -16,7 +16,6 @@ from typing import Any
 import duckdb
 
 from viewlineage.indexer.errors import UsageError
-from viewlineage.indexer.locations import normalize_location
 
 from .names import FOREVER_MS, display_name, iso, query_rows, resolve_table, resolve_view
 
@@ -200,7 +199,8 @@ def _storage_table_mv(
         conn,
         """
         SELECT DISTINCT f.view_id, f.catalog, f.name FROM mv_definitions d JOIN view_files f USING (location)
-        JOIN table_files t ON rtrim(t.table_location, '/') = rtrim(d.storage_table_location, '/')
+        JOIN table_files t
+          ON normalized_location(t.table_location) = normalized_location(d.storage_table_location)
         WHERE t.table_id = ?1
         UNION
         SELECT DISTINCT n.view_id, n.catalog, n.name
@@ -243,14 +243,11 @@ def _table_name(conn: duckdb.DuckDBPyConnection, table_id: str, at: int) -> str:
 
 
 def _table_at_location(conn: duckdb.DuckDBPyConnection, location: str) -> str | None:
-    try:
-        wanted = normalize_location(location).rstrip("/")
-    except ValueError:
-        wanted = location.rstrip("/")
     rows = query_rows(
         conn,
-        "SELECT DISTINCT table_id FROM table_files WHERE rtrim(table_location, '/') IN (?, ?) ORDER BY 1",
-        [wanted, location.rstrip("/")],
+        "SELECT DISTINCT table_id FROM table_files "
+        "WHERE normalized_location(table_location) = normalized_location(?) ORDER BY 1",
+        [location],
     )
     return rows[0]["table_id"] if len(rows) == 1 else None
 

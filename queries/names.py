@@ -135,7 +135,7 @@ def resolve_table(conn: duckdb.DuckDBPyConnection, ref: str) -> ResolvedTable:
             conn,
             """
             SELECT DISTINCT table_id, catalog, name FROM table_files
-            WHERE location = ?1 OR rtrim(table_location, '/') IN (?1, ?2)
+            WHERE location = ?1 OR normalized_location(table_location) IN (?1, normalized_location(?2))
                OR location LIKE ?1 || '/metadata/%'""",
             [location, text.rstrip("/")],
         )

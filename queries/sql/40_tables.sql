@@ -1,6 +1,11 @@
 -- Tables as of t: which metadata file held, where each ref pointed, and what changed between two
 -- snapshots. Times are epoch ms. Materialized views' freshness (`queries/mviews.py`) is built on these.
 
+-- normalized_location(l): a location spelled as `normalize_location` spells it (no `file:`, `s3://`
+-- for `s3a://` and `s3n://`), without a trailing slash: documents write their own location freely.
+CREATE OR REPLACE MACRO normalized_location(l) AS
+rtrim(regexp_replace(regexp_replace(l, '^file:(//)?', ''), '^s3[an]://', 's3://'), '/');
+
 -- table_file_as_of(tid, t): the table's file whose state held at t (see file_state_key).
 CREATE OR REPLACE MACRO table_file_as_of(tid, t) AS TABLE
 SELECT * FROM table_files WHERE table_id = tid

@@ -383,11 +383,11 @@ def _require_empty(path: Path) -> None:
         raise SystemExit(f"{path} is not empty; remove it first so the run starts clean")
 
 
-def _spark(jars: str, warehouse: Path) -> SparkSession:
+def spark_session(jars: str, warehouse: Path, app: str = "viewlineage-realwriter") -> SparkSession:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (
         SparkSession.builder.master("local[2]")
-        .appName("viewlineage-realwriter")
+        .appName(app)
         .config("spark.jars", jars)
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
@@ -443,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
 
     mtimes: dict[str, int] = {}
     steps: list[dict[str, Any]] = []
-    spark = _spark(args.jars, warehouse)
+    spark = spark_session(args.jars, warehouse)
     try:
         for number, statement in enumerate(SCENARIO, start=1):
             spark.sql(statement)
