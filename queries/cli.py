@@ -23,6 +23,7 @@ from viewlineage.indexer.pipeline import IndexStats, index_locations, reindex
 from viewlineage.sinks.store import open_reader
 
 from . import api, mviews
+from . import impact as impact_module
 from .output import JsonOutput, Output, TextOutput
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -409,6 +410,49 @@ def _print_mv_status(result: dict[str, Any]) -> None:
             }
         )
         click.echo()
+
+
+@cli.command()
+@click.argument("table")
+@click.option("--drop-column", "drop", metavar="C", help="Column C (nested: a.b) is dropped.")
+@click.option("--rename-column", "rename", metavar="A=B", help="Column A is renamed to B.")
+@click.option("--change-type", "change_type", metavar="C=TYPE", help="Column C's type becomes TYPE.")
+@as_of_option
+@format_option
+@click.pass_context
+@handle_errors
+def impact(
+    context: click.Context,
+    table: str,
+    drop: str | None,
+    rename: str | None,
+    change_type: str | None,
+    as_of: str | None,
+    fmt: str,
+) -> None:
+    """The views current at a time that use a column of TABLE, directly or through other views, and
+    how (projected, filter, join key, aggregate, ...): what a column change would break."""
+    change = impact_module.parse_change(drop, rename, change_type)
+    with _reader(context) as conn:
+        result = impact_module.impact(conn, table, change, _as_of(as_of))
+        if fmt == "json":
+            output_for(fmt).result(result)
+            return
+        verdict = (
+            "safe: Iceberg promotes it without rewriting data"
+            if result["safe"]
+            else f"{len(result['views'])} view(s) affected"
+        )
+        click.echo(f"{change.kind} {result['table']}.{result['column']} ({result['column_type']}): {verdict}")
+        output_for(fmt).result(
+            [
+                {
+                    key: use[key]
+                    for key in ("depth", "view", "reads", "column", "kind", "output", "schemas_known")
+                }
+                for use in result["uses"]
+            ]
+        )
 
 
 @cli.command()

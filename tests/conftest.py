@@ -72,6 +72,20 @@ def mv_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def impact_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store of `impact_scenario`'s warehouse: views using `prod.db.orders` in every way."""
+    from viewlineage.indexer.pipeline import index_locations
+
+    from . import impact_scenario
+
+    root = tmp_path_factory.mktemp("impact") / "warehouse"
+    impact_scenario.build(root)
+    db = root.parent / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    return db
+
+
+@pytest.fixture(scope="session")
 def iceberg_jars() -> str:
     """spark.jars for Spark 3.5 + Iceberg 1.10, prepared by the shared recipe (idempotent, ~1 s when
     already prepared). It installs into the interpreter running the tests, so `python` is put first."""

@@ -19,6 +19,14 @@ SCHEMA = {
 }
 
 
+def schema_of(*columns: tuple[str, Any]) -> dict[str, Any]:
+    """A schema with these (name, Iceberg type) columns, field ids in order."""
+    fields = [
+        {"id": i, "name": name, "required": False, "type": kind} for i, (name, kind) in enumerate(columns, 1)
+    ]
+    return {"type": "struct", "schema-id": 0, "fields": fields}
+
+
 def write(path: Path, document: dict[str, Any], ms: int) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document))
@@ -37,6 +45,7 @@ class Table:
     snapshots: list[dict[str, Any]] = field(default_factory=list)
     log: list[dict[str, Any]] = field(default_factory=list)
     properties: dict[str, str] = field(default_factory=dict)
+    schema: dict[str, Any] = field(default_factory=lambda: SCHEMA)
     files: int = 0
 
     @property
@@ -71,9 +80,9 @@ class Table:
             "location": self.location,
             "last-sequence-number": len(self.snapshots),
             "last-updated-ms": ms,
-            "last-column-id": 2,
+            "last-column-id": len(self.schema["fields"]),
             "current-schema-id": 0,
-            "schemas": [SCHEMA],
+            "schemas": [self.schema],
             "properties": dict(self.properties),
             "snapshots": list(self.snapshots),
             "snapshot-log": list(self.log),
@@ -95,6 +104,7 @@ class View:
     versions: list[dict[str, Any]] = field(default_factory=list)
     log: list[dict[str, Any]] = field(default_factory=list)
     properties: dict[str, str] = field(default_factory=dict)
+    schema: dict[str, Any] = field(default_factory=lambda: SCHEMA)
     files: int = 0
 
     @property
@@ -123,7 +133,7 @@ class View:
             "location": self.location,
             "current-version-id": self.log[-1]["version-id"],
             "properties": dict(self.properties),
-            "schemas": [SCHEMA],
+            "schemas": [self.schema],
             "versions": list(self.versions),
             "version-log": list(self.log),
         }

@@ -55,7 +55,9 @@ def _json_of(store: Path, *args: str) -> Any:
     return json.loads(result.output)
 
 
-def test_json_output_fields_are_documented(sample_store: Path, mv_store: Path, tmp_path: Path) -> None:
+def test_json_output_fields_are_documented(
+    sample_store: Path, mv_store: Path, impact_store: Path, tmp_path: Path
+) -> None:
     bad = tmp_path / "w" / "db" / "v" / "metadata"
     bad.mkdir(parents=True)
     (bad / "00001-x.metadata.json").write_text("{")
@@ -70,6 +72,7 @@ def test_json_output_fields_are_documented(sample_store: Path, mv_store: Path, t
         "quarantine": _json_of(quarantined, "quarantine"),
         "sql": _json_of(sample_store, "sql", "SELECT 1 AS one"),
         "mv-status": _json_of(mv_store, "mv-status", "--as-of", "1970-01-01T00:00:06.500Z"),
+        "impact": _json_of(impact_store, "impact", "db.orders", "--drop-column", "amount"),
     }
     materialized = _json_of(mv_store, "show", "db.mv_one", "--as-of", "1970-01-01T00:00:04.500Z")
     assert materialized["materialized"]["state"] == "FRESH"

@@ -1,0 +1,292 @@
+"""SQL of one representation + the schemas of the tables it reads -> which columns it uses, how,
+and which output column each one flows into: a pure function, like table lineage (`lineage.py`).
+
+Tables are resolved as table lineage resolves them, then renamed to placeholders so that sqlglot's
+`qualify` can expand `*` and qualify every column against a one-level schema, whatever the depth of
+the real namespaces. Each column is then followed through sqlglot's scopes: a CTE's or derived
+table's column is traced to the base columns of its projection, so a filter on a CTE column is a
+filter on the base column behind it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+from sqlglot.optimizer.qualify import qualify
+from sqlglot.optimizer.scope import Scope, traverse_scope
+from sqlglot.schema import MappingSchema
+
+from .config import LineageConfig
+from .findings import Finding, Severity
+from .lineage import LineageRequest, TableReference, _Resolver
+
+TableKey = tuple[str | None, tuple[str, ...], str]
+"""(catalog, namespace, name) as table lineage resolves a reference."""
+
+PROJECTED, AGGREGATE, WINDOW = "projected", "aggregate", "window"
+FILTER, JOIN_KEY, GROUP_BY, ORDER_BY, OTHER = "filter", "join-key", "group-by", "order-by", "other"
+Outputs = Callable[[exp.Expr, str], tuple[str, str | None]]
+"""(projection, kind) -> (kind, output column) for the projections of one scope."""
+_SELECT_ARGS = {"where": FILTER, "having": FILTER, "qualify": FILTER, "group": GROUP_BY, "order": ORDER_BY}
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnUse:
+    table: TableKey
+    path: tuple[str, ...]
+    """The column, then the struct fields read below it (`address.city`)."""
+    kind: str
+    """`projected`, `aggregate`, `window`, `filter`, `join-key`, `group-by`, `order-by` or `other`."""
+    output: str | None
+    """The output column it flows into (projected, aggregated, windowed), else None."""
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnLineage:
+    uses: tuple[ColumnUse, ...]
+    outputs: tuple[str, ...]
+    unknown_schemas: tuple[TableKey, ...]
+    """Tables read whose schema was not given: their `*` stays unexpanded, their columns unseen."""
+    findings: tuple[Finding, ...]
+
+
+def iceberg_type_sql(kind: Any) -> str:
+    """An Iceberg type (a name, or a struct, list or map object) as a Spark type string, for sqlglot
+    to resolve struct fields."""
+    if isinstance(kind, str):
+        simple = {"long": "bigint", "integer": "int", "timestamptz": "timestamp", "timestamp_ns": "timestamp"}
+        if kind.startswith(("decimal", "int", "string", "boolean", "float", "double", "date", "binary")):
+            return kind
+        return simple.get(kind, "string")
+    nested = kind.get("type") if isinstance(kind, dict) else None
+    if nested == "struct":
+        members = [f"`{f['name']}`: {iceberg_type_sql(f['type'])}" for f in kind.get("fields", [])]
+        return f"struct<{', '.join(members)}>"
+    if nested == "list":
+        return f"array<{iceberg_type_sql(kind['element'])}>"
+    if nested == "map":
+        return f"map<{iceberg_type_sql(kind['key'])}, {iceberg_type_sql(kind['value'])}>"
+    return "string"
+
+
+def schema_columns(columns: Sequence[Mapping[str, object]]) -> list[tuple[str, str]]:
+    """(name, Spark type) of stored top-level columns (`schemas.columns`: nested types as JSON)."""
+    typed = []
+    for column in columns:
+        kind = str(column["type"])
+        parsed = orjson.loads(kind) if kind.startswith("{") else kind
+        typed.append((str(column["name"]), iceberg_type_sql(parsed)))
+    return typed
+
+
+def column_lineage(
+    request: LineageRequest,
+    config: LineageConfig,
+    schemas: Mapping[TableKey, Sequence[tuple[str, str]]],
+    resolved: Mapping[str, TableKey] | None = None,
+) -> ColumnLineage:
+    """The columns `request.sql` uses. `schemas` gives (name, type) of each table or view read, keyed
+    as table lineage resolves the reference; `resolved` maps references as written (`raw`) to the
+    keys table lineage gave them when the view was indexed (under that run's catalog settings).
+    Never raises: what breaks the analysis is a finding."""
+    try:
+        return _analyse(request, config, schemas, resolved or {})
+    except Exception as exc:  # by design, as in `extract_lineage`
+        finding = Finding("column-analysis-error", Severity.ERROR, f"{type(exc).__name__}: {str(exc)[:200]}")
+        return ColumnLineage((), (), (), (finding,))
+
+
+def _analyse(
+    request: LineageRequest,
+    config: LineageConfig,
+    schemas: Mapping[TableKey, Sequence[tuple[str, str]]],
+    resolved: Mapping[str, TableKey],
+) -> ColumnLineage:
+    try:
+        statement = sqlglot.parse_one(request.sql, read=request.dialect)
+    except SqlglotError as exc:
+        return ColumnLineage((), (), (), (Finding("sql-parse-error", Severity.ERROR, str(exc)[:200]),))
+    resolver = _Resolver(request, config)
+    placeholders: dict[str, TableKey] = {}
+    mapping: dict[str, object] = {}
+    unknown: list[TableKey] = []
+    tables = {id(source): source for scope in traverse_scope(statement) for source in scope.sources.values()
+              if isinstance(source, exp.Table)}  # fmt: skip
+    for table in tables.values():  # as table lineage finds them: CTE names and functions are not tables
+        if not isinstance(table.this, exp.Identifier | exp.Dot):
+            continue
+        before = len(resolver.references)
+        resolver.add(table)
+        if len(resolver.references) == before:
+            continue
+        ref: TableReference = resolver.references[-1]
+        key: TableKey = resolved.get(ref.raw, (ref.catalog, ref.namespace, ref.name))
+        placeholder = f"_vl_t{len(placeholders)}"
+        placeholders[placeholder] = key
+        if key in schemas:
+            mapping[placeholder] = {name: kind for name, kind in schemas[key]}
+        elif key not in unknown:
+            unknown.append(key)
+        alias = table.alias or table.name
+        table.replace(
+            exp.Table(
+                this=exp.to_identifier(placeholder), alias=exp.TableAlias(this=exp.to_identifier(alias))
+            )
+        )
+    qualified = qualify(
+        statement,
+        schema=MappingSchema(mapping, dialect=request.dialect),
+        dialect=request.dialect,
+        validate_qualify_columns=False,
+        quote_identifiers=False,
+        identify=False,
+    )
+    walker = _Walker(placeholders)
+    scopes = traverse_scope(qualified)
+    root = scopes[-1]
+    for scope in scopes:
+        walker.scope_uses(scope, root)
+    outputs = tuple(_output_names(root))
+    uses = tuple(dict.fromkeys(walker.uses))  # ordered, without repeats
+    return ColumnLineage(uses, outputs, tuple(unknown), tuple(resolver.findings))
+
+
+def _branches(scope: Scope) -> list[Scope]:
+    """The SELECT scopes a scope's rows come from: itself, or every branch of a set operation."""
+    if scope.set_operation_scopes:
+        return [leaf for branch in scope.set_operation_scopes for leaf in _branches(branch)]
+    return [scope] if isinstance(scope.expression, exp.Select) else []
+
+
+def _select(scope: Scope) -> exp.Select:
+    select = scope.expression
+    assert isinstance(select, exp.Select), "only SELECT scopes are branches"
+    return select
+
+
+def _output_names(scope: Scope) -> list[str]:
+    """A scope's column names: its first branch's (set operations name columns by the first)."""
+    branches = _branches(scope)
+    return list(_select(branches[0]).named_selects) if branches else []
+
+
+def _path(column: exp.Column) -> tuple[str, ...]:
+    names = [column.name]
+    node: exp.Expression = column
+    while isinstance(node.parent, exp.Dot) and node.arg_key == "this":
+        names.append(node.parent.name)
+        node = node.parent
+    return tuple(names)
+
+
+def _context(node: exp.Expr, select: exp.Expr) -> tuple[str, bool, exp.Expr | None]:
+    """(kind of use, whether under an aggregate, the projection it sits in) of `node` in `select`."""
+    aggregated = windowed = False
+    while node.parent is not None and node is not select:
+        parent = node.parent
+        if isinstance(parent, exp.AggFunc):
+            aggregated = True
+        if isinstance(parent, exp.Window) and node.arg_key in ("partition_by", "order"):
+            windowed = True
+        if isinstance(parent, exp.Join) and node.arg_key in ("on", "using"):
+            return JOIN_KEY, aggregated, None
+        if parent is select:
+            if node.arg_key == "expressions":
+                kind = WINDOW if windowed else AGGREGATE if aggregated else PROJECTED
+                return kind, aggregated, node
+            return _SELECT_ARGS.get(node.arg_key or "", OTHER), aggregated, None
+        node = parent
+    return OTHER, aggregated, None
+
+
+class _Walker:
+    def __init__(self, placeholders: Mapping[str, TableKey]) -> None:
+        self.placeholders = placeholders
+        self.uses: list[ColumnUse] = []
+
+    def scope_uses(self, scope: Scope, root: Scope) -> None:
+        """Every use a scope makes. Projections count where their rows go: the root's are the
+        view's outputs, a subquery's take its place in the enclosing query; a CTE's or derived
+        table's are counted when a query reads that column."""
+        select = scope.expression
+        if not isinstance(select, exp.Select):
+            return
+        outputs = self._outputs(scope, root)
+        for column in select.find_all(exp.Column):  # scope.columns leaves out ORDER BY aliases
+            if column.find_ancestor(exp.Select) is not select:
+                continue
+            kind, _, projection = _context(column, select)
+            if projection is not None:
+                if outputs is None:
+                    continue  # a CTE's or derived table's projection: counted through its readers
+                inner = kind
+                kind, output = outputs(projection, kind)
+                kind = inner if kind == PROJECTED else kind  # aggregated or windowed where it is read
+            else:
+                output = None
+            for table, path, aggregated in self._resolve(scope, column, set()):
+                final = AGGREGATE if aggregated and kind == PROJECTED else kind
+                self.uses.append(ColumnUse(table, path, final, output))
+
+    def _outputs(self, scope: Scope, root: Scope) -> Outputs | None:
+        if scope in _branches(root):
+            names = _output_names(root)
+            projections = _select(scope).expressions
+
+            def named(projection: exp.Expr, kind: str) -> tuple[str, str | None]:
+                ordinal = next((i for i, p in enumerate(projections) if p is projection), None)
+                return kind, names[ordinal] if ordinal is not None and ordinal < len(names) else None
+
+            return named
+        if scope.is_subquery:
+            subquery = scope.expression.parent
+            parent = scope.parent
+            if subquery is None or parent is None or not isinstance(parent.expression, exp.Select):
+                return None
+            kind, _, projection = _context(subquery, parent.expression)
+            outer = self._outputs(parent, root) if projection is not None else None
+            if outer is not None and projection is not None:
+                _, name = outer(projection, kind)
+                return lambda _projection, _kind: (kind, name)
+            return lambda _projection, _kind: (kind, None)
+        return None
+
+    def _resolve(
+        self, scope: Scope, column: exp.Column, seen: set[tuple[int, str]]
+    ) -> Iterator[tuple[TableKey, tuple[str, ...], bool]]:
+        """The base columns behind `column` as `scope` sees it: (table, path, under an aggregate)."""
+        if not column.table and isinstance(scope.expression, exp.Select):  # ORDER BY an output alias
+            aliased = [
+                p for p in scope.expression.expressions if isinstance(p, exp.Alias) and p.alias == column.name
+            ]
+            for inner in aliased[0].find_all(exp.Column) if aliased else ():
+                if inner is not column and inner.table:
+                    yield from self._resolve(scope, inner, seen)
+            return
+        source = scope.sources.get(column.table)
+        if isinstance(source, exp.Table):
+            key = self.placeholders.get(source.name)
+            if key is not None:
+                yield key, _path(column), False
+            return
+        if not isinstance(source, Scope) or (id(source), column.name) in seen:
+            return
+        seen = seen | {(id(source), column.name)}
+        names = _output_names(source)
+        for branch in _branches(source):
+            select = _select(branch)
+            if column.name not in names:
+                continue
+            projection = select.expressions[names.index(column.name)]
+            for inner in projection.find_all(exp.Column):
+                if inner.find_ancestor(exp.Select) is not select:
+                    continue
+                _, aggregated, _ = _context(inner, select)
+                for table, path, below in self._resolve(branch, inner, seen):
+                    yield table, path + _path(column)[1:], aggregated or below

@@ -1,0 +1,325 @@
+"""What breaks if a table's column changes: the views current at T that use the column, directly or
+through other views, with how each uses it.
+
+Candidate views come from table lineage (`uses_as_of`); each one's SQL is analysed column by column
+(`viewlineage.indexer.columns`) against the schemas known at T: tables' current schemas from their
+metadata, views' schemas from their current versions, so `SELECT *` expands. A use that flows into
+a view's output column carries the question on to the views reading that column.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from viewlineage.indexer.columns import ColumnLineage, TableKey, column_lineage, schema_columns
+from viewlineage.indexer.config import LineageConfig
+from viewlineage.indexer.errors import UsageError
+from viewlineage.indexer.lineage import LineageRequest
+
+from .names import FOREVER_MS, display_name, iso, query_rows, resolve_table
+
+DROP, RENAME, CHANGE_TYPE = "drop-column", "rename-column", "change-type"
+_DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
+_PROMOTIONS = {("int", "long"), ("float", "double")}
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    kind: str
+    """`drop-column`, `rename-column` or `change-type`."""
+    column: tuple[str, ...]
+    """The column, then nested field names (`address.city`)."""
+    target: str | None = None
+    """The new name (rename) or type (change-type)."""
+
+
+def parse_change(drop: str | None, rename: str | None, change_type: str | None) -> Change:
+    """The one change asked for on the command line."""
+    given = [
+        (kind, text) for kind, text in ((DROP, drop), (RENAME, rename), (CHANGE_TYPE, change_type)) if text
+    ]
+    if len(given) != 1:
+        raise UsageError("give exactly one of --drop-column, --rename-column, --change-type")
+    kind, text = given[0]
+    if kind == DROP:
+        return Change(kind, _column_path(text))
+    column, equals, target = text.partition("=")
+    if not equals or not column.strip() or not target.strip():
+        wanted = "A=B" if kind == RENAME else "COLUMN=TYPE"
+        raise UsageError(f"--{kind} takes {wanted}, got {text!r}")
+    return Change(kind, _column_path(column), target.strip().lower())
+
+
+def _column_path(text: str) -> tuple[str, ...]:
+    return tuple(part.strip().lower() for part in text.split(".") if part.strip())
+
+
+def promotion_is_safe(old: str, new: str) -> bool:
+    """Whether Iceberg changes the type without rewriting data: int -> long, float -> double,
+    decimal(P, S) -> decimal(P', S) with P' >= P."""
+    old, new = old.replace(" ", "").lower(), new.replace(" ", "").lower()
+    if old == new or (old, new) in _PROMOTIONS:
+        return True
+    was, now = _DECIMAL.match(old), _DECIMAL.match(new)
+    return bool(was and now and was.group(2) == now.group(2) and int(now.group(1)) >= int(was.group(1)))
+
+
+@dataclass(frozen=True, slots=True)
+class _Object:
+    """A table or view as SQL names it, and the column of it the question is about."""
+
+    key: TableKey
+    name: str
+    column: tuple[str, ...]
+    via: tuple[str, ...]
+    """Columns from the changed table down to this one: `prod.db.events.amount`, ..."""
+    schemas_known: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Reader:
+    view_id: str
+    name: str
+    key: TableKey
+    lineage: ColumnLineage
+    columns: tuple[str, ...]
+    """The view's column names from its schema: what readers of the view call its outputs."""
+
+    def output_name(self, output: str) -> str:
+        """The view's name for an output of its SQL. `CREATE VIEW v (a, b) AS SELECT count(*), ...`
+        names columns in the schema, by position; but a `SELECT *` view whose source changed since
+        it was created has a schema that no longer lines up, which shows as a name the SQL and the
+        schema share at different positions: then the SQL's names stand."""
+        outputs = [name.lower() for name in self.lineage.outputs]
+        lined_up = len(outputs) == len(self.columns) and all(
+            self.columns[i] == name for i, name in enumerate(outputs) if name in self.columns
+        )
+        if lined_up and output.lower() in outputs:
+            return self.columns[outputs.index(output.lower())]
+        return output
+
+
+def impact(
+    conn: duckdb.DuckDBPyConnection, table: str, change: Change, as_of_ms: int | None = None
+) -> dict[str, Any]:
+    at = FOREVER_MS if as_of_ms is None else as_of_ms
+    resolved = resolve_table(conn, table)
+    state = query_rows(
+        conn,
+        "SELECT catalog, name, current_schema_hash FROM table_file_as_of(?1, ?2) WHERE commit_ms <= ?2",
+        [resolved.table_id, at],
+    )
+    if not state or state[0]["name"] is None:
+        raise UsageError(f"table {resolved.name} has no metadata file committed by {iso(at)}")
+    catalog, parts = state[0]["catalog"], list(state[0]["name"])
+    fields = {
+        tuple(row["path"]): row["type"]
+        for row in query_rows(
+            conn,
+            "SELECT path, type FROM schema_fields WHERE schema_hash = ?",
+            [state[0]["current_schema_hash"]],
+        )
+    }
+    column_type = _checked(change, fields, resolved.name)
+    readers = _readers(conn, catalog, parts, at)
+    uses = _walk(
+        readers, _Object((catalog, tuple(parts[:-1]), parts[-1]), resolved.name, change.column, (), True)
+    )
+    result: dict[str, Any] = {
+        "table": resolved.name,
+        "table_id": resolved.table_id,
+        "as_of_ms": as_of_ms,
+        "as_of": iso(as_of_ms),
+        "change": change.kind,
+        "column": ".".join(change.column),
+        "column_type": column_type,
+        "target": change.target,
+        "safe": promotion_is_safe(column_type, change.target or "") if change.kind == CHANGE_TYPE else False,
+        "uses": uses,
+    }
+    result["views"] = sorted({use["view"] for use in uses})
+    return result
+
+
+def _checked(change: Change, fields: dict[tuple[str, ...], str], table: str) -> str:
+    """The changed column's type, after checking the change makes sense on this schema."""
+    if change.column not in fields:
+        known = ", ".join(".".join(path) for path in sorted(fields) if len(path) == 1)
+        raise UsageError(f"{table} has no column {'.'.join(change.column)!r} at that time (columns: {known})")
+    if change.kind == RENAME and (*change.column[:-1], change.target) in fields:
+        raise UsageError(f"{table} already has a column {change.target!r}")
+    kind = fields[change.column]
+    if change.kind == CHANGE_TYPE and kind in ("struct", "list", "map"):
+        raise UsageError(f"{'.'.join(change.column)} is a {kind}: change the type of a field inside it")
+    return kind
+
+
+def _readers(
+    conn: duckdb.DuckDBPyConnection, catalog: str | None, parts: list[str], at: int
+) -> list[_Reader]:
+    """Every view reading the table at `at`, directly or through views, with its column lineage."""
+    view_ids = query_rows(
+        conn, "SELECT DISTINCT view_id FROM uses_as_of(?, ?, ?) ORDER BY 1", [catalog, parts, at]
+    )
+    schemas: dict[TableKey, list[tuple[str, str]] | None] = {}
+    readers = []
+    for row in view_ids:
+        view_id = row["view_id"]
+        head = query_rows(
+            conn,
+            """
+            SELECT f.catalog, f.name, v.version_hash, v.default_catalog, v.default_namespace,
+                   [c.name FOR c IN coalesce(s.columns, [])] AS columns
+            FROM view_file_as_of(?1, ?2) f, view_current_version(?1, ?2) c
+            JOIN preferred_versions v ON v.view_id = c.view_id AND v.version_id = c.version_id
+            LEFT JOIN schemas s ON s.schema_hash = v.schema_hash""",
+            [view_id, at],
+        )
+        if not head or not head[0]["name"]:
+            continue
+        h = head[0]
+        name = list(h["name"])
+        representations = query_rows(
+            conn,
+            "SELECT sql, dialect, lineage_key FROM representations WHERE version_hash = ? "
+            "AND dialect IS NOT NULL AND sql IS NOT NULL AND lineage_key IS NOT NULL ORDER BY ordinal",
+            [h["version_hash"]],
+        )
+        for representation in representations:
+            references = query_rows(
+                conn,
+                "SELECT raw, catalog, namespace, name FROM table_references WHERE lineage_key = ?",
+                [representation["lineage_key"]],
+            )
+            resolved = {r["raw"]: (r["catalog"], tuple(r["namespace"]), r["name"]) for r in references}
+            for key in resolved.values():
+                if key not in schemas:
+                    schemas[key] = _schema_at(conn, key, at)
+            request = LineageRequest(
+                representation["sql"],
+                representation["dialect"],
+                h["default_catalog"],
+                tuple(h["default_namespace"]),
+                h["catalog"],
+            )
+            known = {key: columns for key, columns in schemas.items() if columns is not None}
+            lineage = column_lineage(request, LineageConfig(), known, resolved)
+            own: TableKey = (h["catalog"], tuple(name[:-1]), name[-1])
+            named = display_name(h["catalog"], name, view_id)
+            readers.append(_Reader(view_id, named, own, lineage, tuple(c.lower() for c in h["columns"])))
+    return readers
+
+
+def _schema_at(conn: duckdb.DuckDBPyConnection, key: TableKey, at: int) -> list[tuple[str, str]] | None:
+    """(name, type) of the view or table a reference names, as its schema was at `at`; None if unknown."""
+    catalog, namespace, name = key
+    wanted = [*namespace, name]
+    for view in _named_ids(conn, "view", catalog, wanted):
+        columns = query_rows(
+            conn,
+            """
+            SELECT s.columns FROM view_current_version(?1, ?2) c
+            JOIN preferred_versions v ON v.view_id = c.view_id AND v.version_id = c.version_id
+            JOIN schemas s ON s.schema_hash = v.schema_hash""",
+            [view, at],
+        )
+        if columns:
+            return schema_columns(columns[0]["columns"])
+    for table in _named_ids(conn, "table", catalog, wanted):
+        columns = query_rows(
+            conn,
+            """
+            SELECT s.columns FROM table_file_as_of(?1, ?2) f
+            JOIN schemas s ON s.schema_hash = f.current_schema_hash WHERE f.commit_ms <= ?2""",
+            [table, at],
+        )
+        if columns:
+            return schema_columns(columns[0]["columns"])
+    return None
+
+
+def _named_ids(conn: duckdb.DuckDBPyConnection, kind: str, catalog: str | None, name: list[str]) -> list[str]:
+    """Views or tables (`kind`) under this name; a reference without a catalog matches any."""
+    rows = query_rows(
+        conn,
+        f"SELECT DISTINCT {kind}_id AS id FROM {kind}_names "
+        "WHERE name = ?1 AND (?2 IS NULL OR catalog IS NULL OR catalog = ?2) ORDER BY 1",
+        [name, catalog],
+    )
+    return [row["id"] for row in rows]
+
+
+def _matches(reference: TableKey, wanted: TableKey) -> bool:
+    """A reference names the object when namespace and name agree and catalogs do not differ."""
+    return reference[1:] == wanted[1:] and (
+        reference[0] is None or wanted[0] is None or reference[0] == wanted[0]
+    )
+
+
+def _walk(readers: list[_Reader], start: _Object) -> list[dict[str, Any]]:
+    """Breadth first from the changed column: each use of it, then each use of the output columns it
+    flows into. Every (view, column) is visited once, at its smallest depth."""
+    uses: list[dict[str, Any]] = []
+    queue = deque([(start, 1)])
+    visited: set[tuple[TableKey, tuple[str, ...]]] = set()
+    while queue:
+        source, depth = queue.popleft()
+        if (source.key, source.column) in visited:
+            continue
+        visited.add((source.key, source.column))
+        for reader in readers:
+            known = source.schemas_known and not reader.lineage.unknown_schemas
+            for use in reader.lineage.uses:
+                if not _matches(use.table, source.key):
+                    continue
+                wanted, read = source.column, tuple(part.lower() for part in use.path)
+                if read[: len(wanted)] != wanted and wanted[: len(read)] != read:
+                    continue
+                column = ".".join(read)
+                output = reader.output_name(use.output) if use.output is not None else None
+                uses.append(
+                    {
+                        "view": reader.name,
+                        "view_id": reader.view_id,
+                        "depth": depth,
+                        "reads": source.name,
+                        "column": column,
+                        "kind": use.kind,
+                        "output": output,
+                        "via": [*source.via, f"{source.name}.{'.'.join(wanted)}"],
+                        "schemas_known": known,
+                        "unknown_schemas": [
+                            ".".join(filter(None, [k[0], *k[1], k[2]]))
+                            for k in reader.lineage.unknown_schemas
+                        ],
+                    }
+                )
+                if output is not None:
+                    below = (output.lower(), *wanted[len(read) :])
+                    step = _Object(
+                        reader.key,
+                        reader.name,
+                        below,
+                        (*source.via, f"{source.name}.{'.'.join(wanted)}"),
+                        known,
+                    )
+                    queue.append((step, depth + 1))
+    order = {
+        "projected": 0,
+        "aggregate": 1,
+        "window": 2,
+        "filter": 3,
+        "join-key": 4,
+        "group-by": 5,
+        "order-by": 6,
+    }
+    unique = {(u["view"], u["depth"], u["reads"], u["column"], u["kind"], u["output"]): u for u in uses}
+    return sorted(
+        unique.values(),
+        key=lambda u: (u["depth"], u["view"], u["column"], order.get(u["kind"], 9), u["output"] or ""),
+    )

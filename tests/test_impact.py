@@ -1,0 +1,263 @@
+"""Column-level impact: which views a column change breaks, and how each one uses the column.
+
+Cases on `impact_scenario` (every kind of use) and on the real-writer sample (views Spark wrote)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from viewlineage.indexer.errors import UsageError
+from viewlineage.queries.cli import cli
+from viewlineage.queries.impact import impact, parse_change, promotion_is_safe
+from viewlineage.sinks.store import open_reader
+
+from .realwriter.scenario_checks import load_steps
+
+SAMPLE = Path(__file__).parent / "data" / "sample"
+Use = tuple[int, str, str, str, str, str | None]
+
+
+def uses(db: Path, table: str, change: str, at: int | None = None) -> list[Use]:
+    flag, _, value = change.partition(" ")
+    arguments = {"drop": None, "rename": None, "change_type": None}
+    arguments[flag] = value
+    with open_reader(db) as conn:
+        result = impact(conn, table, parse_change(**arguments), at)
+    return [
+        (u["depth"], u["view"].removeprefix("prod.db."), u["reads"], u["column"], u["kind"], u["output"])
+        for u in result["uses"]
+    ]
+
+
+CASES: dict[str, tuple[str, list[Use]]] = {
+    # SELECT * projects every column; aliases rename the output; the alias view is read by a view
+    # that filters on it, itself read through SELECT *.
+    "drop a column read in every way": (
+        "drop amount",
+        [
+            (1, "v_agg", "prod.db.orders", "amount", "aggregate", "revenue"),
+            (1, "v_alias", "prod.db.orders", "amount", "projected", "total"),
+            (1, "v_cte", "prod.db.orders", "amount", "filter", None),
+            (1, "v_join", "prod.db.orders", "amount", "projected", "amount"),
+            (1, "v_star", "prod.db.orders", "amount", "projected", "amount"),
+            (1, "v_window", "prod.db.orders", "amount", "window", "r"),
+            (2, "v_on_alias", "prod.db.v_alias", "total", "projected", "total"),
+            (2, "v_on_alias", "prod.db.v_alias", "total", "filter", None),
+            (3, "v_star_of_nested", "prod.db.v_on_alias", "total", "projected", "total"),
+        ],
+    ),
+    "a CTE's filter column is the base column's filter": (
+        "drop status",
+        [
+            (1, "v_cte", "prod.db.orders", "status", "filter", None),
+            (1, "v_star", "prod.db.orders", "status", "projected", "status"),
+            (1, "v_unknown", "prod.db.orders", "status", "projected", "status"),
+            (1, "v_window", "prod.db.orders", "status", "window", "r"),
+        ],
+    ),
+    "join keys and subquery filters": (
+        "drop customer_id",
+        [
+            (1, "v_agg", "prod.db.orders", "customer_id", "projected", "customer_id"),
+            (1, "v_agg", "prod.db.orders", "customer_id", "group-by", None),
+            (1, "v_join", "prod.db.orders", "customer_id", "join-key", None),
+            (1, "v_star", "prod.db.orders", "customer_id", "projected", "customer_id"),
+            (1, "v_subquery", "prod.db.orders", "customer_id", "filter", None),
+        ],
+    ),
+    "order by": (
+        "drop qty",
+        [
+            (1, "v_order", "prod.db.orders", "qty", "order-by", None),
+            (1, "v_star", "prod.db.orders", "qty", "projected", "qty"),
+        ],
+    ),
+    "a nested field, and the struct projected whole": (
+        "drop address.city",
+        [
+            (1, "v_star", "prod.db.orders", "address", "projected", "address"),
+            (1, "v_struct", "prod.db.orders", "address.city", "projected", "city"),
+        ],
+    ),
+    "a sibling nested field leaves the field reader alone": (
+        "drop address.zip",
+        [(1, "v_star", "prod.db.orders", "address", "projected", "address")],
+    ),
+    "rename: every use of the old name breaks, set operations included": (
+        "rename id=order_key",
+        [
+            (1, "v_alias", "prod.db.orders", "id", "projected", "order_id"),
+            (1, "v_cte", "prod.db.orders", "id", "projected", "id"),
+            (1, "v_order", "prod.db.orders", "id", "projected", "id"),
+            (1, "v_star", "prod.db.orders", "id", "projected", "id"),
+            (1, "v_struct", "prod.db.orders", "id", "projected", "id"),
+            (1, "v_subquery", "prod.db.orders", "id", "projected", "id"),
+            (1, "v_union", "prod.db.orders", "id", "projected", "id"),
+            (1, "v_unknown", "prod.db.orders", "id", "join-key", None),
+            (1, "v_window", "prod.db.orders", "id", "projected", "id"),
+            (2, "v_on_alias", "prod.db.v_alias", "order_id", "projected", "order_id"),
+            (3, "v_star_of_nested", "prod.db.v_on_alias", "order_id", "projected", "order_id"),
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_impact_cases(impact_store: Path, case: str) -> None:
+    change, expected = CASES[case]
+    assert uses(impact_store, "prod.db.orders", change, 5000) == expected
+
+
+def test_a_column_of_the_other_joined_table(impact_store: Path) -> None:
+    assert uses(impact_store, "db.customers", "drop name", 5000) == [
+        (1, "v_join", "prod.db.customers", "name", "projected", "name")
+    ]
+    assert uses(impact_store, "db.customers", "drop region", 5000) == [
+        (1, "v_subquery", "prod.db.customers", "region", "filter", None)
+    ]
+
+
+def test_views_created_after_t_are_left_out(impact_store: Path) -> None:
+    at_2500 = [u[1] for u in uses(impact_store, "prod.db.orders", "drop amount", 2500)]
+    assert "v_on_alias" not in at_2500 and "v_star_of_nested" not in at_2500
+    at_3500 = [u[1] for u in uses(impact_store, "prod.db.orders", "drop amount", 3500)]
+    assert "v_on_alias" in at_3500 and "v_star_of_nested" not in at_3500
+
+
+@pytest.mark.parametrize(
+    ("column", "target", "safe"),
+    [
+        ("qty", "long", True),
+        ("amount", "decimal(12, 2)", True),
+        ("amount", "decimal(12,3)", False),
+        ("amount", "decimal(8, 2)", False),
+        ("amount", "double", False),
+        ("status", "int", False),
+    ],
+)
+def test_type_changes_iceberg_promotes_are_safe(
+    impact_store: Path, column: str, target: str, safe: bool
+) -> None:
+    with open_reader(impact_store) as conn:
+        result = impact(conn, "prod.db.orders", parse_change(None, None, f"{column}={target}"), 5000)
+    assert result["safe"] is safe
+    assert result["uses"]  # every use is listed, safe or not
+
+
+def test_promotion_rules() -> None:
+    assert [promotion_is_safe(a, b) for a, b in [("int", "long"), ("float", "double"), ("long", "int")]] == [
+        True,
+        True,
+        False,
+    ]
+
+
+def test_a_path_through_an_unindexed_table_says_so(impact_store: Path) -> None:
+    with open_reader(impact_store) as conn:
+        result = impact(conn, "prod.db.orders", parse_change("status", None, None), 5000)
+    flagged = {u["view"]: (u["schemas_known"], u["unknown_schemas"]) for u in result["uses"]}
+    assert flagged["prod.db.v_unknown"] == (False, ["prod.db.unindexed"])
+    assert flagged["prod.db.v_cte"] == (True, [])
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("drop nope", "prod.db.orders has no column 'nope' at that time"),
+        ("rename id=qty", "prod.db.orders already has a column 'qty'"),
+        ("change_type address=string", "address is a struct: change the type of a field inside it"),
+    ],
+)
+def test_changes_that_make_no_sense_are_usage_errors(impact_store: Path, change: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        uses(impact_store, "prod.db.orders", change, 5000)
+
+
+def test_impact_command(impact_store: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(
+        cli,
+        ["--db", str(impact_store), "impact", "db.orders", "--change-type", "qty=long", "--format", "json"],
+    )
+    assert result.exit_code == 0, result.output
+    parsed: dict[str, Any] = json.loads(result.output)
+    assert (parsed["safe"], parsed["column_type"], parsed["views"]) == (
+        True,
+        "int",
+        ["prod.db.v_order", "prod.db.v_star"],
+    )
+    text = runner.invoke(cli, ["--db", str(impact_store), "impact", "db.orders", "--drop-column", "qty"])
+    assert text.exit_code == 0, text.output
+    assert text.output.splitlines()[0] == "drop-column prod.db.orders.qty (int): 2 view(s) affected"
+    both = runner.invoke(
+        cli,
+        ["--db", str(impact_store), "impact", "db.orders", "--drop-column", "qty", "--rename-column", "a=b"],
+    )
+    assert both.exit_code == 2
+    assert "give exactly one of --drop-column, --rename-column, --change-type" in both.output
+
+
+SPARK_CASES: dict[str, tuple[str, str, int, list[Use]]] = {
+    # event_agg's 13th version (the last step) aggregates a CTE column derived from kind;
+    # event_tags explodes it in a LATERAL VIEW. The view's schema names event_agg's unnamed outputs.
+    "a CTE and a lateral view": (
+        "prod.db.events",
+        "drop kind",
+        39,
+        [
+            (1, "event_agg", "prod.db.events", "kind", "aggregate", "distinct_kinds"),
+            (1, "event_tags", "prod.db.events", "kind", "other", None),
+        ],
+    ),
+    # At step 27 event_agg (version 8) windows over an aggregate subquery, and the first big_days
+    # reads it through SELECT *.
+    "a window over a derived table, read through SELECT *": (
+        "prod.db.events",
+        "drop event_ts",
+        27,
+        [
+            (1, "event_agg", "prod.db.events", "event_ts", "projected", "event_date"),
+            (1, "event_agg", "prod.db.events", "event_ts", "window", "rolling_7d"),
+            (1, "event_agg", "prod.db.events", "event_ts", "filter", None),
+            (1, "event_agg", "prod.db.events", "event_ts", "group-by", None),
+            (2, "big_days", "prod.db.event_agg", "event_date", "projected", "event_date"),
+            (2, "big_days", "prod.db.event_agg", "rolling_7d", "projected", "rolling_7d"),
+        ],
+    ),
+    # customer_revenue joins customers to a CTE over orders; revenue_by_region groups by its region.
+    "a join, then a view grouping on it in another namespace": (
+        "prod.sales.customers",
+        "rename region=area",
+        39,
+        [
+            (1, "prod.sales.customer_revenue", "prod.sales.customers", "region", "projected", "region"),
+            (
+                2,
+                "prod.acme.finance.revenue_by_region",
+                "prod.sales.customer_revenue",
+                "region",
+                "projected",
+                "region",
+            ),
+            (
+                2,
+                "prod.acme.finance.revenue_by_region",
+                "prod.sales.customer_revenue",
+                "region",
+                "group-by",
+                None,
+            ),
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SPARK_CASES))
+def test_views_spark_wrote(sample_store: Path, case: str) -> None:
+    table, change, step, expected = SPARK_CASES[case]
+    assert uses(sample_store, table, change, load_steps(SAMPLE)[step]) == expected
