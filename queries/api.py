@@ -106,6 +106,81 @@ def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None)
     }
 
 
+def table(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None) -> dict[str, Any]:
+    """A table's state at `as_of_ms` (default: now) from its metadata file in force: schema with
+    nested fields, current snapshot, refs, properties."""
+    resolved = resolve_table(conn, ref)
+    at = FOREVER_MS if as_of_ms is None else as_of_ms
+    files = query_rows(
+        conn, "SELECT * FROM table_file_as_of(?1, ?2) WHERE commit_ms <= ?2", [resolved.table_id, at]
+    )
+    if not files:
+        raise UsageError(f"table {resolved.name} has no metadata file committed by {iso(at)}")
+    f = files[0]
+    fields = query_rows(
+        conn,
+        """
+        SELECT f.field_id, f.path, f.type, f.required, f.doc FROM schema_fields f
+        JOIN schemas s USING (schema_hash) WHERE f.schema_hash = ?
+        ORDER BY list_position([c.name FOR c IN s.columns], f.path[1]), f.path""",
+        [f["current_schema_hash"]],
+    )
+    refs = query_rows(
+        conn,
+        "SELECT name, type, snapshot_id FROM table_refs WHERE location = ? ORDER BY name",
+        [f["location"]],
+    )
+    head = query_rows(
+        conn, "SELECT snapshot_id, since_ms FROM ref_head_as_of(?, 'main', ?)", [resolved.table_id, at]
+    )
+    snapshot = (
+        query_rows(
+            conn,
+            "SELECT snapshot_id, parent_snapshot_id, sequence_number, timestamp_ms, operation, summary "
+            "FROM snapshots WHERE table_id = ? AND snapshot_id = ? LIMIT 1",
+            [resolved.table_id, head[0]["snapshot_id"]],
+        )
+        if head
+        else []
+    )
+    current = snapshot[0] if snapshot else None
+    return {
+        "table": resolved.name,
+        "table_id": resolved.table_id,
+        "as_of_ms": as_of_ms,
+        "as_of": iso(as_of_ms),
+        "location": f["table_location"],
+        "format_version": f["format_version"],
+        "schema_id": f["current_schema_id"],
+        "columns": [
+            {
+                "id": r["field_id"],
+                "path": ".".join(r["path"]),
+                "type": r["type"],
+                "required": r["required"],
+                "doc": r["doc"],
+            }
+            for r in fields
+        ],
+        "snapshot": current
+        and {
+            **{
+                key: current[key]
+                for key in ("snapshot_id", "parent_snapshot_id", "sequence_number", "operation")
+            },
+            "committed_ms": current["timestamp_ms"],
+            "committed_at": iso(current["timestamp_ms"]),
+            "summary": dict(current["summary"] or {}),
+        },
+        "refs": refs,
+        "properties": dict(f["properties"] or {}),
+        "properties_file": f["location"],
+        "properties_since_ms": f["commit_ms"],
+        "properties_since": iso(f["commit_ms"]),
+        "properties_since_source": f["commit_source"],
+    }
+
+
 def _dropped(conn: duckdb.DuckDBPyConnection, view_id: str) -> dict[str, Any] | None:
     rows = query_rows(conn, "SELECT location, dropped_ms FROM view_drop(?)", [view_id])
     return rows[0] if rows else None
@@ -334,5 +409,6 @@ __all__ = [
     "resolve_view",
     "run_sql",
     "show",
+    "table",
     "uses",
 ]

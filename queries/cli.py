@@ -325,6 +325,18 @@ def show(context: click.Context, view: str, as_of: str | None, fmt: str) -> None
         output_for(fmt).result(api.show(conn, view, _as_of(as_of)))
 
 
+@cli.command("table")
+@click.argument("name")
+@as_of_option
+@format_option
+@click.pass_context
+@handle_errors
+def table_command(context: click.Context, name: str, as_of: str | None, fmt: str) -> None:
+    """Table NAME at a time: schema (nested fields included), current snapshot, refs, properties."""
+    with _reader(context) as conn:
+        output_for(fmt).result(api.table(conn, name, _as_of(as_of)))
+
+
 @cli.command()
 @click.argument("view")
 @format_option

@@ -8,10 +8,18 @@ from typing import Any
 
 import duckdb
 import orjson
+import pytest
 
 from viewlineage.indexer.config import CatalogMapEntry, ParseConfig
+from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.parse import parse_metadata
 from viewlineage.indexer.tables import KnownSnapshot, ParsedRef, ParsedTable
+from viewlineage.queries import api
+from viewlineage.sinks.store import open_reader
+
+from .realwriter.scenario_checks import load_steps
+
+SAMPLE = Path(__file__).parent / "data" / "sample"
 
 UUID = "9c12d441-03fe-4693-9a96-a0705ddf69c1"
 NESTED = {
@@ -282,3 +290,27 @@ def test_the_sample_tables_in_the_store(sample_store: Path) -> None:
         # Every file but the first logs the file it replaced.
         replaced = conn.execute("SELECT count(*) FROM metadata_log").fetchone()
         assert replaced == (5,)
+
+
+def test_table_as_of_each_insert(sample_store: Path) -> None:
+    """prod.sales.orders as Spark wrote it: created empty, then two inserts (scenario steps 9 and 26)."""
+    steps = load_steps(SAMPLE)
+    with open_reader(sample_store) as conn:
+        created, first, second = (api.table(conn, "sales.orders", steps[step]) for step in (5, 9, 26))
+        with pytest.raises(UsageError, match="has no metadata file committed by"):
+            api.table(conn, "sales.orders", steps[1])
+    assert [c["path"] for c in created["columns"]] == ["order_id", "customer_id", "amount", "order_ts"]
+    assert created["columns"][2]["type"] == "decimal(10, 2)"
+    assert (created["snapshot"], created["refs"], created["properties"]["write.format.default"]) == (
+        None,
+        [],
+        "parquet",
+    )
+    assert (first["snapshot"]["sequence_number"], first["snapshot"]["operation"]) == (1, "append")
+    assert first["snapshot"]["summary"]["added-records"] == "4"
+    assert (second["snapshot"]["sequence_number"], second["snapshot"]["summary"]["total-records"]) == (2, "6")
+    assert second["snapshot"]["parent_snapshot_id"] == first["snapshot"]["snapshot_id"]
+    assert second["refs"] == [
+        {"name": "main", "type": "branch", "snapshot_id": second["snapshot"]["snapshot_id"]}
+    ]
+    assert steps[25] < second["snapshot"]["committed_ms"] <= steps[26]
