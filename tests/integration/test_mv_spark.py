@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from viewlineage.indexer.errors import UsageError
 from viewlineage.queries import mviews
+from viewlineage.queries.cli import cli
 from viewlineage.sinks.store import open_reader
 
 from ..conftest import ROOT
@@ -114,4 +116,11 @@ def test_mv_freshness_follows_spark_inserts_and_refreshes(tmp_path: Path, iceber
         "events-compacted": "STALE",
     }
     assert two["refreshed-1"]["sources"][0]["table_id"] == run["events_uuid"]
+    # The command line gives the same answers.
+    for step, state in (("events-2", "STALE"), ("mv-two-refreshed-2", "FRESH")):
+        answer = CliRunner().invoke(
+            cli, ["--db", str(db), "mv-status", "db.mv_two", "--as-of", str(steps[step]), "--format", "json"]
+        )
+        assert answer.exit_code == 0, answer.output
+        assert json.loads(answer.output)["materialized_views"][0]["state"] == state
     assert two["events-compacted"]["sources"][0]["data_unchanged"] is True
