@@ -36,12 +36,12 @@ class Materialized:
     storage_table_id: str | None
     storage_table: str | None
     """How the MV names its storage table, for messages when it was never indexed."""
-    allow_stale_data: bool | None
-    refresh_strategy: str | None
-    version_id: int | None
+    allow_stale_data: bool | None = None
+    refresh_strategy: str | None = None
+    version_id: int | None = None
     """The MV's current version at T, where a view defines it."""
-    version_since_ms: int | None
-    refresh_hash: str | None
+    version_since_ms: int | None = None
+    refresh_hash: str | None = None
     """Format 4: the refresh its view file records."""
 
 
@@ -182,11 +182,8 @@ def _view_mv(
         format="refresh-state",
         storage_table_id=candidates[0] if len(candidates) == 1 else None,
         storage_table=display_name(storage_catalog, [*s["namespace"], s["name"]], s["name"]),
-        allow_stale_data=None,
-        refresh_strategy=None,
         version_id=version_id,
         version_since_ms=since,
-        refresh_hash=None,
     )
 
 
@@ -229,11 +226,6 @@ def _storage_table_mv(
         format=formats[-1]["format"],
         storage_table_id=table_id,
         storage_table=name,
-        allow_stale_data=None,
-        refresh_strategy=None,
-        version_id=None,
-        version_since_ms=None,
-        refresh_hash=None,
     )
 
 

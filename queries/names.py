@@ -68,39 +68,51 @@ def query_rows(
     return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
+def _by_id(conn: duckdb.DuckDBPyConnection, kind: str, text: str) -> list[dict[str, Any]] | None:
+    """Views or tables (`kind`) by uuid or `loc:` id; None when `text` is neither."""
+    if not (_UUID.match(text.lower()) or text.startswith("loc:")):
+        return None
+    wanted = text if text.startswith("loc:") else text.lower()
+    return query_rows(
+        conn, f"SELECT {kind}_id, catalog, name FROM {kind}_names WHERE {kind}_id = ?", [wanted]
+    )
+
+
+def _is_location(text: str) -> bool:
+    return "://" in text or text.startswith(("/", "file:", "."))
+
+
+def _one(kind: str, ref: str, rows: list[dict[str, Any]]) -> tuple[str, str]:
+    """(id, display name) of the one view or table found, or a usage error saying why not."""
+    named = [
+        (row[f"{kind}_id"], display_name(row["catalog"], row["name"], row[f"{kind}_id"])) for row in rows
+    ]
+    if not named:
+        raise UsageError(f"no {kind} {ref!r} in the store")
+    if len(named) > 1:
+        raise UsageError(f"{ref!r} is ambiguous: {', '.join(f'{name} ({key})' for key, name in named)}")
+    return named[0]
+
+
 def resolve_view(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = None) -> ResolvedView:
     """A view by uuid, `loc:` id, file or view location, or name: `catalog.ns.view`, or any tail of
     it (`ns.view`, `view`) that names one view; `/` also separates. A name resolves to the uuid that
     held it at `at_ms` (default: the latest)."""
     at = FOREVER_MS if at_ms is None else at_ms
     text = ref.strip()
-    if _UUID.match(text.lower()) or text.startswith("loc:"):
-        rows = query_rows(
-            conn,
-            "SELECT view_id, catalog, name FROM view_names WHERE view_id = ?",
-            [text.lower() if not text.startswith("loc:") else text],
-        )
-    elif "://" in text or text.startswith(("/", "file:", ".")):
-        location = normalize_location(text).rstrip("/")
+    rows = _by_id(conn, "view", text)
+    if rows is None and _is_location(text):
         rows = query_rows(
             conn,
             """
             SELECT DISTINCT view_id, catalog, name FROM view_files
             WHERE location = ?1 OR rtrim(metadata_location, '/') IN (?1, ?2)
                OR location LIKE ?1 || '/metadata/%'""",
-            [location, text.rstrip("/")],
+            [normalize_location(text).rstrip("/"), text.rstrip("/")],
         )
-    else:
+    elif rows is None:
         rows = _holders(conn, _named(conn, "view", text), at)
-    if not rows:
-        raise UsageError(f"no view {ref!r} in the store")
-    if len(rows) > 1:
-        listed = ", ".join(
-            f"{display_name(r['catalog'], r['name'], r['view_id'])} ({r['view_id']})" for r in rows
-        )
-        raise UsageError(f"{ref!r} is ambiguous: {listed}")
-    row = rows[0]
-    return ResolvedView(row["view_id"], display_name(row["catalog"], row["name"], row["view_id"]))
+    return ResolvedView(*_one("view", ref, rows))
 
 
 def _named(conn: duckdb.DuckDBPyConnection, kind: str, text: str) -> list[dict[str, Any]]:
@@ -123,45 +135,34 @@ def resolve_table(conn: duckdb.DuckDBPyConnection, ref: str) -> ResolvedTable:
     of `catalog.ns.table`, as for views). Several tables under one name (dropped and re-created):
     the one whose files came last."""
     text = ref.strip()
-    if _UUID.match(text.lower()) or text.startswith("loc:"):
-        rows = query_rows(
-            conn,
-            "SELECT table_id, catalog, name FROM table_names WHERE table_id = ?",
-            [text.lower() if not text.startswith("loc:") else text],
-        )
-    elif "://" in text or text.startswith(("/", "file:", ".")):
-        location = normalize_location(text).rstrip("/")
+    rows = _by_id(conn, "table", text)
+    if rows is None and _is_location(text):
         rows = query_rows(
             conn,
             """
             SELECT DISTINCT table_id, catalog, name FROM table_files
             WHERE location = ?1 OR normalized_location(table_location) IN (?1, normalized_location(?2))
                OR location LIKE ?1 || '/metadata/%'""",
-            [location, text.rstrip("/")],
+            [normalize_location(text).rstrip("/"), text.rstrip("/")],
         )
-    elif named := _named(conn, "table", text):
-        rows = query_rows(
-            conn,
-            """
-            WITH named AS (SELECT unnest(?1, recursive := true))
-            SELECT n.table_id, n.catalog, n.name FROM named n JOIN table_files f USING (table_id)
-            GROUP BY n.table_id, n.catalog, n.name
-            QUALIFY row_number() OVER (
-                PARTITION BY n.catalog, n.name ORDER BY max(f.commit_ms) DESC NULLS LAST, n.table_id) = 1
-            ORDER BY ALL""",
-            [named],
+    elif rows is None:
+        named = _named(conn, "table", text)
+        rows = (
+            query_rows(
+                conn,
+                """
+                WITH named AS (SELECT unnest(?1, recursive := true))
+                SELECT n.table_id, n.catalog, n.name FROM named n JOIN table_files f USING (table_id)
+                GROUP BY n.table_id, n.catalog, n.name
+                QUALIFY row_number() OVER (
+                    PARTITION BY n.catalog, n.name ORDER BY max(f.commit_ms) DESC NULLS LAST, n.table_id) = 1
+                ORDER BY ALL""",
+                [named],
+            )
+            if named
+            else []
         )
-    else:
-        rows = []
-    if not rows:
-        raise UsageError(f"no table {ref!r} whose metadata is in the store")
-    if len(rows) > 1:
-        listed = ", ".join(
-            f"{display_name(r['catalog'], r['name'], r['table_id'])} ({r['table_id']})" for r in rows
-        )
-        raise UsageError(f"{ref!r} is ambiguous: {listed}")
-    row = rows[0]
-    return ResolvedTable(row["table_id"], display_name(row["catalog"], row["name"], row["table_id"]))
+    return ResolvedTable(*_one("table", ref, rows))
 
 
 def _holders(conn: duckdb.DuckDBPyConnection, named: list[dict[str, Any]], at: int) -> list[dict[str, Any]]:

@@ -4,7 +4,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -57,32 +57,30 @@ def sample_store(sample_warehouse: Path, tmp_path_factory: pytest.TempPathFactor
     yield db
 
 
-@pytest.fixture(scope="session")
-def mv_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A store of `mv_scenario`'s warehouse: materialized views in the four formats."""
+def _scenario_store(factory: pytest.TempPathFactory, build: Callable[[Path], None]) -> Path:
     from viewlineage.indexer.pipeline import index_locations
 
-    from . import mv_scenario
-
-    root = tmp_path_factory.mktemp("mv") / "warehouse"
-    mv_scenario.build(root)
+    root = factory.mktemp("scenario") / "warehouse"
+    build(root)
     db = root.parent / "store.duckdb"
     index_locations([str(root)], settings_for(db, f"{root}=prod"))
     return db
+
+
+@pytest.fixture(scope="session")
+def mv_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store of `mv_scenario`'s warehouse: materialized views in the four formats."""
+    from . import mv_scenario
+
+    return _scenario_store(tmp_path_factory, mv_scenario.build)
 
 
 @pytest.fixture(scope="session")
 def impact_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store of `impact_scenario`'s warehouse: views using `prod.db.orders` in every way."""
-    from viewlineage.indexer.pipeline import index_locations
-
     from . import impact_scenario
 
-    root = tmp_path_factory.mktemp("impact") / "warehouse"
-    impact_scenario.build(root)
-    db = root.parent / "store.duckdb"
-    index_locations([str(root)], settings_for(db, f"{root}=prod"))
-    return db
+    return _scenario_store(tmp_path_factory, impact_scenario.build)
 
 
 @pytest.fixture(scope="session")

@@ -35,14 +35,13 @@ def write(path: Path, document: dict[str, Any], ms: int) -> Path:
 
 
 @dataclass
-class Table:
-    """A table whose every commit writes the next metadata file under `root/<ns>/<name>`."""
+class _Written:
+    """A table or view whose every commit writes the next metadata file under `root/<ns>/<name>`."""
 
     root: Path
     namespace: str
     name: str
     uuid: str
-    snapshots: list[dict[str, Any]] = field(default_factory=list)
     log: list[dict[str, Any]] = field(default_factory=list)
     properties: dict[str, str] = field(default_factory=dict)
     schema: dict[str, Any] = field(default_factory=lambda: SCHEMA)
@@ -51,6 +50,15 @@ class Table:
     @property
     def location(self) -> str:
         return str(self.root / self.namespace / self.name)
+
+    def _next_file(self) -> Path:
+        self.files += 1
+        return Path(self.location) / "metadata" / f"{self.files - 1:05d}-{self.uuid}.metadata.json"
+
+
+@dataclass
+class Table(_Written):
+    snapshots: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def head(self) -> int | None:
@@ -90,26 +98,12 @@ class Table:
         if self.head is not None:
             document["current-snapshot-id"] = self.head
             document["refs"] = {"main": {"snapshot-id": self.head, "type": "branch"}}
-        path = Path(self.location) / "metadata" / f"{self.files:05d}-{self.uuid}.metadata.json"
-        self.files += 1
-        return write(path, document, ms)
+        return write(self._next_file(), document, ms)
 
 
 @dataclass
-class View:
-    root: Path
-    namespace: str
-    name: str
-    uuid: str
+class View(_Written):
     versions: list[dict[str, Any]] = field(default_factory=list)
-    log: list[dict[str, Any]] = field(default_factory=list)
-    properties: dict[str, str] = field(default_factory=dict)
-    schema: dict[str, Any] = field(default_factory=lambda: SCHEMA)
-    files: int = 0
-
-    @property
-    def location(self) -> str:
-        return str(self.root / self.namespace / self.name)
 
     def commit(self, ms: int, sql: str | None = None, **version_fields: Any) -> Path:
         """A new metadata file at `ms`: with a new current version when `sql` is given."""
@@ -137,6 +131,4 @@ class View:
             "versions": list(self.versions),
             "version-log": list(self.log),
         }
-        path = Path(self.location) / "metadata" / f"{self.files:05d}-{self.uuid}.metadata.json"
-        self.files += 1
-        return write(path, document, ms)
+        return write(self._next_file(), document, ms)
