@@ -35,7 +35,7 @@ from viewlineage.indexer.batches import (
 from viewlineage.indexer.errors import StoreError
 
 from . import spans
-from .schema import install_queries, migrate, reindex_needed
+from .schema import SCHEMA_VERSION, applied, install_queries, migrate, reindex_needed
 
 READER_CONFIG = {
     "enable_external_access": False,
@@ -341,11 +341,29 @@ def open_reader(path: str | os.PathLike[str], retry_seconds: float = 2.0) -> duc
     deadline = time.monotonic() + retry_seconds
     while True:
         try:
-            return duckdb.connect(str(path), read_only=True, config=dict(READER_CONFIG))
+            return _current(path, duckdb.connect(str(path), read_only=True, config=dict(READER_CONFIG)))
         except duckdb.IOException as exc:
             with contextlib.suppress(duckdb.IOException, OSError):
                 replica = replica_path(path).resolve(strict=True)  # once: the link may move on
-                return duckdb.connect(str(replica), read_only=True, config=dict(READER_CONFIG))
+                return _current(
+                    path, duckdb.connect(str(replica), read_only=True, config=dict(READER_CONFIG))
+                )
             if time.monotonic() > deadline:
                 raise StoreError(f"store {path} is locked by a writer and has no replica yet: {exc}") from exc
             time.sleep(0.05)
+
+
+def _current(path: Path, conn: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """`conn` if its store has this version's schema; the queries need every table of it."""
+    found = max(applied(conn), default=0)
+    if found == SCHEMA_VERSION:
+        return conn
+    conn.close()
+    if found < SCHEMA_VERSION:
+        raise StoreError(
+            f"store {path} has schema {found}, this viewlineage needs {SCHEMA_VERSION}: a writer "
+            "(`viewlineage index`, `watch`, `consume` or `reindex`) migrates it when it opens it"
+        )
+    raise StoreError(
+        f"store {path} has schema {found}, newer than this viewlineage's {SCHEMA_VERSION}: upgrade"
+    )

@@ -12,6 +12,7 @@ import pytest
 
 from viewlineage.indexer.batches import CHILDREN, DEDUPLICATED, PRIMARY_KEYS, SCHEMAS, Batch, Removal
 from viewlineage.indexer.config import ParseConfig
+from viewlineage.indexer.errors import StoreError
 from viewlineage.indexer.pipeline import Indexer, index_locations, reindex, with_roots
 from viewlineage.indexer.read import LocalReader
 from viewlineage.sinks import schema, spans
@@ -42,6 +43,8 @@ def test_previous_schema_version_opens_and_migrates(
         assert conn.execute("SELECT id FROM _migrations").fetchall() == [(1,)]
         before = conn.execute("SELECT count(*) FROM versions").fetchone()
     monkeypatch.undo()
+    with pytest.raises(StoreError, match=r"has schema 1, this viewlineage needs 7: a writer .* migrates it"):
+        open_reader(db)
     with (
         pytest.warns(
             RuntimeWarning,
