@@ -51,15 +51,21 @@ log) is held by its file with the greatest sequence number, then location, at ev
 
 _VERSION_READS = """
 INSERT INTO version_reads
-SELECT v.version_hash, v.view_id, v.version_id, coalesce(list_sort(list(DISTINCT {
-           'catalog': tr.catalog, 'namespace': tr.namespace, 'name': tr.name, 'suffix': tr.suffix,
-           'pin': tr.pin, 'catalog_unknown': tr.catalog_source = 'unknown'})
-           FILTER (WHERE tr.name IS NOT NULL)), [])
-FROM versions v
-LEFT JOIN representations r USING (version_hash) LEFT JOIN table_references tr USING (lineage_key)
-WHERE v.version_hash IN (SELECT version_hash FROM _new_versions)
-  AND v.version_hash NOT IN (SELECT version_hash FROM version_reads)
-GROUP BY v.version_hash, v.view_id, v.version_id"""
+SELECT version_hash, view_id, version_id, reads,
+       [array_to_string(list_append(r.namespace, r.name), chr(31)) FOR r IN reads],
+       [r.catalog FOR r IN reads]
+FROM (
+    SELECT v.version_hash, v.view_id, v.version_id, coalesce(list_sort(list(DISTINCT {
+               'catalog': tr.catalog, 'namespace': tr.namespace, 'name': tr.name, 'suffix': tr.suffix,
+               'pin': tr.pin, 'catalog_unknown': tr.catalog_source = 'unknown'})
+               FILTER (WHERE tr.name IS NOT NULL)), []) AS reads
+    FROM versions v
+    LEFT JOIN representations r USING (version_hash) LEFT JOIN table_references tr USING (lineage_key)
+    WHERE v.version_hash IN (SELECT version_hash FROM _new_versions)
+      AND v.version_hash NOT IN (SELECT version_hash FROM version_reads)
+    GROUP BY v.version_hash, v.view_id, v.version_id
+)"""
+"""`read_names` and `read_catalogs` repeat `reads` as plain strings (migration 0008) for `uses`."""
 
 
 _CONFLICTING = """

@@ -23,6 +23,7 @@ from viewlineage.sinks.store import open_reader
 from .conftest import settings_for
 from .data.restore_mtimes import SAMPLE
 from .generate import generate
+from .metadata_files import View
 from .realwriter.scenario_checks import CHECKS, Check, load_steps
 
 STEPS = load_steps(SAMPLE)
@@ -203,3 +204,19 @@ def _compare_lookups(store: duckdb.DuckDBPyConnection) -> tuple[int, int]:
             assert one_version == ([current[view]] if view in current else [])
     activated = store.execute("SELECT count(DISTINCT timestamp_ms) FROM activations").fetchone()
     return len(views), activated[0] if activated else 0
+
+
+def test_under_a_version_conflict_lineage_follows_the_preferred_copy(tmp_path: Path) -> None:
+    """Two files give version 1 of one view different SQL: the copy in the file with the higher
+    sequence number counts, for `uses` and `deps` alike."""
+    root = tmp_path / "warehouse"
+    uuid = "d4000000-0000-4000-8000-000000000001"
+    View(root, "db", "v", uuid).commit(1000, "SELECT * FROM db.a")
+    View(root, "db", "v", uuid, files=1).commit(2000, "SELECT * FROM db.b")  # version 1 again
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        assert conn.execute("SELECT count(*) FROM preferred_copies").fetchone() == (1,)
+        assert [v["view"] for v in api.uses(conn, "prod.db.b", 3000)["views"]] == ["prod.db.v"]
+        assert api.uses(conn, "prod.db.a", 3000)["views"] == []
+        assert [r["table"] for r in api.deps(conn, "prod.db.v", 3000)["reads"]] == ["prod.db.b"]

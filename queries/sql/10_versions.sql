@@ -51,16 +51,26 @@ GROUP BY f.view_id, f.location;
 -- view_heads_as_of(t): every view current at t with its version and the facts of its file in force
 -- (see file_state_key). A name is held by the view whose file was committed last: a view dropped
 -- and re-created at the same path is replaced by the new uuid from the new file's commit on. A
--- view whose file in force at t was removed by t is dropped and left out.
+-- view whose file in force at t was removed by t is dropped and left out. Only names that several
+-- views have had are ranked: a window over every view would cost more than the rest.
 CREATE OR REPLACE MACRO view_heads_as_of(t) AS TABLE
-SELECT * EXCLUDE (name_rank) FROM (
+WITH heads AS MATERIALIZED (
     SELECT c.view_id, f.view_uuid, f.catalog, f.name, c.version_id, c.activated_ms, f.location AS file_location,
-           f.commit_ms, f.commit_source,
-           row_number() OVER (PARTITION BY f.catalog, f.name ORDER BY f.commit_ms DESC, c.view_id) AS name_rank
+           f.commit_ms, f.commit_source
     FROM current_versions(t) c JOIN file_spans f USING (view_id)
     WHERE f.from_ms <= t AND t < f.until_ms
       AND NOT EXISTS (SELECT 1 FROM removals r WHERE r.location = f.location AND r.removed_ms <= t)
-) WHERE name IS NULL OR name_rank = 1;
+),
+shared AS MATERIALIZED (
+    SELECT catalog, name FROM view_names WHERE name IS NOT NULL
+    GROUP BY catalog, name HAVING count(DISTINCT view_id) > 1
+)
+SELECT h.* FROM heads h ANTI JOIN shared s ON s.catalog IS NOT DISTINCT FROM h.catalog AND s.name = h.name
+UNION ALL
+SELECT * EXCLUDE (name_rank) FROM (
+    SELECT h.*, row_number() OVER (PARTITION BY h.catalog, h.name ORDER BY h.commit_ms DESC, h.view_id) AS name_rank
+    FROM heads h SEMI JOIN shared s ON s.catalog IS NOT DISTINCT FROM h.catalog AND s.name = h.name
+) WHERE name_rank = 1;
 
 -- views_as_of(t): view_heads_as_of(t) with the properties of each view's file in force.
 CREATE OR REPLACE MACRO views_as_of(t) AS TABLE

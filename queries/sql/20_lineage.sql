@@ -1,21 +1,26 @@
 -- Lineage as of t: direct reads, then transitive walks through views. Recursion ends on cycles.
 
+-- current_reads_as_of(t): each view current at t (view_heads_as_of) with what its version reads:
+-- `reads` (references in full), `read_names` (namespace levels and name joined by chr(31)) and
+-- `read_catalogs`, from version_reads. Under a version conflict, the preferred copy's; that branch
+-- joins on (view_id, version_id) too, so the scan fetches version_hash for matching rows only.
+CREATE OR REPLACE MACRO current_reads_as_of(t) AS TABLE
+WITH current AS MATERIALIZED (SELECT view_id, catalog, name, version_id FROM view_heads_as_of(t))
+SELECT c.view_id, c.catalog, c.name, r.reads, r.read_names, r.read_catalogs
+FROM (FROM current ANTI JOIN preferred_copies USING (view_id, version_id)) c
+JOIN version_reads r USING (view_id, version_id)
+UNION ALL
+SELECT c.view_id, c.catalog, c.name, r.reads, r.read_names, r.read_catalogs
+FROM current c JOIN preferred_copies p USING (view_id, version_id)
+JOIN version_reads r USING (view_id, version_id) WHERE r.version_hash = p.version_hash;
+
 -- view_reads_as_of(t): each current view's table references (the union over its dialects), with
 -- the current view the reference names, if any. A reference with an unknown catalog matches a view
 -- on namespace and name only (catalog_unknown).
 CREATE OR REPLACE MACRO view_reads_as_of(t) AS TABLE
-WITH current AS MATERIALIZED (SELECT view_id, catalog, name, version_id FROM view_heads_as_of(t)),
-copies AS (
-    SELECT r.*, count(*) OVER (PARTITION BY r.view_id) AS copies
-    FROM current c JOIN version_reads r USING (view_id, version_id)
-),
-chosen AS (  -- under a version conflict, the preferred copy's references
-    SELECT view_id, reads FROM copies WHERE copies = 1
-    UNION ALL
-    SELECT view_id, reads FROM copies SEMI JOIN preferred_copies USING (version_hash) WHERE copies > 1
-),
-reference AS (SELECT view_id, unnest(reads, recursive := true) FROM chosen)
-SELECT DISTINCT r.view_id, r.catalog, r.namespace, r.name AS table_name, r.suffix, r.pin, r.catalog_unknown,
+WITH current AS MATERIALIZED (SELECT view_id, catalog, name, reads FROM current_reads_as_of(t)),
+reference AS (SELECT view_id, unnest(reads, recursive := true) FROM current)
+SELECT r.view_id, r.catalog, r.namespace, r.name AS table_name, r.suffix, r.pin, r.catalog_unknown,
        target.view_id AS target_view_id
 FROM reference r
 LEFT JOIN current target
@@ -38,16 +43,26 @@ SELECT * FROM walk;
 
 -- uses_as_of(ref_catalog, ref_parts, t): views reading the table named by ref_parts (namespace
 -- levels then name; ref_catalog NULL to match any catalog), directly (depth 1) or through views.
--- path lists the views from the reader down to the one reading the table.
+-- path lists the views from the reader down to the one reading the table. It walks references by
+-- their plain names, which are narrow to read, rather than in full.
 CREATE OR REPLACE MACRO uses_as_of(ref_catalog, ref_parts, t) AS TABLE
-WITH RECURSIVE reads AS MATERIALIZED (SELECT * FROM view_reads_as_of(t)),
+WITH RECURSIVE current AS MATERIALIZED (
+    SELECT view_id, catalog, name, read_names, read_catalogs FROM current_reads_as_of(t)
+),
+reads AS MATERIALIZED (
+    SELECT view_id, unnest(read_names) AS read_name, unnest(read_catalogs) AS catalog FROM current
+),
+named AS MATERIALIZED (
+    SELECT view_id, catalog, array_to_string(name, chr(31)) AS read_name FROM current WHERE name IS NOT NULL
+),
 walk(view_id, depth, path, catalog_unknown) AS (
-    SELECT DISTINCT view_id, 1, [view_id], catalog_unknown FROM reads
-    WHERE list_append(namespace, table_name) = ref_parts
+    SELECT DISTINCT view_id, 1, [view_id], catalog IS NULL FROM reads
+    WHERE read_name = array_to_string(ref_parts, chr(31))
       AND (ref_catalog IS NULL OR catalog IS NULL OR catalog = ref_catalog)
     UNION ALL
-    SELECT r.view_id, w.depth + 1, list_prepend(r.view_id, w.path), w.catalog_unknown OR r.catalog_unknown
-    FROM walk w JOIN reads r ON r.target_view_id = w.path[1]
+    SELECT r.view_id, w.depth + 1, list_prepend(r.view_id, w.path), w.catalog_unknown OR r.catalog IS NULL
+    FROM walk w JOIN named n ON n.view_id = w.path[1]
+    JOIN reads r ON r.read_name = n.read_name AND (r.catalog IS NULL OR n.catalog IS NULL OR r.catalog = n.catalog)
     WHERE NOT list_contains(w.path, r.view_id)
 )
 SELECT * FROM walk;
