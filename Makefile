@@ -24,6 +24,7 @@ demo: setup
 	$(BIN)/viewlineage --db $(DB) index $(SAMPLE) --catalog-map $(SAMPLE)=prod --no-progress
 	$(BIN)/viewlineage --db $(DB) show prod.db.big_days --as-of 2026-11-21T23:17:26.5Z
 	$(BIN)/viewlineage --db $(DB) uses prod.db.events --transitive
+	$(BIN)/viewlineage --db $(DB) impact prod.db.events --drop-column kind
 
 test: setup
 	$(BIN)/python -m pytest -q
