@@ -70,25 +70,23 @@ def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None)
     """The view's definition at `as_of_ms` (default: now)."""
     view = resolve_view(conn, ref, as_of_ms)
     at = FOREVER_MS if as_of_ms is None else as_of_ms
-    dropped = _dropped(conn, view.view_id)
-    if dropped is not None and dropped["dropped_ms"] <= at:
+    state = query_rows(conn, "SELECT * FROM view_at(?, ?)", [view.view_id, at])[0]
+    if state["dropped_ms"] is not None and state["dropped_ms"] <= at:
         raise UsageError(
-            f"view {view.name} was dropped at {iso(dropped['dropped_ms'])} (its newest metadata file "
-            f"{dropped['location']} was removed); ask with an earlier --as-of"
+            f"view {view.name} was dropped at {iso(state['dropped_ms'])} (its newest metadata file "
+            f"{state['dropped_location']} was removed); ask with an earlier --as-of"
         )
-    current = query_rows(conn, "SELECT * FROM view_current_version(?, ?)", [view.view_id, at])
-    if not current:
+    if state["active_version_id"] is None:
         raise UsageError(f"view {view.name} had no active version at {iso(at) if as_of_ms else 'any time'}")
-    state = query_rows(conn, "SELECT * FROM view_file_as_of(?, ?)", [view.view_id, at])[0]
     return {
         "view": view.name,
         "view_id": view.view_id,
         "as_of_ms": as_of_ms,
         "as_of": iso(as_of_ms),
-        "activated_ms": current[0]["activated_ms"],
-        "activated_at": iso(current[0]["activated_ms"]),
+        "activated_ms": state["activated_ms"],
+        "activated_at": iso(state["activated_ms"]),
         "activated_source": "version-log",
-        **_version_rows(conn, view.view_id, current[0]["version_id"]),
+        **_version_rows(conn, view.view_id, state["active_version_id"]),
         "properties": dict(state["properties"] or {}),
         "properties_file": state["location"],
         "properties_since_ms": state["commit_ms"],
@@ -100,7 +98,7 @@ def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None)
             view.name,
             at,
             mviews.ViewHead(
-                state["location"], state["catalog"], current[0]["version_id"], current[0]["activated_ms"]
+                state["location"], state["catalog"], state["active_version_id"], state["activated_ms"]
             ),
         ),
     }

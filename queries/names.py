@@ -120,11 +120,12 @@ def _named(conn: duckdb.DuckDBPyConnection, kind: str, text: str) -> list[dict[s
     parts = [part.lower() for part in re.split(r"[./]", text) if part]
     return query_rows(
         conn,
+        # A tail of the name, or catalog and the whole name; no list is built per row.
         f"""
-        SELECT {kind}_id, catalog, name FROM (
-            SELECT *, list_concat(CASE WHEN catalog IS NULL THEN [] ELSE [catalog] END, name) AS full_name
-            FROM {kind}_names)
-        WHERE len(full_name) >= len(?1) AND list_slice(full_name, -len(?1), -1) = ?1
+        SELECT {kind}_id, catalog, name FROM {kind}_names
+        WHERE name[-1] = ?1[-1]
+          AND ((len(name) >= len(?1) AND list_slice(name, -len(?1), -1) = ?1)
+               OR (len(name) + 1 = len(?1) AND catalog = ?1[1] AND name = ?1[2:]))
         ORDER BY ALL""",
         [parts],
     )

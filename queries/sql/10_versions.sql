@@ -48,6 +48,15 @@ SELECT f.view_id, f.location, min(r.removed_ms) AS dropped_ms
 FROM view_file_as_of(vid, 1::BIGINT << 62) f JOIN removals r USING (location)
 GROUP BY f.view_id, f.location;
 
+-- view_at(vid, t): one view at t in one lookup: its file in force (view_file_as_of), the version
+-- current then (active_version_id, activated_ms; NULL before the first activation) and, once its
+-- newest file was removed, which and when (dropped_location, dropped_ms; see view_drop).
+CREATE OR REPLACE MACRO view_at(vid, t) AS TABLE
+SELECT f.*, c.version_id AS active_version_id, c.activated_ms, d.location AS dropped_location, d.dropped_ms
+FROM view_file_as_of(vid, t) f
+LEFT JOIN view_current_version(vid, t) c ON true
+LEFT JOIN view_drop(vid) d ON true;
+
 -- view_heads_as_of(t): every view current at t with its version and the facts of its file in force
 -- (see file_state_key). A name is held by the view whose file was committed last: a view dropped
 -- and re-created at the same path is replaced by the new uuid from the new file's commit on. A
