@@ -25,17 +25,14 @@ from .names import (
     query_rows,
     resolve_table,
     resolve_view,
+    version_copy,
 )
 
 
 def _version_rows(conn: duckdb.DuckDBPyConnection, view_id: str, version_id: int) -> dict[str, Any]:
-    copies = "SELECT * FROM {} WHERE view_id = ? AND version_id = ?"
-    version = query_rows(conn, copies.format("versions"), [view_id, version_id])
-    if len(version) > 1:  # a version conflict: ranking the copies by file is the rare, slower path
-        version = query_rows(conn, copies.format("preferred_versions"), [view_id, version_id])
-    if not version:
+    v = version_copy(conn, view_id, version_id)
+    if v is None:
         return {"version_id": version_id, "missing": True}
-    v = version[0]
     # Point lookups by key, each through its index: a join would read every schema.
     schema = query_rows(conn, "SELECT columns FROM schemas WHERE schema_hash = ?", [v["schema_hash"]])
     representations = query_rows(
@@ -78,6 +75,7 @@ def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None)
         )
     if state["active_version_id"] is None:
         raise UsageError(f"view {view.name} had no active version at {iso(at) if as_of_ms else 'any time'}")
+    version = _version_rows(conn, view.view_id, state["active_version_id"])
     return {
         "view": view.name,
         "view_id": view.view_id,
@@ -86,7 +84,7 @@ def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None)
         "activated_ms": state["activated_ms"],
         "activated_at": iso(state["activated_ms"]),
         "activated_source": "version-log",
-        **_version_rows(conn, view.view_id, state["active_version_id"]),
+        **version,
         "properties": dict(state["properties"] or {}),
         "properties_file": state["location"],
         "properties_since_ms": state["commit_ms"],
@@ -98,7 +96,11 @@ def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None)
             view.name,
             at,
             mviews.ViewHead(
-                state["location"], state["catalog"], state["active_version_id"], state["activated_ms"]
+                state["location"],
+                state["catalog"],
+                state["active_version_id"],
+                state["activated_ms"],
+                version.get("version_hash"),
             ),
         ),
     }

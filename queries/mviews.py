@@ -17,7 +17,7 @@ import duckdb
 
 from viewlineage.indexer.errors import UsageError
 
-from .names import FOREVER_MS, display_name, iso, query_rows, resolve_table, resolve_view
+from .names import FOREVER_MS, display_name, iso, query_rows, resolve_table, resolve_view, version_copy
 
 FRESH, STALE, UNKNOWN = "FRESH", "STALE", "UNKNOWN"
 MAIN = "main"
@@ -123,17 +123,28 @@ class ViewHead:
     catalog: str | None
     version_id: int
     activated_ms: int
+    version_hash: str | None
+    """The current version's content (the preferred copy under a conflict); None if not stored."""
 
 
 def _head(conn: duckdb.DuckDBPyConnection, view_id: str, at: int) -> ViewHead | None:
-    files = query_rows(conn, "SELECT location, catalog FROM view_file_as_of(?, ?)", [view_id, at])
-    current = query_rows(
-        conn, "SELECT version_id, activated_ms FROM view_current_version(?, ?)", [view_id, at]
+    """The view at `at`; None before its first version or once dropped."""
+    rows = query_rows(
+        conn,
+        "SELECT location, catalog, active_version_id, activated_ms, dropped_ms FROM view_at(?1, ?2)",
+        [view_id, at],
     )
-    if not files or not current:
+    if not rows or rows[0]["active_version_id"] is None or (rows[0]["dropped_ms"] or FOREVER_MS + 1) <= at:
         return None
-    file, version = files[0], current[0]
-    return ViewHead(file["location"], file["catalog"], version["version_id"], version["activated_ms"])
+    row = rows[0]
+    version = version_copy(conn, view_id, row["active_version_id"])
+    return ViewHead(
+        row["location"],
+        row["catalog"],
+        row["active_version_id"],
+        row["activated_ms"],
+        version["version_hash"] if version else None,
+    )
 
 
 def _view_mv(
@@ -164,11 +175,8 @@ def _view_mv(
         )
     storage = query_rows(
         conn,
-        """
-        SELECT st.catalog, st.namespace, st.name
-        FROM versions v JOIN version_storage_tables st USING (version_hash)
-        WHERE v.view_id = ? AND v.version_id = ?""",
-        [view_id, version_id],
+        "SELECT catalog, namespace, name FROM version_storage_tables WHERE version_hash = ?",
+        [head.version_hash],
     )
     if not storage:
         return None

@@ -185,3 +185,12 @@ def _holders(conn: duckdb.DuckDBPyConnection, named: list[dict[str, Any]], at: i
         ORDER BY ALL""",
         [named, at],
     )
+
+
+def version_copy(conn: duckdb.DuckDBPyConnection, view_id: str, version_id: int) -> dict[str, Any] | None:
+    """The `versions` row of a view's version; under a version conflict, the preferred copy."""
+    copies = "SELECT * FROM {} WHERE view_id = ? AND version_id = ?"
+    version = query_rows(conn, copies.format("versions"), [view_id, version_id])
+    if len(version) > 1:  # a version conflict: ranking the copies by file is the rare, slower path
+        version = query_rows(conn, copies.format("preferred_versions"), [view_id, version_id])
+    return version[0] if version else None
