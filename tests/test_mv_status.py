@@ -12,11 +12,14 @@ import pytest
 from click.testing import CliRunner
 
 from viewlineage.indexer.errors import UsageError
+from viewlineage.indexer.pipeline import index_locations
 from viewlineage.queries import mviews
 from viewlineage.queries.cli import cli
 from viewlineage.sinks.store import open_reader
 
-from .mv_scenario import S2, S3, STORE_1, STORE_2
+from .conftest import settings_for
+from .metadata_files import Table, View
+from .mv_scenario import S1, S2, S3, STORE_1, STORE_2
 
 
 def status(db: Path, mv: str, at: int) -> dict[str, Any]:
@@ -199,3 +202,53 @@ def test_the_store_holds_each_format(mv_store: Path) -> None:
             "SELECT format, count(*) FROM mv_refreshes GROUP BY ALL ORDER BY ALL"
         ).fetchall()
     assert formats == [("mv-properties", 2), ("presto", 1), ("refresh-state", 2), ("trino", 2)]
+
+
+def _property_mv(root: Path, events: Table) -> View:
+    """A format-1 MV over `events` whose storage table records one refresh at 1,500 reading S1."""
+    storage = Table(root, "db", "storage", "e5000000-0000-4000-8000-000000000001")
+    view = View(root, "db", "mv", "e5000000-0000-4000-8000-000000000002")
+    view.properties["materialized_view_metadata"] = json.dumps({"storage-table-location": storage.location})
+    view.commit(500, "SELECT id FROM db.events")
+    refresh = {
+        "refresh-id": "r1",
+        "version-id": 1,
+        "base-tables": [{"type": "iceberg-metastore", "identifier": "db.events", "snapshot-reference": S1}],
+    }
+    storage.properties["materialized_view_metadata"] = json.dumps(
+        {"refreshes": [refresh], "current-refresh-id": "r1"}
+    )
+    storage.commit(1500)
+    return view
+
+
+def _indexed(root: Path) -> Path:
+    db = root.parent / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    return db
+
+
+def test_a_new_definition_alone_makes_the_refresh_stale(tmp_path: Path) -> None:
+    root = tmp_path / "warehouse"
+    events = Table(root, "db", "events", "e5000000-0000-4000-8000-000000000003")
+    events.commit(1000, S1)
+    _property_mv(root, events).commit(3000, "SELECT id, kind FROM db.events")
+    db = _indexed(root)
+    assert status(db, "db.mv", 2000)["state"] == "FRESH"
+    late = status(db, "db.mv", 4000)
+    assert [s["state"] for s in late["sources"]] == ["FRESH"]
+    assert (late["state"], late["version_id"]) == ("STALE", 2)
+
+
+def test_a_base_table_s_history_comes_from_its_snapshot_log(tmp_path: Path) -> None:
+    """Only the base table's newest metadata file is left (older ones expired): its snapshot log
+    still says what main pointed at before."""
+    root = tmp_path / "warehouse"
+    events = Table(root, "db", "events", "e5000000-0000-4000-8000-000000000004")
+    events.commit(1000, S1)
+    events.commit(3000, S2)
+    _property_mv(root, events)
+    for old in sorted((Path(events.location) / "metadata").glob("*.metadata.json"))[:-1]:
+        old.unlink()
+    db = _indexed(root)
+    assert [status(db, "db.mv", at)["state"] for at in (2000, 3500)] == ["FRESH", "STALE"]

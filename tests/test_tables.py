@@ -13,10 +13,13 @@ import pytest
 from viewlineage.indexer.config import CatalogMapEntry, ParseConfig
 from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.parse import parse_metadata
+from viewlineage.indexer.pipeline import index_locations
 from viewlineage.indexer.tables import KnownSnapshot, ParsedRef, ParsedTable
 from viewlineage.queries import api
 from viewlineage.sinks.store import open_reader
 
+from .conftest import settings_for
+from .metadata_files import write
 from .realwriter.scenario_checks import load_steps
 
 SAMPLE = Path(__file__).parent / "data" / "sample"
@@ -314,3 +317,25 @@ def test_table_as_of_each_insert(sample_store: Path) -> None:
         {"name": "main", "type": "branch", "snapshot_id": second["snapshot"]["snapshot_id"]}
     ]
     assert steps[25] < second["snapshot"]["committed_ms"] <= steps[26]
+
+
+def test_table_columns_list_each_struct_s_fields_after_it(tmp_path: Path) -> None:
+    """Field ids do not say the order: v3_table's nested ids interleave its top-level ones."""
+    root = tmp_path / "warehouse"
+    write(root / "db" / "u" / "metadata" / "00000-u.metadata.json", v3_table(), 1700000009000)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        columns = api.table(conn, "db.u")["columns"]
+    assert [c["path"] for c in columns] == [
+        "id",
+        "address",
+        "address.city",
+        "address.zip",
+        "tags",
+        "tags.element",
+        "scores",
+        "scores.key",
+        "scores.value",
+        "scores.value.element",
+    ]

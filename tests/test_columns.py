@@ -1,0 +1,74 @@
+"""Column lineage of one SQL text (`indexer.columns`): the kind of each use and the output it
+flows into, through scalar subqueries, CTEs and output aliases."""
+
+from __future__ import annotations
+
+import pytest
+
+from viewlineage.indexer.columns import column_lineage
+from viewlineage.indexer.config import LineageConfig
+from viewlineage.indexer.lineage import LineageRequest
+
+EVENTS = ("prod", ("db",), "events")
+OTHER = ("prod", ("db",), "other")
+SCHEMAS = {
+    EVENTS: [
+        ("id", "bigint"),
+        ("kind", "string"),
+        ("amount", "double"),
+        ("address", "struct<city: string, zip: int>"),
+    ],
+    OTHER: [("id", "bigint"), ("x", "int")],
+}
+
+
+def uses(sql: str) -> list[tuple[str, str, str, str | None]]:
+    lineage = column_lineage(LineageRequest(sql, "spark", "prod", ("db",), None), LineageConfig(), SCHEMAS)
+    assert lineage.findings == ()
+    return sorted((u.table[2], ".".join(u.path), u.kind, u.output) for u in lineage.uses)
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        (  # an aggregate inside a scalar subquery is an aggregate of the output it names
+            "SELECT id, (SELECT max(x) FROM other) AS m FROM events",
+            [("events", "id", "projected", "id"), ("other", "x", "aggregate", "m")],
+        ),
+        (  # a struct field read through a CTE's alias of the struct
+            "WITH c AS (SELECT address AS addr FROM events) SELECT c.addr.zip AS zip FROM c",
+            [("events", "address.zip", "projected", "zip")],
+        ),
+        (  # aggregated inside a CTE, projected outside
+            "WITH t AS (SELECT kind, sum(amount) AS total FROM events GROUP BY kind) "
+            "SELECT kind, total FROM t",
+            [
+                ("events", "amount", "aggregate", "total"),
+                ("events", "kind", "group-by", None),
+                ("events", "kind", "projected", "kind"),
+            ],
+        ),
+        (  # aggregated two CTEs down
+            "WITH a AS (SELECT sum(amount) AS s FROM events), b AS (SELECT s FROM a) SELECT s FROM b",
+            [("events", "amount", "aggregate", "s")],
+        ),
+        (  # ORDER BY an output alias orders by the column behind it
+            "SELECT id, kind AS k FROM events ORDER BY k",
+            [
+                ("events", "id", "projected", "id"),
+                ("events", "kind", "order-by", None),
+                ("events", "kind", "projected", "k"),
+            ],
+        ),
+    ],
+)
+def test_column_uses(sql: str, expected: list[tuple[str, str, str, str | None]]) -> None:
+    assert uses(sql) == expected
+
+
+def test_an_unknown_schema_is_reported_not_guessed() -> None:
+    """Without its schema a table's `*` stays a `*`: its columns are not invented."""
+    request = LineageRequest("SELECT u.* FROM unknown_t u", "spark", "prod", ("db",), None)
+    lineage = column_lineage(request, LineageConfig(), SCHEMAS)
+    assert lineage.unknown_schemas == (("prod", ("db",), "unknown_t"),)
+    assert [(".".join(u.path), u.kind, u.output) for u in lineage.uses] == [("*", "projected", "*")]
