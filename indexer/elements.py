@@ -5,6 +5,7 @@ view and table specs) with every nested field flattened.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Container
 from dataclasses import dataclass
@@ -50,11 +51,16 @@ def validation_findings(exc: ValidationError, prefix: str) -> list[Finding]:
     return findings
 
 
+@functools.cache
+def _aliases(model: type[BaseModel]) -> tuple[str, ...]:
+    """A model's field names as documents spell them (computed once per model: parsing is hot)."""
+    return tuple(info.alias or name for name, info in model.model_fields.items())
+
+
 def validated_header(model: type[ModelT], document: dict[str, Any], findings: list[Finding]) -> ModelT:
     """The top-level scalar fields of `document` as `model`; broken fields become findings and are
     left out (the model gives every field a default)."""
-    keys = tuple(info.alias or name for name, info in model.model_fields.items())
-    fields = {key: document[key] for key in keys if key in document}
+    fields = {key: document[key] for key in _aliases(model) if key in document}
     try:
         return model.model_validate(fields)
     except ValidationError as exc:
