@@ -6,9 +6,6 @@ answers each state at the time it held."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +17,8 @@ from viewlineage.queries import mviews
 from viewlineage.queries.cli import cli
 from viewlineage.sinks.store import open_reader
 
-from ..conftest import ROOT
 from ..metadata_files import View
+from ..realwriter import run_scenario
 from .watch_process import Watch
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -40,23 +37,7 @@ def test_mv_freshness_follows_spark_inserts_and_refreshes(tmp_path: Path, iceber
     recorded = tmp_path / "steps.json"
     watch = Watch(warehouse, db, "--catalog-map", f"{warehouse}=prod")
     try:
-        with (tmp_path / "spark.log").open("w") as spark_log:
-            subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "tests.realwriter.spark_mvs",
-                    iceberg_jars,
-                    str(warehouse),
-                    str(recorded),
-                ],
-                stdout=spark_log,
-                stderr=subprocess.STDOUT,
-                timeout=600,
-                check=True,
-                cwd=tmp_path,  # Spark creates ./spark-warehouse
-                env={**os.environ, "PYTHONPATH": str(ROOT)},
-            )
+        run_scenario("spark_mvs", iceberg_jars, str(warehouse), str(recorded), cwd=tmp_path)
         run = json.loads(recorded.read_text())
         steps: dict[str, int] = run["steps"]
         # No Iceberg release writes a version's storage-table: the MV spec draft's view file is ours.

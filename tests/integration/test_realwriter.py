@@ -7,19 +7,17 @@ deletes on DROP, so only a file captured as it was written keeps its last state.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from viewlineage.sinks.store import open_reader
 
+from ..realwriter import run_scenario
 from ..realwriter.scenario_checks import CHECKS, load_steps
 from .watch_process import Watch
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
-SPARK_VIEWS = Path(__file__).parents[1] / "realwriter" / "spark_views.py"
 
 
 def test_watch_follows_spark_writing_views(tmp_path: Path, iceberg_jars: str) -> None:
@@ -29,15 +27,7 @@ def test_watch_follows_spark_writing_views(tmp_path: Path, iceberg_jars: str) ->
     db = tmp_path / "store.duckdb"
     watch = Watch(warehouse, db, "--catalog-map", f"{warehouse}=prod")
     try:
-        with (tmp_path / "spark.log").open("w") as spark_log:
-            subprocess.run(
-                [sys.executable, str(SPARK_VIEWS), iceberg_jars, str(warehouse), str(captured)],
-                stdout=spark_log,
-                stderr=subprocess.STDOUT,
-                timeout=600,
-                check=True,
-                cwd=tmp_path,  # Spark creates ./spark-warehouse
-            )
+        run_scenario("spark_views", iceberg_jars, str(warehouse), str(captured), cwd=tmp_path)
         # Every metadata file Spark wrote (captured after each statement), dropped view's included.
         written = sorted(
             str(warehouse / path.relative_to(captured / "warehouse"))

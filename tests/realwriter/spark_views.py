@@ -1,7 +1,7 @@
 """Writes a sample Iceberg warehouse with real Spark + Iceberg (Java) view metadata.
 
     jars=$(/work/shared/iceberg-spark/setup.sh .cache/iceberg-spark | tail -1)
-    python tests/realwriter/spark_views.py "$jars" /tmp/vl-spark-wh tests/data/sample
+    python -m tests.realwriter.spark_views "$jars" /tmp/vl-spark-wh tests/data/sample
 
 Runs a fixed scenario of SQL statements (namespaces, tables, inserts, a view replaced more than ten
 times, views on views across namespaces, property-only commits, a drop and re-create) against
