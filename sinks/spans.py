@@ -1,10 +1,10 @@
-"""Point-in-time indexes (migration 0006), refreshed in the transaction of every batch.
+"""Point-in-time indexes (migrations 0006 and 0009), refreshed in the transaction of every batch.
 
-`version_spans` and `file_spans` turn "which version, which file held at T" into an interval
-filter; `version_reads` holds each version's references in one row. A batch re-derives the spans
-and preferred copies of the views it brings rows for (their files, log entries and versions may
-arrive in any order) and the reads of the versions it brings, from the rows already stored: the
-result never depends on the order batches came in.
+`view_spans` turns "which file and which version held at T, and what did that version read" into
+one interval filter; `version_reads` holds each version's references in one row. A batch re-derives
+the spans and preferred copies of the views it brings rows for (their files, log entries and
+versions may arrive in any order) and the reads of the versions it brings, from the rows already
+stored: the result never depends on the order batches came in.
 """
 
 from __future__ import annotations
@@ -14,40 +14,62 @@ import pyarrow as pa
 
 OPEN_MS = 2**63 - 1
 """The open end of a span: later than any time a query asks about (BIGINT's largest)."""
-TABLES = ("version_spans", "file_spans", "version_reads", "preferred_copies")
+TABLES = ("view_spans", "version_reads", "preferred_copies")
 VIEW_ROWS = ("view_files", "activations", "versions")
 """Store tables whose new rows change their views' spans and preferred copies."""
+FILLED_BY = ("0006_spans", "0009_view_spans")
+"""Migrations after which the store derives these tables from the rows already there."""
 
-_VERSION_SPANS = f"""
-INSERT INTO version_spans
-SELECT view_id, version_id, from_ms, until_ms FROM (
-    SELECT view_id, version_id, timestamp_ms AS from_ms,
-           coalesce(lead(timestamp_ms) OVER (PARTITION BY view_id ORDER BY timestamp_ms, version_id),
-                    {OPEN_MS}) AS until_ms
-    FROM activations WHERE view_id IN (SELECT view_id FROM _touched)
-) WHERE from_ms < until_ms"""
-"""A version holds from its activation to the next one; of two at one instant the greater id wins."""
-
-_FILE_SPANS = f"""
-INSERT INTO file_spans
-SELECT view_id, location, view_uuid, catalog, name, commit_ms, commit_source,
-       CASE WHEN from_ms = min(from_ms) OVER (PARTITION BY view_id) THEN -{OPEN_MS} ELSE from_ms END,
-       until_ms
-FROM (
-    SELECT *, commit_ms AS from_ms, coalesce(lead(commit_ms) OVER (
-        PARTITION BY view_id ORDER BY commit_ms, coalesce(sequence_number, -1), location),
-        {OPEN_MS}) AS until_ms
+_VIEW_SPANS = f"""
+INSERT INTO view_spans
+WITH held_versions AS (
+    SELECT view_id, version_id, timestamp_ms AS from_ms, coalesce(next_ms, {OPEN_MS}) AS until_ms FROM (
+        SELECT *, lead(timestamp_ms) OVER (PARTITION BY view_id ORDER BY timestamp_ms, version_id) AS next_ms
+        FROM activations WHERE view_id IN (SELECT view_id FROM _touched)
+    ) WHERE next_ms IS NULL OR timestamp_ms < next_ms
+    UNION ALL
+    SELECT view_id, NULL, -{OPEN_MS}, min(timestamp_ms) FROM activations
+    WHERE view_id IN (SELECT view_id FROM _touched) GROUP BY view_id
+),
+committed AS (
+    SELECT view_id, location, view_uuid, catalog, name, commit_ms, commit_source, lead(commit_ms) OVER (
+        PARTITION BY view_id ORDER BY commit_ms, coalesce(sequence_number, -1), location) AS next_ms
     FROM view_files WHERE commit_ms IS NOT NULL AND view_id IN (SELECT view_id FROM _touched)
-) WHERE from_ms < until_ms
-UNION ALL
-SELECT view_id, f.location, f.view_uuid, f.catalog, f.name, NULL, NULL, -{OPEN_MS}, {OPEN_MS} FROM (
-    SELECT view_id, arg_max(view_files, (coalesce(sequence_number, -1), location)) AS f
-    FROM view_files WHERE view_id IN (SELECT view_id FROM _touched)
-    GROUP BY view_id HAVING count(commit_ms) = 0
-)"""
+),
+held_files AS (
+    SELECT view_id, location, view_uuid, catalog, name, commit_ms, commit_source,
+           CASE WHEN commit_ms = min(commit_ms) OVER (PARTITION BY view_id) THEN -{OPEN_MS}
+                ELSE commit_ms END AS from_ms,
+           coalesce(next_ms, {OPEN_MS}) AS until_ms
+    FROM committed WHERE next_ms IS NULL OR commit_ms < next_ms
+    UNION ALL
+    SELECT view_id, f.location, f.view_uuid, f.catalog, f.name, NULL, NULL, -{OPEN_MS}, {OPEN_MS} FROM (
+        SELECT view_id, arg_max(view_files, (coalesce(sequence_number, -1), location)) AS f
+        FROM view_files WHERE view_id IN (SELECT view_id FROM _touched)
+        GROUP BY view_id HAVING count(commit_ms) = 0
+    )
+),
+copies AS (
+    SELECT view_id, version_id, version_hash
+    FROM versions ANTI JOIN preferred_copies USING (view_id, version_id)
+    WHERE view_id IN (SELECT view_id FROM _touched)
+    UNION ALL
+    SELECT view_id, version_id, version_hash FROM preferred_copies
+    WHERE view_id IN (SELECT view_id FROM _touched)
+)
+SELECT f.view_id, greatest(f.from_ms, coalesce(v.from_ms, -{OPEN_MS})),
+       least(f.until_ms, coalesce(v.until_ms, {OPEN_MS})), f.location, f.view_uuid, f.catalog, f.name,
+       f.commit_ms, f.commit_source, v.version_id, CASE WHEN v.version_id IS NOT NULL THEN v.from_ms END,
+       c.version_hash, r.read_names, r.read_catalogs
+FROM held_files f
+LEFT JOIN held_versions v ON v.view_id = f.view_id AND v.from_ms < f.until_ms AND f.from_ms < v.until_ms
+LEFT JOIN copies c ON c.view_id = f.view_id AND c.version_id = v.version_id
+LEFT JOIN version_reads r ON r.version_hash = c.version_hash"""
 """A file holds from its commit to the next file's (ties: greater sequence number, then location);
 the first also before its commit. A view none of whose files has a commit time (no object time, no
-log) is held by its file with the greatest sequence number, then location, at every time."""
+log) is held by its file with the greatest sequence number, then location, at every time. A version
+holds from its activation to the next one (of two at one instant the greater id wins), and no
+version before the first. Each interval is where one file's and one version's spans overlap."""
 
 _VERSION_READS = """
 INSERT INTO version_reads
@@ -88,10 +110,6 @@ def refresh(conn: duckdb.DuckDBPyConnection, views: pa.Array, versions: pa.Array
     the caller's transaction."""
     conn.register("_touched", pa.table({"view_id": views}))
     conn.register("_new_versions", pa.table({"version_hash": versions}))
-    conn.execute("DELETE FROM version_spans WHERE view_id IN (SELECT view_id FROM _touched)")
-    conn.execute("DELETE FROM file_spans WHERE view_id IN (SELECT view_id FROM _touched)")
-    conn.execute(_VERSION_SPANS)
-    conn.execute(_FILE_SPANS)
     conn.execute(_VERSION_READS)
     conn.execute("DELETE FROM preferred_copies WHERE view_id IN (SELECT view_id FROM _touched)")
     conflicting = conn.sql(_CONFLICTING).to_arrow_table()
@@ -99,6 +117,8 @@ def refresh(conn: duckdb.DuckDBPyConnection, views: pa.Array, versions: pa.Array
         conn.register("_conflicting", conflicting)
         conn.execute(_PREFERRED_COPIES)
         conn.unregister("_conflicting")
+    conn.execute("DELETE FROM view_spans WHERE view_id IN (SELECT view_id FROM _touched)")
+    conn.execute(_VIEW_SPANS)
     # Left registered when a statement fails: the transaction is aborted (no unregistering then),
     # and the next refresh replaces them.
     conn.unregister("_touched")

@@ -92,7 +92,7 @@ class Store:
             raise StoreError(f"cannot open {self.path} for writing: {exc}") from exc
         migrated = migrate(self.conn)
         install_queries(self.conn)
-        if "0006_spans" in migrated:  # fill the point-in-time indexes from the rows there
+        if set(spans.FILLED_BY) & set(migrated):  # fill the point-in-time indexes from the rows there
             self.conn.execute("BEGIN TRANSACTION")
             spans.rebuild(self.conn)
             self.conn.execute("COMMIT")
@@ -189,9 +189,7 @@ class Store:
             for statement in statements.get(name, [f"INSERT OR IGNORE INTO {name} SELECT * FROM _batch"]):
                 self.conn.execute(statement)
             self.conn.unregister("_batch")
-        views = [
-            tables[name]["view_id"] for name in ("view_files", "activations", "versions") if name in tables
-        ]
+        views = [tables[name]["view_id"] for name in spans.VIEW_ROWS if name in tables]
         if views or "versions" in tables:
             versions = [tables["versions"]["version_hash"]] if "versions" in tables else []
             spans.refresh(self.conn, _joined(views), _joined(versions))

@@ -14,7 +14,7 @@ BOOKKEEPING = {"ingested_at", "quarantined_at", "computed_at"}
 OBJECT_TIMES = {
     *("files.modified_ms", "files.modified_source", "view_files.commit_ms", "view_files.commit_source"),
     *("table_files.commit_ms", "table_files.commit_source"),
-    "file_spans",
+    "view_spans",
 }
 """Columns (and a table: which file held when) that come from when an object was written: they
 differ between an object store's copy of a warehouse and the local files it was uploaded from."""

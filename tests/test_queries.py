@@ -189,7 +189,7 @@ def _compare_lookups(store: duckdb.DuckDBPyConnection) -> tuple[int, int]:
     views = [v for (v,) in store.execute("SELECT DISTINCT view_id FROM view_names").fetchall()]
     for at in sorted(times):
         files = dict(store.execute("SELECT view_id, location FROM view_files_as_of(?)", [at]).fetchall())
-        spans = "SELECT view_id, location FROM file_spans WHERE from_ms <= ?1 AND ?1 < until_ms"
+        spans = "SELECT view_id, location FROM view_spans WHERE from_ms <= ?1 AND ?1 < until_ms"
         assert dict(store.execute(spans, [at]).fetchall()) == files
         current = {
             v: (version, since)

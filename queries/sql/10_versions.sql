@@ -1,7 +1,7 @@
 -- Which copy of a version counts, and when each version was active. Times are epoch ms. The
 -- per-view macros (`view_*`) read one view's rows through the view_id indexes; the `*_as_of(t)`
--- ones answer for every view at once from the point-in-time indexes (`version_spans`,
--- `file_spans`: intervals the store keeps up to date), or with one aggregate per table.
+-- ones answer for every view at once from the point-in-time index (`view_spans`: intervals the
+-- store keeps up to date), or with one aggregate per table.
 
 -- preferred_versions: one row per (view_id, version_id). Under a version conflict (one id, two
 -- contents) the copy `preferred_copies` names: the one from the file with the highest sequence
@@ -24,7 +24,8 @@ CREATE OR REPLACE MACRO file_state_key(commit_ms, sequence_number, location, t) 
 -- current_versions(t): per view, the version named by the log entry with the greatest timestamp <= t
 -- (ties: the greater version-id).
 CREATE OR REPLACE MACRO current_versions(t) AS TABLE
-SELECT view_id, version_id, from_ms AS activated_ms FROM version_spans WHERE from_ms <= t AND t < until_ms;
+SELECT view_id, version_id, activated_ms FROM view_spans
+WHERE from_ms <= t AND t < until_ms AND version_id IS NOT NULL;
 
 -- view_current_version(vid, t): the same for one view.
 CREATE OR REPLACE MACRO view_current_version(vid, t) AS TABLE
@@ -57,18 +58,20 @@ FROM view_file_as_of(vid, t) f
 LEFT JOIN view_current_version(vid, t) c ON true
 LEFT JOIN view_drop(vid) d ON true;
 
--- view_heads_as_of(t): every view current at t with its version and the facts of its file in force
--- (see file_state_key). A name is held by the view whose file was committed last: a view dropped
--- and re-created at the same path is replaced by the new uuid from the new file's commit on. A
--- view whose file in force at t was removed by t is dropped and left out. Only names that several
--- views have had are ranked: a window over every view would cost more than the rest.
+-- view_heads_as_of(t): every view current at t with its version (the copy that counts, and what
+-- it reads) and the facts of its file in force (see file_state_key). A name is held by the view
+-- whose file was committed last: a view dropped and re-created at the same path is replaced by the
+-- new uuid from the new file's commit on. A view whose file in force at t was removed by t is
+-- dropped and left out. Only names that several views have had are ranked: a window over every
+-- view would cost more than the rest.
 CREATE OR REPLACE MACRO view_heads_as_of(t) AS TABLE
 WITH heads AS MATERIALIZED (
-    SELECT c.view_id, f.view_uuid, f.catalog, f.name, c.version_id, c.activated_ms, f.location AS file_location,
-           f.commit_ms, f.commit_source
-    FROM current_versions(t) c JOIN file_spans f USING (view_id)
-    WHERE f.from_ms <= t AND t < f.until_ms
-      AND NOT EXISTS (SELECT 1 FROM removals r WHERE r.location = f.location AND r.removed_ms <= t)
+    SELECT s.view_id, s.view_uuid, s.catalog, s.name, s.version_id, s.activated_ms,
+           s.location AS file_location, s.commit_ms, s.commit_source, s.version_hash, s.read_names,
+           s.read_catalogs
+    FROM view_spans s
+    WHERE s.from_ms <= t AND t < s.until_ms AND s.version_id IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM removals r WHERE r.location = s.location AND r.removed_ms <= t)
 ),
 shared AS MATERIALIZED (
     SELECT catalog, name FROM view_names WHERE name IS NOT NULL
@@ -83,4 +86,5 @@ SELECT * EXCLUDE (name_rank) FROM (
 
 -- views_as_of(t): view_heads_as_of(t) with the properties of each view's file in force.
 CREATE OR REPLACE MACRO views_as_of(t) AS TABLE
-SELECT h.*, f.properties FROM view_heads_as_of(t) h JOIN view_files f ON f.location = h.file_location;
+SELECT h.* EXCLUDE (version_hash, read_names, read_catalogs), f.properties
+FROM view_heads_as_of(t) h JOIN view_files f ON f.location = h.file_location;

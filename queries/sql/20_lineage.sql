@@ -1,18 +1,11 @@
 -- Lineage as of t: direct reads, then transitive walks through views. Recursion ends on cycles.
 
--- current_reads_as_of(t): each view current at t (view_heads_as_of) with what its version reads:
--- `reads` (references in full), `read_names` (namespace levels and name joined by chr(31)) and
--- `read_catalogs`, from version_reads. Under a version conflict, the preferred copy's; that branch
--- joins on (view_id, version_id) too, so the scan fetches version_hash for matching rows only.
+-- current_reads_as_of(t): each view current at t (view_heads_as_of) whose version is stored, with
+-- what it reads: `reads` (references in full, from version_reads), `read_names` (namespace levels
+-- and name joined by chr(31)) and `read_catalogs`. Under a version conflict, the preferred copy's.
 CREATE OR REPLACE MACRO current_reads_as_of(t) AS TABLE
-WITH current AS MATERIALIZED (SELECT view_id, catalog, name, version_id FROM view_heads_as_of(t))
-SELECT c.view_id, c.catalog, c.name, r.reads, r.read_names, r.read_catalogs
-FROM (FROM current ANTI JOIN preferred_copies USING (view_id, version_id)) c
-JOIN version_reads r USING (view_id, version_id)
-UNION ALL
-SELECT c.view_id, c.catalog, c.name, r.reads, r.read_names, r.read_catalogs
-FROM current c JOIN preferred_copies p USING (view_id, version_id)
-JOIN version_reads r USING (view_id, version_id) WHERE r.version_hash = p.version_hash;
+SELECT h.view_id, h.catalog, h.name, r.reads, h.read_names, h.read_catalogs
+FROM view_heads_as_of(t) h JOIN version_reads r USING (version_hash);
 
 -- view_reads_as_of(t): each current view's table references (the union over its dialects), with
 -- the current view the reference names, if any. A reference with an unknown catalog matches a view
@@ -44,10 +37,11 @@ SELECT * FROM walk;
 -- uses_as_of(ref_catalog, ref_parts, t): views reading the table named by ref_parts (namespace
 -- levels then name; ref_catalog NULL to match any catalog), directly (depth 1) or through views.
 -- path lists the views from the reader down to the one reading the table. It walks references by
--- their plain names, which are narrow to read, rather than in full.
+-- their plain names, which the spans carry: one filtered scan, no join.
 CREATE OR REPLACE MACRO uses_as_of(ref_catalog, ref_parts, t) AS TABLE
 WITH RECURSIVE current AS MATERIALIZED (
-    SELECT view_id, catalog, name, read_names, read_catalogs FROM current_reads_as_of(t)
+    SELECT view_id, catalog, name, read_names, read_catalogs FROM view_heads_as_of(t)
+    WHERE version_hash IS NOT NULL
 ),
 reads AS MATERIALIZED (
     SELECT view_id, unnest(read_names) AS read_name, unnest(read_catalogs) AS catalog FROM current
