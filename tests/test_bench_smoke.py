@@ -35,6 +35,7 @@ def test_benchmark_runner_prints_every_row(tmp_path: Path) -> None:
             "index (sample)",
             "F: on property-only commits",
             "index: property-only commits (all versions known)",
+            "index: re-deliveries (every file indexed before)",
             *(
                 [
                     "index, 1 process (sample)",
