@@ -58,9 +58,13 @@ copies AS (
     WHERE view_id IN (SELECT view_id FROM _touched)
 )
 SELECT f.view_id, greatest(f.from_ms, coalesce(v.from_ms, -{OPEN_MS})),
-       least(f.until_ms, coalesce(v.until_ms, {OPEN_MS})), f.location, f.view_uuid, f.catalog, f.name,
-       f.commit_ms, f.commit_source, v.version_id, CASE WHEN v.version_id IS NOT NULL THEN v.from_ms END,
-       c.version_hash, r.read_names, r.read_catalogs
+       least(f.until_ms, coalesce(v.until_ms, {OPEN_MS})), f.location, f.view_uuid, f.catalog,
+       array_to_string(f.name, chr(31)), f.commit_ms, f.commit_source, v.version_id,
+       CASE WHEN v.version_id IS NOT NULL THEN v.from_ms END, c.version_hash,
+       nullif(array_to_string([
+           coalesce(read.catalog, '') || chr(29)
+               || array_to_string(list_append(read.namespace, read.name), chr(31))
+           FOR read IN r.reads], chr(30)), '')
 FROM held_files f
 LEFT JOIN held_versions v ON v.view_id = f.view_id AND v.from_ms < f.until_ms AND f.from_ms < v.until_ms
 LEFT JOIN copies c ON c.view_id = f.view_id AND c.version_id = v.version_id
@@ -73,10 +77,7 @@ version before the first. Each interval is where one file's and one version's sp
 
 _VERSION_READS = """
 INSERT INTO version_reads
-SELECT version_hash, view_id, version_id, reads,
-       [array_to_string(list_append(r.namespace, r.name), chr(31)) FOR r IN reads],
-       [r.catalog FOR r IN reads]
-FROM (
+SELECT version_hash, view_id, version_id, reads FROM (
     SELECT v.version_hash, v.view_id, v.version_id, coalesce(list_sort(list(DISTINCT {
                'catalog': tr.catalog, 'namespace': tr.namespace, 'name': tr.name, 'suffix': tr.suffix,
                'pin': tr.pin, 'catalog_unknown': tr.catalog_source = 'unknown'})
@@ -87,7 +88,6 @@ FROM (
       AND v.version_hash NOT IN (SELECT version_hash FROM version_reads)
     GROUP BY v.version_hash, v.view_id, v.version_id
 )"""
-"""`read_names` and `read_catalogs` repeat `reads` as plain strings (migration 0008) for `uses`."""
 
 
 _CONFLICTING = """

@@ -1,11 +1,9 @@
 -- Lineage as of t: direct reads, then transitive walks through views. Recursion ends on cycles.
 
 -- current_reads_as_of(t): each view current at t (view_heads_as_of) whose version is stored, with
--- what it reads: `reads` (references in full, from version_reads), `read_names` (namespace levels
--- and name joined by chr(31)) and `read_catalogs`. Under a version conflict, the preferred copy's.
+-- the references it reads in full (version_reads). Under a version conflict, the preferred copy's.
 CREATE OR REPLACE MACRO current_reads_as_of(t) AS TABLE
-SELECT h.view_id, h.catalog, h.name, r.reads, h.read_names, h.read_catalogs
-FROM view_heads_as_of(t) h JOIN version_reads r USING (version_hash);
+SELECT h.view_id, h.catalog, h.name, r.reads FROM view_heads_as_of(t) h JOIN version_reads r USING (version_hash);
 
 -- view_reads_as_of(t): each current view's table references (the union over its dialects), with
 -- the current view the reference names, if any. A reference with an unknown catalog matches a view
@@ -40,14 +38,14 @@ SELECT * FROM walk;
 -- their plain names, which the spans carry: one filtered scan, no join.
 CREATE OR REPLACE MACRO uses_as_of(ref_catalog, ref_parts, t) AS TABLE
 WITH RECURSIVE current AS MATERIALIZED (
-    SELECT view_id, catalog, name, read_names, read_catalogs FROM view_heads_as_of(t)
-    WHERE version_hash IS NOT NULL
+    SELECT view_id, catalog, name_path, read_paths FROM view_heads_as_of(t) WHERE version_hash IS NOT NULL
 ),
 reads AS MATERIALIZED (
-    SELECT view_id, unnest(read_names) AS read_name, unnest(read_catalogs) AS catalog FROM current
+    SELECT view_id, nullif(split_part(entry, chr(29), 1), '') AS catalog, split_part(entry, chr(29), 2) AS read_name
+    FROM (SELECT view_id, unnest(string_split(read_paths, chr(30))) AS entry FROM current)
 ),
 named AS MATERIALIZED (
-    SELECT view_id, catalog, array_to_string(name, chr(31)) AS read_name FROM current WHERE name IS NOT NULL
+    SELECT view_id, catalog, name_path AS read_name FROM current WHERE name_path IS NOT NULL
 ),
 walk(view_id, depth, path, catalog_unknown) AS (
     SELECT DISTINCT view_id, 1, [view_id], catalog IS NULL FROM reads
