@@ -37,17 +37,22 @@ CREATE OR REPLACE MACRO view_files_as_of(t) AS TABLE
 SELECT unnest(arg_max(f, file_state_key(f.commit_ms, f.sequence_number, f.location, t)))
 FROM view_files f GROUP BY f.view_id;
 
--- view_file_as_of(vid, t): the same for one view.
+-- view_location_as_of(vid, t): the location of the file whose state held at t for one view,
+-- ranked on narrow columns so that only the one row it names is read in full.
+CREATE OR REPLACE MACRO view_location_as_of(vid, t) AS (
+    SELECT arg_max(location, file_state_key(commit_ms, sequence_number, location, t))
+    FROM view_files WHERE view_id = vid
+);
+
+-- view_file_as_of(vid, t): that file's row.
 CREATE OR REPLACE MACRO view_file_as_of(vid, t) AS TABLE
-SELECT * FROM view_files WHERE view_id = vid
-ORDER BY file_state_key(commit_ms, sequence_number, location, t) DESC LIMIT 1;
+SELECT * FROM view_files WHERE location = view_location_as_of(vid, t);
 
 -- view_drop(vid): a view is dropped when its newest file (latest commit, then highest sequence
 -- number) is removed; dropped_ms is the earliest removal reported for that file.
 CREATE OR REPLACE MACRO view_drop(vid) AS TABLE
-SELECT f.view_id, f.location, min(r.removed_ms) AS dropped_ms
-FROM view_file_as_of(vid, 1::BIGINT << 62) f JOIN removals r USING (location)
-GROUP BY f.view_id, f.location;
+SELECT vid AS view_id, location, min(removed_ms) AS dropped_ms FROM removals
+WHERE location = view_location_as_of(vid, 1::BIGINT << 62) GROUP BY location;
 
 -- view_at(vid, t): one view at t in one lookup: its file in force (view_file_as_of), the version
 -- current then (active_version_id, activated_ms; NULL before the first activation) and, once its

@@ -145,13 +145,19 @@ def main() -> None:
             picks = [(rng.choice(names), rng.randint(low, high)) for _ in range(args.samples)]
             uses_picks = [(rng.choice(tables), rng.randint(low, high)) for _ in range(args.samples)]
             api.show(conn, *picks[0])  # warm
-            print("| query (in-process API, warm read-only connection) | n | p50 | p99 | target |")
+            print("| query (in-process API, read-only connection) | n | p50 | p99 | target |")
             print("|---|---|---|---|---|")
-            times, errors = timed([lambda p=pick: api.show(conn, *p) for pick in picks])
-            print(line("`show VIEW --as-of T`", times, errors, "p99 < 20 ms"))
-            calls = [lambda p=pick: api.uses(conn, p[0], p[1], transitive=True) for pick in uses_picks]
-            times, _ = timed(calls)
-            print(line("`uses TABLE --transitive --as-of T`", times, 0, "p99 < 100 ms"))
+            # Two passes of fresh random picks: the first touches blocks no query has read yet
+            # (DuckDB reads and decompresses them), the second runs on the cache the first left, as
+            # a long-running query service would.
+            for cache in ("first pass", "second pass"):
+                shown = [(rng.choice(names), rng.randint(low, high)) for _ in range(args.samples)]
+                times, errors = timed([lambda p=pick: api.show(conn, *p) for pick in shown])
+                print(line(f"`show VIEW --as-of T`, {cache}", times, errors, "p99 < 20 ms"))
+                used = [(rng.choice(tables), rng.randint(low, high)) for _ in range(args.samples)]
+                calls = [lambda p=pick: api.uses(conn, p[0], p[1], transitive=True) for pick in used]
+                times, _ = timed(calls)
+                print(line(f"`uses TABLE --transitive --as-of T`, {cache}", times, 0, "p99 < 100 ms"))
             state = [
                 lambda t=t: conn.execute("SELECT * FROM views_as_of(?)", [t]).fetchall()
                 for _, t in picks[:20]
