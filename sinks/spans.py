@@ -128,5 +128,7 @@ def refresh(conn: duckdb.DuckDBPyConnection, views: pa.Array, versions: pa.Array
 def rebuild(conn: duckdb.DuckDBPyConnection) -> None:
     """Every view's spans and every version's reads, from the stored rows."""
     views = conn.sql("SELECT DISTINCT view_id FROM view_files").to_arrow_table().column(0)
+    if not len(views):  # a new store: nothing to derive (and deriving nothing costs ~0.3 s)
+        return
     versions = conn.sql("SELECT version_hash FROM versions").to_arrow_table().column(0)
     refresh(conn, views.combine_chunks(), versions.combine_chunks())
