@@ -220,3 +220,40 @@ def test_under_a_version_conflict_lineage_follows_the_preferred_copy(tmp_path: P
         assert [v["view"] for v in api.uses(conn, "prod.db.b", 3000)["views"]] == ["prod.db.v"]
         assert api.uses(conn, "prod.db.a", 3000)["views"] == []
         assert [r["table"] for r in api.deps(conn, "prod.db.v", 3000)["reads"]] == ["prod.db.b"]
+
+
+def test_uses_matches_references_by_catalog(tmp_path: Path) -> None:
+    """A reference naming a catalog reads that catalog's table only; one naming none, in a view with
+    no catalog and no default catalog, may read any, and says so (`catalog_unknown`), down to the
+    views above it."""
+    root = tmp_path / "warehouse"
+    explicit = View(root, "db", "explicit", "d5000000-0000-4000-8000-000000000001")
+    explicit.commit(1000, "SELECT * FROM prod.db.t", **{"default-catalog": "prod"})
+    elsewhere = View(root, "db", "elsewhere", "d5000000-0000-4000-8000-000000000002")
+    elsewhere.commit(1000, "SELECT * FROM other.db.t", **{"default-catalog": "other"})
+    View(root, "db", "bare", "d5000000-0000-4000-8000-000000000003").commit(1000, "SELECT * FROM db.t")
+    View(root, "db", "above", "d5000000-0000-4000-8000-000000000004").commit(1000, "SELECT * FROM db.bare")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db))  # no catalog map: the views have no catalog
+
+    def readers(table: str) -> list[tuple[str, int, bool]]:
+        found = api.uses(conn, table, 2000, transitive=True)["views"]
+        return [(v["view"], v["depth"], v["catalog_unknown"]) for v in found]
+
+    with open_reader(db) as conn:
+        assert readers("prod.db.t") == [
+            ("db.bare", 1, True),
+            ("db.explicit", 1, False),
+            ("db.above", 2, True),
+        ]
+        assert readers("other.db.t") == [
+            ("db.bare", 1, True),
+            ("db.elsewhere", 1, False),
+            ("db.above", 2, True),
+        ]
+        assert readers("db.t") == [
+            ("db.bare", 1, True),
+            ("db.elsewhere", 1, False),
+            ("db.explicit", 1, False),
+            ("db.above", 2, True),
+        ]
