@@ -77,17 +77,15 @@ version before the first. Each interval is where one file's and one version's sp
 
 _VERSION_READS = """
 INSERT INTO version_reads
-SELECT version_hash, view_id, version_id, reads FROM (
-    SELECT v.version_hash, v.view_id, v.version_id, coalesce(list_sort(list(DISTINCT {
-               'catalog': tr.catalog, 'namespace': tr.namespace, 'name': tr.name, 'suffix': tr.suffix,
-               'pin': tr.pin, 'catalog_unknown': tr.catalog_source = 'unknown'})
-               FILTER (WHERE tr.name IS NOT NULL)), []) AS reads
-    FROM versions v
-    LEFT JOIN representations r USING (version_hash) LEFT JOIN table_references tr USING (lineage_key)
-    WHERE v.version_hash IN (SELECT version_hash FROM _new_versions)
-      AND v.version_hash NOT IN (SELECT version_hash FROM version_reads)
-    GROUP BY v.version_hash, v.view_id, v.version_id
-)"""
+SELECT v.version_hash, v.view_id, v.version_id, coalesce(list_sort(list(DISTINCT {
+           'catalog': tr.catalog, 'namespace': tr.namespace, 'name': tr.name, 'suffix': tr.suffix,
+           'pin': tr.pin, 'catalog_unknown': tr.catalog_source = 'unknown'})
+           FILTER (WHERE tr.name IS NOT NULL)), [])
+FROM versions v
+LEFT JOIN representations r USING (version_hash) LEFT JOIN table_references tr USING (lineage_key)
+WHERE v.version_hash IN (SELECT version_hash FROM _new_versions)
+  AND v.version_hash NOT IN (SELECT version_hash FROM version_reads)
+GROUP BY v.version_hash, v.view_id, v.version_id"""
 
 
 _CONFLICTING = """

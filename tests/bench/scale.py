@@ -7,9 +7,10 @@ Generates a worst-case warehouse (every commit a new version: `views` x `commits
 `viewlineage index` on it as a separate process (peak RSS of it and its workers, sampled every
 0.2 s, as PSS), and compares the store without raw documents (every other table copied into a fresh
 store) with the metadata gzip-compressed (gzip files as stored, plain ones compressed at level
-6). Then, in-process on a warm read-only connection, times `show --as-of`, `uses --transitive
---as-of` and the state of every view as of T over seeded random (view or table, T), and the same
-commands through the CLI. With `--work`, a warehouse and store already there are reused.
+6). Then, in-process on one read-only connection, times `show --as-of` and `uses --transitive
+--as-of` over two passes of seeded random (view or table, T) (cold blocks, then the cache the first
+pass left), the state of every view as of T, and the same commands through the CLI. With
+`--work`, a warehouse and store already there are reused.
 """
 
 from __future__ import annotations
