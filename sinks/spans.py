@@ -1,11 +1,11 @@
-"""Point-in-time indexes (migrations 0006 and 0009), refreshed in the transaction of every batch.
+"""Point-in-time indexes (migrations 0006, 0009 and 0010), refreshed in the transaction of every batch.
 
-`view_spans` turns "which file and which version held at T, and what did that version read" into
-one interval filter; `version_reads` holds each version's references in one row. A batch re-derives
-the spans and preferred copies of the views it brings rows for (their files, log entries and
-versions may arrive in any order) and the reads of the versions it brings, from the rows already
-stored: the result never depends on the order batches came in.
-"""
+`view_spans` turns "which file and which version held at T, was that file removed by then, and
+what did that version read" into one interval filter; `version_reads` holds each version's
+references in one row. A batch re-derives the spans and preferred copies of the views it brings
+rows or removals for (their files, log entries, versions and removals may arrive in any order) and
+the reads of the versions it brings, from the rows already stored: the result never depends on
+the order batches came in."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ OPEN_MS = 2**63 - 1
 TABLES = ("view_spans", "version_reads", "preferred_copies")
 VIEW_ROWS = ("view_files", "activations", "versions")
 """Store tables whose new rows change their views' spans and preferred copies."""
-FILLED_BY = ("0006_spans", "0009_view_spans")
+FILLED_BY = ("0006_spans", "0009_view_spans", "0010_drops_in_spans")
 """Migrations after which the store derives these tables from the rows already there."""
 
 _VIEW_SPANS = f"""
@@ -30,6 +30,11 @@ WITH held_versions AS (
     UNION ALL
     SELECT view_id, NULL, -{OPEN_MS}, min(timestamp_ms) FROM activations
     WHERE view_id IN (SELECT view_id FROM _touched) GROUP BY view_id
+),
+drops AS (
+    SELECT location, min(removed_ms) AS dropped_ms FROM removals
+    WHERE location IN (SELECT location FROM view_files WHERE view_id IN (SELECT view_id FROM _touched))
+    GROUP BY location
 ),
 committed AS (
     SELECT view_id, location, view_uuid, catalog, name, commit_ms, commit_source, lead(commit_ms) OVER (
@@ -64,11 +69,12 @@ SELECT f.view_id, greatest(f.from_ms, coalesce(v.from_ms, -{OPEN_MS})),
        nullif(array_to_string([
            coalesce(read.catalog, '') || chr(29)
                || array_to_string(list_append(read.namespace, read.name), chr(31))
-           FOR read IN r.reads], chr(30)), '')
+           FOR read IN r.reads], chr(30)), ''), d.dropped_ms
 FROM held_files f
 LEFT JOIN held_versions v ON v.view_id = f.view_id AND v.from_ms < f.until_ms AND f.from_ms < v.until_ms
 LEFT JOIN copies c ON c.view_id = f.view_id AND c.version_id = v.version_id
-LEFT JOIN version_reads r ON r.version_hash = c.version_hash"""
+LEFT JOIN version_reads r ON r.version_hash = c.version_hash
+LEFT JOIN drops d ON d.location = f.location"""
 """A file holds from its commit to the next file's (ties: greater sequence number, then location);
 the first also before its commit. A view none of whose files has a commit time (no object time, no
 log) is held by its file with the greatest sequence number, then location, at every time. A version
@@ -103,10 +109,15 @@ GROUP BY v.view_id, v.version_id"""
 """The copy listed by the file with the highest sequence number, then the greatest location."""
 
 
-def refresh(conn: duckdb.DuckDBPyConnection, views: pa.Array, versions: pa.Array) -> None:
-    """Re-derive the spans of `views` (view ids) and the reads of `versions` (version hashes), in
-    the caller's transaction."""
-    conn.register("_touched", pa.table({"view_id": views}))
+def refresh(conn: duckdb.DuckDBPyConnection, views: pa.Array, versions: pa.Array, removed: pa.Array) -> None:
+    """Re-derive the spans of `views` (view ids) and of the views whose files `removed` names
+    (locations), and the reads of `versions` (version hashes), in the caller's transaction."""
+    conn.register("_removed", pa.table({"location": removed}))
+    dropped = conn.sql(
+        "SELECT DISTINCT view_id FROM view_files WHERE location IN (SELECT location FROM _removed)"
+    ).to_arrow_table()
+    touched = pa.concat_arrays([views, dropped.column(0).combine_chunks().cast(pa.string())])
+    conn.register("_touched", pa.table({"view_id": touched}))
     conn.register("_new_versions", pa.table({"version_hash": versions}))
     conn.execute(_VERSION_READS)
     conn.execute("DELETE FROM preferred_copies WHERE view_id IN (SELECT view_id FROM _touched)")
@@ -119,8 +130,8 @@ def refresh(conn: duckdb.DuckDBPyConnection, views: pa.Array, versions: pa.Array
     conn.execute(_VIEW_SPANS)
     # Left registered when a statement fails: the transaction is aborted (no unregistering then),
     # and the next refresh replaces them.
-    conn.unregister("_touched")
-    conn.unregister("_new_versions")
+    for name in ("_removed", "_touched", "_new_versions"):
+        conn.unregister(name)
 
 
 def rebuild(conn: duckdb.DuckDBPyConnection) -> None:
@@ -129,4 +140,4 @@ def rebuild(conn: duckdb.DuckDBPyConnection) -> None:
     if not len(views):  # a new store: nothing to derive (and deriving nothing costs ~0.3 s)
         return
     versions = conn.sql("SELECT version_hash FROM versions").to_arrow_table().column(0)
-    refresh(conn, views.combine_chunks(), versions.combine_chunks())
+    refresh(conn, views.combine_chunks(), versions.combine_chunks(), pa.array([], pa.string()))

@@ -11,9 +11,11 @@ import pytest
 
 from viewlineage.indexer.batches import Batch, QuarantinedFile, Removal
 from viewlineage.indexer.errors import UsageError
+from viewlineage.indexer.pipeline import index_locations
 from viewlineage.queries import api
 from viewlineage.sinks.store import Store, open_reader
 
+from .conftest import settings_for
 from .data.restore_mtimes import SAMPLE
 from .realwriter.scenario_checks import load_steps
 
@@ -21,18 +23,27 @@ STEPS = load_steps(SAMPLE)
 BIG_DAYS_OLD = "4314fa7c-bbf3-4c33-9cd2-a483e994ddf4"
 
 
-@pytest.fixture
-def dropped_store(sample_store: Path, tmp_path: Path) -> Path:
+@pytest.fixture(params=["removal after its file", "removal before its file"])
+def dropped_store(
+    request: pytest.FixtureRequest, sample_store: Path, sample_warehouse: Path, tmp_path: Path
+) -> Path:
     """The sample store plus the removal Iceberg made on DROP VIEW (step 32): the newest file of the
-    first big_days."""
-    db = tmp_path / "dropped.duckdb"
-    shutil.copyfile(sample_store, db)
-    with Store(db, replica_interval=None) as store:
-        (newest,) = store.conn.execute(
+    first big_days, learned after that file was indexed or (events out of order) before."""
+    with open_reader(sample_store) as conn:
+        (newest,) = conn.execute(
             "SELECT location FROM view_files WHERE view_id = ? ORDER BY sequence_number DESC LIMIT 1",
             [BIG_DAYS_OLD],
         ).fetchone() or ("",)
-        store.write(Batch(removals=[Removal(newest, STEPS[32], "watch")]))
+    removal = Batch(removals=[Removal(newest, STEPS[32], "watch")])
+    db = tmp_path / "dropped.duckdb"
+    if request.param == "removal after its file":
+        shutil.copyfile(sample_store, db)
+        with Store(db, replica_interval=None) as store:
+            store.write(removal)
+    else:
+        with Store(db, replica_interval=None) as store:
+            store.write(removal)
+        index_locations([str(sample_warehouse)], settings_for(db, f"{sample_warehouse}=prod"))
     return db
 
 

@@ -44,7 +44,7 @@ def test_previous_schema_version_opens_and_migrates(
         assert conn.execute("SELECT id FROM _migrations").fetchall() == [(1,)]
         before = conn.execute("SELECT count(*) FROM versions").fetchone()
     monkeypatch.undo()
-    with pytest.raises(StoreError, match=r"has schema 1, this viewlineage needs 9: a writer .* migrates it"):
+    with pytest.raises(StoreError, match=r"has schema 1, this viewlineage needs 10: a writer .* migrates it"):
         open_reader(db)
     with (
         pytest.warns(
@@ -65,6 +65,7 @@ def test_previous_schema_version_opens_and_migrates(
             "0007_tables_and_materialized_views",
             "0008_read_names",
             "0009_view_spans",
+            "0010_drops_in_spans",
         ]
         assert schema.reindex_needed(store.conn) == ["0007_tables_and_materialized_views"]
         keyed = store.conn.execute(

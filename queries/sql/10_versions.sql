@@ -67,34 +67,17 @@ LEFT JOIN view_drop(vid) d ON true;
 -- it reads as `read_paths`, see view_spans) and the facts of its file in force (see
 -- file_state_key). A name is held by the view whose file was committed last: a view dropped and
 -- re-created at the same path is replaced by the new uuid from the new file's commit on. A view
--- whose file in force at t was removed by t is dropped and left out. Only names that several views
--- have had are ranked: a window over every view would cost more than the rest.
+-- whose file in force at t was removed by t is dropped and left out. One filtered scan of the
+-- spans: a caller's unused columns are never read (the spans' locations and hashes are unique
+-- strings, the costliest to decompress).
 CREATE OR REPLACE MACRO view_heads_as_of(t) AS TABLE
-WITH heads AS MATERIALIZED (
-    SELECT s.view_id, s.view_uuid, s.catalog, s.name_path, s.version_id, s.activated_ms,
-           s.location AS file_location, s.commit_ms, s.commit_source, s.version_hash, s.read_paths
-    FROM view_spans s
-    WHERE s.from_ms <= t AND t < s.until_ms AND s.version_id IS NOT NULL
-      AND NOT EXISTS (SELECT 1 FROM removals r WHERE r.location = s.location AND r.removed_ms <= t)
-),
-shared AS MATERIALIZED (
-    SELECT catalog, array_to_string(name, chr(31)) AS name_path FROM view_names WHERE name IS NOT NULL
-    GROUP BY catalog, name HAVING count(DISTINCT view_id) > 1
-),
-ranked AS (
-    SELECT h.* FROM heads h
-    ANTI JOIN shared s ON s.catalog IS NOT DISTINCT FROM h.catalog AND s.name_path = h.name_path
-    UNION ALL
-    SELECT * EXCLUDE (name_rank) FROM (
-        SELECT h.*, row_number() OVER (
-            PARTITION BY h.catalog, h.name_path ORDER BY h.commit_ms DESC, h.view_id) AS name_rank
-        FROM heads h
-        SEMI JOIN shared s ON s.catalog IS NOT DISTINCT FROM h.catalog AND s.name_path = h.name_path
-    ) WHERE name_rank = 1
-)
 SELECT view_id, view_uuid, catalog, string_split(name_path, chr(31)) AS name, version_id, activated_ms,
-       file_location, commit_ms, commit_source, version_hash, name_path, read_paths
-FROM ranked;
+       location AS file_location, commit_ms, commit_source, version_hash, name_path, read_paths
+FROM view_spans
+WHERE from_ms <= t AND t < until_ms AND version_id IS NOT NULL AND (dropped_ms IS NULL OR t < dropped_ms)
+QUALIFY row_number() OVER (
+    PARTITION BY catalog, name_path, CASE WHEN name_path IS NULL THEN view_id END
+    ORDER BY commit_ms DESC, view_id) = 1;
 
 -- views_as_of(t): view_heads_as_of(t) with the properties of each view's file in force.
 CREATE OR REPLACE MACRO views_as_of(t) AS TABLE
