@@ -340,23 +340,12 @@ def uses(
     catalog = parts[0] if len(parts) >= 3 and _is_catalog(conn, parts[0]) else None
     reference = parts[1:] if catalog else parts
     at = FOREVER_MS if as_of_ms is None else as_of_ms
-    rows = query_rows(
+    views = query_rows(
         conn,
-        "SELECT * FROM uses_as_of(?, ?, ?) WHERE depth = 1 OR ? ORDER BY depth, path",
+        "SELECT view_name AS view, view_id, depth, path_names AS path, catalog_unknown "
+        "FROM uses_as_of(?, ?, ?) WHERE depth = 1 OR ? ORDER BY depth, path_names",
         [catalog, reference, at, transitive],
     )
-    names = _names(conn, {v for row in rows for v in row["path"]}, at)
-    views = [
-        {
-            "view": names.get(row["view_id"], row["view_id"]),
-            "view_id": row["view_id"],
-            "depth": row["depth"],
-            "path": [names.get(v, v) for v in row["path"]],
-            "catalog_unknown": row["catalog_unknown"],
-        }
-        for row in rows
-    ]
-    views.sort(key=lambda v: (v["depth"], v["path"]))
     return {
         "table": ".".join(([catalog] if catalog else []) + reference),
         "as_of_ms": as_of_ms,

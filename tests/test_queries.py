@@ -257,3 +257,23 @@ def test_uses_matches_references_by_catalog(tmp_path: Path) -> None:
             ("db.explicit", 1, False),
             ("db.above", 2, True),
         ]
+
+
+def test_views_without_a_name_are_each_current(tmp_path: Path) -> None:
+    """A view whose metadata directory is an index root has no name: two such views are two views
+    at once (not two holders of one name), each shown and walked by its id."""
+    root = tmp_path / "warehouse"
+    first = View(root, "db", "first", "d6000000-0000-4000-8000-000000000001")
+    first.commit(1000, "SELECT * FROM db.t")
+    second = View(root, "db", "second", "d6000000-0000-4000-8000-000000000002")
+    second.commit(1500, "SELECT * FROM db.t")
+    db = tmp_path / "store.duckdb"
+    index_locations([first.location, second.location], settings_for(db))
+    with open_reader(db) as conn:
+        current = conn.execute("SELECT view_id, name FROM views_as_of(2000) ORDER BY 1").fetchall()
+        assert current == [(first.uuid, None), (second.uuid, None)]
+        found = api.uses(conn, "db.t", 2000)["views"]
+        assert [(v["view"], v["path"]) for v in found] == [
+            (first.uuid, [first.uuid]),
+            (second.uuid, [second.uuid]),
+        ]
