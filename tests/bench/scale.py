@@ -7,32 +7,25 @@ Generates a worst-case warehouse (every commit a new version: `views` x `commits
 `viewlineage index` on it as a separate process (peak RSS of it and its workers, sampled every
 0.2 s, as PSS), and compares the store without raw documents (every other table copied into a fresh
 store) with the metadata gzip-compressed (gzip files as stored, plain ones compressed at level
-6). Then, in-process on one read-only connection, times `show --as-of` and `uses --transitive
---as-of` over two passes of seeded random (view or table, T) (cold blocks, then the cache the first
-pass left), the state of every view as of T, and the same commands through the CLI. With
-`--work`, a warehouse and store already there are reused.
+6). Then, in a process of its own on one read-only connection (`query_process.py`), times `show
+--as-of` and `uses --transitive --as-of` over two passes of seeded random (view or table, T) (cold
+blocks, then the cache the first pass left) and the state of every view as of T; and the same
+commands through the CLI. With `--work`, a warehouse and store already there are reused.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import json
 import os
-import random
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
-
-import duckdb
-
-from viewlineage.indexer.errors import UsageError
-from viewlineage.queries import api
 
 from ..generate import generate
 from .latency import percentile
@@ -47,19 +40,6 @@ def _gzip_size(path: Path) -> int:
 def gzip_size(root: Path) -> int:
     with ProcessPoolExecutor() as pool:
         return sum(pool.map(_gzip_size, root.rglob("*.metadata.json"), chunksize=1000))
-
-
-def timed(calls: list[Callable[[], Any]]) -> tuple[list[float], int]:
-    """Milliseconds of each call, and how many raised `UsageError` (a view not there at T)."""
-    times, errors = [], 0
-    for call in calls:
-        started = time.perf_counter()
-        try:
-            call()
-        except UsageError:
-            errors += 1
-        times.append((time.perf_counter() - started) * 1000)
-    return times, errors
 
 
 def line(what: str, times: list[float], errors: int = 0, target: str = "") -> str:
@@ -128,46 +108,27 @@ def main() -> None:
                 f"{without / compressed:.2f}x the gzip-compressed metadata ({compressed / 2**20:,.0f} MiB)"
             )
             print(f"{sizes} = {ratio} (target < 2x)", flush=True)
-        rng = random.Random(args.seed)
-        with duckdb.connect(str(db), read_only=True) as conn:
-            versions = conn.execute("SELECT count(*) FROM versions").fetchone()
-            view_names = "SELECT DISTINCT 'prod.' || array_to_string(name, '.') FROM view_files ORDER BY 1"
-            names = [row[0] for row in conn.execute(view_names).fetchall()]
-            table_names = (
-                "SELECT DISTINCT array_to_string(namespace, '.') || '.' || name FROM table_references "
-                "WHERE name NOT LIKE 'view_%' ORDER BY 1"
-            )
-            tables = [row[0] for row in conn.execute(table_names).fetchall()]
-            low, high = conn.execute("SELECT min(commit_ms), max(commit_ms) FROM view_files").fetchone() or (
-                0,
-                0,
-            )
-            print(f"store: {len(names):,} views, {versions[0] if versions else 0:,} versions", flush=True)
-            picks = [(rng.choice(names), rng.randint(low, high)) for _ in range(args.samples)]
-            uses_picks = [(rng.choice(tables), rng.randint(low, high)) for _ in range(args.samples)]
-            api.show(conn, *picks[0])  # warm
-            print("| query (in-process API, read-only connection) | n | p50 | p99 | target |")
-            print("|---|---|---|---|---|")
-            # Two passes of fresh random picks: the first touches blocks no query has read yet
-            # (DuckDB reads and decompresses them), the second runs on the cache the first left, as
-            # a long-running query service would.
-            for cache in ("first pass", "second pass"):
-                shown = [(rng.choice(names), rng.randint(low, high)) for _ in range(args.samples)]
-                times, errors = timed([lambda p=pick: api.show(conn, *p) for pick in shown])
-                print(line(f"`show VIEW --as-of T`, {cache}", times, errors, "p99 < 20 ms"))
-                used = [(rng.choice(tables), rng.randint(low, high)) for _ in range(args.samples)]
-                calls = [lambda p=pick: api.uses(conn, p[0], p[1], transitive=True) for pick in used]
-                times, _ = timed(calls)
-                print(line(f"`uses TABLE --transitive --as-of T`, {cache}", times, 0, "p99 < 100 ms"))
-            state = [
-                lambda t=t: conn.execute("SELECT * FROM views_as_of(?)", [t]).fetchall()
-                for _, t in picks[:20]
-            ]  # type: ignore[misc]
-            times, _ = timed(state)
-            print(line("state of every view as of T (`views_as_of`)", times, 0, "< 1 s"))
-        shows = [["show", name, "--as-of", str(at)] for name, at in picks[:10]]
+        # A process of its own, as a query service: see query_process.py for why.
+        query_process = [sys.executable, str(Path(__file__).with_name("query_process.py")), str(db)]
+        measured = subprocess.run(
+            [*query_process, "--samples", str(args.samples), "--seed", str(args.seed)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        queries = json.loads(measured.stdout)
+        print(f"store: {queries['store']['views']:,} views, {queries['store']['versions']:,} versions")
+        print("| query (in-process API, read-only connection, own process) | n | p50 | p99 | target |")
+        print("|---|---|---|---|---|")
+        series = queries["series"]
+        for cache in ("first pass", "second pass"):
+            print(line(f"`show VIEW --as-of T`, {cache}", **series[f"show, {cache}"], target="p99 < 20 ms"))
+            used = series[f"uses, {cache}"]
+            print(line(f"`uses TABLE --transitive --as-of T`, {cache}", **used, target="p99 < 100 ms"))
+        print(line("state of every view as of T (`views_as_of`)", **series["views_as_of"], target="< 1 s"))
+        shows = [["show", name, "--as-of", str(at)] for name, at in queries["shows"]]
         print(line("CLI `viewlineage show` (process wall time)", cli_times(db, shows)))
-        used = [["uses", table, "--transitive", "--as-of", str(at)] for table, at in uses_picks[:10]]
+        used = [["uses", table, "--transitive", "--as-of", str(at)] for table, at in queries["uses"]]
         print(line("CLI `viewlineage uses --transitive` (process wall time)", cli_times(db, used)))
 
     finally:
