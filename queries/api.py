@@ -13,6 +13,7 @@ from typing import Any
 import duckdb
 
 from viewlineage.indexer.errors import UsageError
+from viewlineage.indexer.locations import normalize_location
 
 from . import mviews
 from .names import (
@@ -376,6 +377,65 @@ def quarantine(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     )
 
 
+MAX_FILES_ASKED = 1000
+"""Locations one `files` call takes: each is a point lookup per table, and the list is a query's text."""
+
+
+def files(conn: duckdb.DuckDBPyConnection, locations: list[str]) -> list[dict[str, Any]]:
+    """What the store knows of each of these metadata files, in the order asked: `indexed` (as
+    which view or table, since when), `quarantined` (why), `removed` (deleted before it was read)
+    or `unknown`; `removed_ms` whenever a removal was reported."""
+    if len(locations) > MAX_FILES_ASKED:
+        raise UsageError(f"ask about at most {MAX_FILES_ASKED} files at a time, not {len(locations)}")
+    if not locations:
+        return []
+    wanted = [normalize_location(location) for location in locations]
+    # Each table filtered by the list itself: an IN list of constants is a lookup through the
+    # table's key index, where a join would read the whole table.
+    listed = ", ".join(f"${i}" for i in range(1, len(wanted) + 1))
+    rows = query_rows(
+        conn,
+        f"""
+        SELECT w.location, f.kind, coalesce(v.view_id, t.table_id) AS id,
+               coalesce(v.catalog, t.catalog) AS catalog, coalesce(v.name, t.name) AS name,
+               f.sequence_number, f.ingested_at, q.reason, q.message, r.removed_ms
+        FROM (SELECT unnest([{listed}]) AS location) w
+        LEFT JOIN (FROM files WHERE location IN ({listed})) f USING (location)
+        LEFT JOIN (FROM view_files WHERE location IN ({listed})) v USING (location)
+        LEFT JOIN (FROM table_files WHERE location IN ({listed})) t USING (location)
+        LEFT JOIN (FROM quarantine WHERE location IN ({listed})) q USING (location)
+        LEFT JOIN (SELECT location, min(removed_ms) AS removed_ms FROM removals
+                   WHERE location IN ({listed}) GROUP BY location) r USING (location)""",
+        wanted,
+    )
+    found = {row["location"]: row for row in rows}
+    return [_file_status(asked, found[location]) for asked, location in zip(locations, wanted, strict=True)]
+
+
+def _file_status(asked: str, row: dict[str, Any]) -> dict[str, Any]:
+    if row["kind"] is not None:
+        status = "indexed"
+    elif row["reason"] is not None:
+        status = "quarantined"
+    else:
+        status = "removed" if row["removed_ms"] is not None else "unknown"
+    indexed = row["ingested_at"]
+    return {
+        "location": row["location"],
+        "asked": asked,
+        "status": status,
+        "kind": row["kind"],
+        "id": row["id"],
+        "name": display_name(row["catalog"], row["name"], row["id"]) if row["id"] else None,
+        "sequence_number": row["sequence_number"],
+        "indexed_at": indexed.isoformat() if indexed is not None else None,
+        "reason": row["reason"],
+        "message": row["message"],
+        "removed_ms": row["removed_ms"],
+        "removed_at": iso(row["removed_ms"]),
+    }
+
+
 def run_sql(conn: duckdb.DuckDBPyConnection, text: str) -> list[dict[str, Any]]:
     """Any SQL on the read-only, sandboxed connection."""
     try:
@@ -389,6 +449,7 @@ __all__ = [
     "ResolvedTable",
     "ResolvedView",
     "deps",
+    "files",
     "findings",
     "history",
     "iso",

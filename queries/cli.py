@@ -20,11 +20,12 @@ from viewlineage.indexer.config import Settings, load_settings
 from viewlineage.indexer.errors import UsageError, ViewLineageError
 from viewlineage.indexer.health import Health
 from viewlineage.indexer.pipeline import IndexStats, index_locations, reindex
-from viewlineage.sinks.store import open_reader
+from viewlineage.sinks.store import Readers, open_reader
 
 from . import api, mviews
 from . import impact as impact_module
 from .output import JsonOutput, Output, TextOutput
+from .service import query_app
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -186,8 +187,8 @@ def watch(context: click.Context, /, root: str, **flags: Any) -> None:
     from viewlineage.indexer.sources.watch import watch_directory
 
     settings = settings_from(context, **flags)
-    with _following("watch", settings) as (health, stop):
-        watch_directory(root, settings, health, stop)
+    with _following("watch", settings) as (health, stop, readers):
+        watch_directory(root, settings, health, stop, readers=readers)
 
 
 @cli.command()
@@ -202,8 +203,8 @@ def consume(context: click.Context, /, **flags: Any) -> None:
     from viewlineage.indexer.sources.kafka import Consumer
 
     settings = settings_from(context, **flags)
-    with _following("consume", settings) as (health, stop):
-        Consumer(settings, health, Faults.from_environ(), stop).run()
+    with _following("consume", settings) as (health, stop, readers):
+        Consumer(settings, health, Faults.from_environ(), stop, readers).run()
 
 
 def _key_value(text: str) -> tuple[str, str]:
@@ -214,16 +215,18 @@ def _key_value(text: str) -> tuple[str, str]:
 
 
 @contextlib.contextmanager
-def _following(source: str, settings: Settings) -> Iterator[tuple[Health, threading.Event]]:
-    """What a long-running follower needs: its health (served on --metrics-port when given) and
-    an event set by SIGTERM or SIGINT, so its loop finishes the batch in hand and exits cleanly."""
+def _following(source: str, settings: Settings) -> Iterator[tuple[Health, threading.Event, Readers]]:
+    """What a long-running follower needs: its health and the query API (`/api/...`, answered from
+    its own store while it writes it), both served on --metrics-port when given, and an event set by
+    SIGTERM or SIGINT, so its loop finishes the batch in hand and exits cleanly."""
     health = Health(source, settings.log_format)
+    readers = Readers(settings.db)
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         if settings.metrics_port is not None:
-            health.serve(settings.metrics_port, settings.metrics_host)
-        yield health, stop
+            health.serve(settings.metrics_port, settings.metrics_host, query_app(readers.connect))
+        yield health, stop, readers
     finally:
         health.close()
         for sig, handler in previous.items():
@@ -477,6 +480,18 @@ def findings(context: click.Context, code: str | None, view: str | None, fmt: st
     """Every rule broken by an indexed file or SQL text."""
     with _reader(context) as conn:
         output_for(fmt).result(api.findings(conn, code, view))
+
+
+@cli.command("files")
+@click.argument("locations", nargs=-1, required=True)
+@format_option
+@click.pass_context
+@handle_errors
+def files_command(context: click.Context, locations: tuple[str, ...], fmt: str) -> None:
+    """What the store knows of each metadata file at LOCATIONS: indexed (as which view or table),
+    quarantined (why), removed before it was read, or unknown."""
+    with _reader(context) as conn:
+        output_for(fmt).result(api.files(conn, list(locations)))
 
 
 @cli.command()

@@ -101,3 +101,36 @@ def test_deleted_before_read_is_not_quarantine_in_either_order(tmp_path: Path, r
 def test_readers_of_a_store_without_removals_get_no_error(sample_store: Path) -> None:
     with duckdb.connect(str(sample_store), read_only=True) as conn:
         assert conn.execute("SELECT count(*) FROM removals").fetchone() == (0,)
+
+
+def test_files_says_what_became_of_each_file(dropped_store: Path, sample_warehouse: Path) -> None:
+    """`files`: indexed (as which view, removed since), quarantined (why), removed before it was
+    read, or unknown; in the order asked, a local path normalised."""
+    unread = "s3://lake/w/db/gone/metadata/00001-a.gz.metadata.json"
+    broken = QuarantinedFile("s3://lake/w/db/bad/metadata/00001-b.metadata.json", "not-json", "line 1", 9, 5)
+    with Store(dropped_store, replica_interval=None) as store:
+        store.write(Batch(quarantined=[broken], removals=[Removal(unread, 2_000, "aws")]))
+        (newest, sequence) = store.conn.execute(
+            "SELECT location, sequence_number FROM view_files WHERE view_id = ? "
+            "ORDER BY sequence_number DESC LIMIT 1",
+            [BIG_DAYS_OLD],
+        ).fetchone() or ("", 0)
+    local = str(Path(newest).relative_to(sample_warehouse.parent))
+    with open_reader(dropped_store) as conn:
+        found = api.files(conn, ["s3://lake/w/db/never.metadata.json", unread, broken.location, newest])
+        relative = api.files(conn, [f"{sample_warehouse.parent}/./{local}"])
+    assert [(f["status"], f["kind"], f["id"], f["name"], f["reason"], f["removed_ms"]) for f in found] == [
+        ("unknown", None, None, None, None, None),
+        ("removed", None, None, None, None, 2_000),
+        ("quarantined", None, None, None, "not-json", None),
+        ("indexed", "view", BIG_DAYS_OLD, "prod.db.big_days", None, STEPS[32]),
+    ]
+    assert (found[3]["sequence_number"], found[3]["indexed_at"] is not None) == (sequence, True)
+    assert (relative[0]["location"], relative[0]["status"]) == (newest, "indexed")
+
+
+def test_files_asks_about_a_bounded_number(sample_store: Path) -> None:
+    with open_reader(sample_store) as conn:
+        assert api.files(conn, []) == []
+        with pytest.raises(UsageError, match="at most 1000 files at a time, not 1001"):
+            api.files(conn, [f"s3://b/{i}.metadata.json" for i in range(1001)])
