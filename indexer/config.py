@@ -116,7 +116,10 @@ class Settings(BaseModel):
         alias="metrics-port",
         ge=0,
         le=65535,
-        description="`consume`, `watch`: serve /healthz and Prometheus /metrics on this port (0: any free).",
+        description=(
+            "`consume`, `watch`: serve /healthz, Prometheus /metrics and the query API (/api/...) on "
+            "this port (0: any free)."
+        ),
     )
     metrics_host: str = Field(
         "127.0.0.1", alias="metrics-host", description="`consume`, `watch`: address for --metrics-port."

@@ -1,5 +1,6 @@
 """Health of a long-running source (`consume`, `watch`): outcome counters, lag and batch latency as
-Prometheus metrics and as structured log lines, and `/healthz` + `/metrics` over HTTP (opt-in).
+Prometheus metrics and as structured log lines, and `/healthz` + `/metrics` over HTTP (opt-in), beside
+the query API (`viewlineage.queries.service`).
 
 Outcomes, counted per message or per file event:
 
@@ -33,6 +34,7 @@ STALL_SECONDS = 60.0
 """/healthz turns unhealthy when the main loop has not come round for this long."""
 
 _StartResponse = Callable[[str, list[tuple[str, str]]], Any]
+WsgiApp = Callable[[dict[str, Any], _StartResponse], Iterable[bytes]]
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -102,8 +104,9 @@ class Health:
     def healthy(self) -> bool:
         return time.monotonic() - self._last_beat < STALL_SECONDS
 
-    def serve(self, port: int, host: str = "127.0.0.1") -> int:
-        """Serve /healthz and /metrics from a daemon thread; returns the bound port."""
+    def serve(self, port: int, host: str = "127.0.0.1", other: WsgiApp | None = None) -> int:
+        """Serve /healthz and /metrics, and every other path with `other` (the query API), from a
+        daemon thread; returns the bound port."""
         metrics = make_wsgi_app(self.registry)
 
         def app(environ: dict[str, Any], start_response: _StartResponse) -> Iterable[bytes]:
@@ -117,15 +120,17 @@ class Health:
                     "200 OK" if ok else "503 Service Unavailable", [("Content-Type", "application/json")]
                 )
                 return [body]
+            if other is not None:
+                return other(environ, start_response)
             start_response("404 Not Found", [("Content-Type", "text/plain")])
             return [b"not found: try /healthz or /metrics\n"]
 
         self._server = make_server(host, port, app, handler_class=_QuietHandler)
         threading.Thread(target=self._server.serve_forever, name="metrics", daemon=True).start()
         bound = int(self._server.server_port)
-        self.log(
-            "serving", healthz=f"http://{host}:{bound}/healthz", metrics=f"http://{host}:{bound}/metrics"
-        )
+        served = f"http://{host}:{bound}"
+        api = f"{served}/api/" if other is not None else None
+        self.log("serving", healthz=f"{served}/healthz", metrics=f"{served}/metrics", api=api)
         return bound
 
     def close(self) -> None:

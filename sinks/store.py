@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import threading
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
@@ -107,12 +108,20 @@ class Store:
         """Lookups (what is indexed, which lineage is stored) on a connection of their own: a
         follower asks them while its store thread writes the batch before (they see what is
         committed; a miss only costs idempotent work)."""
+        self._queries = self.conn.cursor()  # only ever asked for cursors, from any thread
 
     def close(self) -> None:
         if self._dirty:
             self.publish_replica(force=True)
         self.lookups.close()
+        self._queries.close()
         self.conn.close()
+
+    def query_connection(self) -> duckdb.DuckDBPyConnection:
+        """A connection of its own for one query, from any thread (the caller closes it): it sees
+        every batch committed before the query starts, whatever the writer does meanwhile. Only
+        this package's queries run on it: it could write."""
+        return self._queries.cursor()
 
     def __enter__(self) -> Store:
         return self
@@ -330,6 +339,38 @@ def _prune_replicas(directory: Path, current: Path) -> None:
         with contextlib.suppress(FileNotFoundError):
             if old != current and now - old.stat().st_mtime > REPLICA_GRACE_SECONDS:
                 old.unlink()
+
+
+class Readers:
+    """Connections for the queries a long-running process answers (its HTTP API): from its own
+    store while it holds the store's write lock (`attach`), so each batch is visible the moment
+    its transaction commits; else as any other process reads (`open_reader`: the store, or the
+    replica of a store another process writes)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._store: Store | None = None
+        self._lock = threading.Lock()
+
+    def attach(self, store: Store | None) -> None:
+        """This process now writes `store` (None: no longer; before the store closes)."""
+        with self._lock:
+            self._store = store
+
+    @contextlib.contextmanager
+    def attached(self, store: Store) -> Iterator[None]:
+        self.attach(store)
+        try:
+            yield
+        finally:
+            self.attach(None)
+
+    @contextlib.contextmanager
+    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        with self._lock:  # a store detached before it closes never hands out another connection
+            own = self._store.query_connection() if self._store is not None else None
+        with own or open_reader(self.path) as conn:
+            yield conn
 
 
 def open_reader(path: str | os.PathLike[str], retry_seconds: float = 2.0) -> duckdb.DuckDBPyConnection:

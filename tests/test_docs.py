@@ -70,6 +70,9 @@ def test_json_output_fields_are_documented(
         "uses": _json_of(sample_store, "uses", "prod.db.events", "--transitive"),
         "findings": _json_of(sample_store, "findings"),
         "quarantine": _json_of(quarantined, "quarantine"),
+        "files": _json_of(
+            quarantined, "files", str(bad / "00001-x.metadata.json"), str(bad / "none.metadata.json")
+        ),
         "sql": _json_of(sample_store, "sql", "SELECT 1 AS one"),
         "mv-status": _json_of(mv_store, "mv-status", "--as-of", "1970-01-01T00:00:06.500Z"),
         "impact": _json_of(impact_store, "impact", "db.orders", "--drop-column", "amount"),

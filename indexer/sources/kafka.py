@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from viewlineage.sinks.spool import Spool
+from viewlineage.sinks.store import Readers
 
 from ..batches import Batch, QuarantinedFile, Removal
 from ..config import Settings, load_kafka_config
@@ -159,7 +160,15 @@ def _messages(polled: dict[Any, list[Any]]) -> list[Message]:
 class Consumer:
     """The `consume` loop. `stop` ends it after the batch in hand is committed."""
 
-    def __init__(self, settings: Settings, health: Health, faults: Faults, stop: threading.Event) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        health: Health,
+        faults: Faults,
+        stop: threading.Event,
+        readers: Readers | None = None,
+    ) -> None:
+        """`readers` (an HTTP API's) read this process's store while it holds it."""
         if not settings.topics:
             raise UsageError("consume needs at least one --topic")
         if not settings.allow_prefix and not settings.allow_any_prefix:
@@ -170,6 +179,7 @@ class Consumer:
         self.health = health
         self.faults = faults
         self.stop = stop
+        self.readers = readers
         self.prefixes = (
             None if settings.allow_any_prefix else tuple(normalize_location(p) for p in settings.allow_prefix)
         )
@@ -204,7 +214,7 @@ class Consumer:
     def run(self) -> None:
         settings = self.settings
         spool = Spool(settings.db)
-        writer = StoreWriter(settings, spool, self.health)
+        writer = StoreWriter(settings, spool, self.health, self.readers)
         # Workers are forked: start them before the Kafka threads exist.
         workers = contextlib.ExitStack()
         pool = workers.enter_context(worker_pool(settings))

@@ -34,7 +34,7 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 
-from viewlineage.sinks.store import Store
+from viewlineage.sinks.store import Readers, Store
 
 from ..batches import Batch, QuarantinedFile, Removal
 from ..config import Settings
@@ -114,8 +114,9 @@ def watch_directory(
     health: Health | None = None,
     stop: threading.Event | None = None,
     on_ready: Callable[[], None] | None = None,
+    readers: Readers | None = None,
 ) -> None:
-    """Run until `stop` is set (or forever)."""
+    """Run until `stop` is set (or forever). `readers` (an HTTP API's) read this process's store."""
     root = normalize_location(root)
     stop = stop or threading.Event()
     health = health or Health("watch", settings.log_format)
@@ -135,7 +136,10 @@ def watch_directory(
     )
     observer.start()
     try:
-        with Store(settings.db, settings.replica_interval, settings.store_memory) as store:
+        with (
+            Store(settings.db, settings.replica_interval, settings.store_memory) as store,
+            readers.attached(store) if readers else contextlib.nullcontext(),
+        ):
             store.record_roots([root])
             indexer = Indexer(store, config, pool)
             for listed in reader.list(root):

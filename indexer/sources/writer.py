@@ -8,7 +8,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from viewlineage.sinks.spool import Spool
-from viewlineage.sinks.store import Store
+from viewlineage.sinks.store import Readers, Store
 
 from ..config import Settings
 from ..errors import StoreError
@@ -21,10 +21,13 @@ class StoreWriter:
     """Tries for the store's write lock (at most every second) until it holds it, then keeps it
     and merges the spool. A process that never gets it keeps feeding the spool."""
 
-    def __init__(self, settings: Settings, spool: Spool, health: Health) -> None:
+    def __init__(
+        self, settings: Settings, spool: Spool, health: Health, readers: Readers | None = None
+    ) -> None:
         self.settings = settings
         self.spool = spool
         self.health = health
+        self.readers = readers
         self.store: Store | None = None
         self._tried = float("-inf")
         self._refusal: str | None = None
@@ -45,6 +48,8 @@ class StoreWriter:
             self._refusal = str(exc)
             return False
         self.health.log("writer", store=self.settings.db)
+        if self.readers is not None:
+            self.readers.attach(self.store)
         self.merge()
         self.store.publish_replica(force=True)  # readers get an answer (maybe empty) from the start
         return True
@@ -59,6 +64,8 @@ class StoreWriter:
     def close(self) -> None:
         if self.store is not None:
             self.merge()
+            if self.readers is not None:
+                self.readers.attach(None)
             self.store.close()
             self.store = None
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections import Counter
 from pathlib import Path
@@ -102,11 +103,12 @@ class Consume:
 
     def health(self) -> tuple[int, Any]:
         (serving,) = [r for r in self.records() if r["event"] == "serving"]
-        try:
-            with urllib.request.urlopen(serving["healthz"], timeout=5) as response:
-                return response.status, json.loads(response.read())
-        except urllib.error.HTTPError as error:
-            return error.code, json.loads(error.read())
+        return get_json(serving["healthz"])
+
+    def api(self, command: str, **parameters: Any) -> tuple[int, Any]:
+        """GET /api/<command> from this process's query API."""
+        (serving,) = [r for r in self.records() if r["event"] == "serving"]
+        return get_json(f"{serving['api']}{command}?{urllib.parse.urlencode(parameters, doseq=True)}")
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -120,3 +122,12 @@ class Consume:
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait()
+
+
+def get_json(url: str) -> tuple[int, Any]:
+    """Status and JSON body of a GET, error statuses included."""
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())

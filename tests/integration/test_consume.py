@@ -348,6 +348,11 @@ def test_duplicates_reordering_and_bad_messages_change_nothing(
         run.wait_for_messages(len(messages))
         metrics = run.metrics()
         assert run.health() == (200, {"status": "ok", "source": "consume"})
+        code, files = run.api("files", location=[f"s3://{BUCKET}/{broken}", f"s3://{BUCKET}/{lost}"])
+        assert (code, [(f["status"], f["reason"]) for f in files]) == (
+            200,
+            [("quarantined", "not-json"), ("quarantined", "object-missing")],
+        )
     finally:
         run.stop()
     dead = KafkaConsumer(
@@ -465,6 +470,9 @@ def test_a_consumer_group_survives_a_killed_member(
             time.sleep(0.1)
         (writer,) = [m for m in members if any(r["event"] == "writer" for r in m.records())]
         (survivor,) = [m for m in members if m is not writer]
+        # Not the writer: its query API reads the store's replica, as any other process does.
+        code, files = survivor.api("files", location="s3://elsewhere/v/metadata/00001-a.metadata.json")
+        assert (code, [f["status"] for f in files]) == (200, ["unknown"])
         while writer.messages() == 0:
             assert time.monotonic() < deadline, writer.log.read_text()[-2000:]
             time.sleep(0.05)

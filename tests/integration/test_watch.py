@@ -5,10 +5,12 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,10 +21,12 @@ from viewlineage.sinks.store import open_reader
 
 from ..conftest import CONFORMANCE
 from ..generate import generate
+from .consume_process import get_json
 from .watch_process import Watch
 
 pytestmark = pytest.mark.integration
 VALID = (CONFORMANCE / "iceberg-spec" / "view-spec__appendixA__00001-metadata.json").read_bytes()
+VALID_UUID = "fa6506c3-7681-40c8-86dc-e36561f83385"
 
 
 @pytest.fixture
@@ -132,3 +136,42 @@ def test_deletions_are_history_and_reconciliation_catches_what_watch_missed(
         (str(metadata[-1]), "watch"),
     ]
     assert before_ms <= rows[1][1] <= before_ms + 5000
+
+
+def test_watch_answers_queries_over_http_from_its_own_store(tmp_path: Path) -> None:
+    """The follower's query API reads the store it writes: a batch is there as soon as it commits,
+    while readers of the replica (published at most hourly here) still see the store as it began."""
+    root = tmp_path / "warehouse"
+    root.mkdir()
+    watch = Watch(root, tmp_path / "store.duckdb", "--replica-interval", "3600", "--metrics-port", "0")
+    try:
+        watch.wait_for("serving")
+        (api,) = re.findall(r"api=(\S+)", watch.log.read_text())
+        view_file = root / "db" / "events_by_day" / "metadata" / "00001-a.metadata.json"
+        view_file.parent.mkdir(parents=True)
+        view_file.write_bytes(VALID)
+        files = f"{api}files?{urllib.parse.urlencode({'location': str(view_file)})}"
+        deadline = time.monotonic() + 30
+        while (status := get_json(files))[1][0]["status"] != "indexed":
+            assert status[0] == 200 and time.monotonic() < deadline, (status, watch.log.read_text())
+            time.sleep(0.05)
+        assert watch.count("SELECT count(*) FROM files") == 0  # the replica is the empty store
+        found = status[1][0]
+        assert (found["kind"], found["id"], found["name"]) == ("view", VALID_UUID, "db.events_by_day")
+        code, shown = get_json(f"{api}show?view=db.events_by_day")
+        assert (code, shown["view_id"], shown["version_id"]) == (200, VALID_UUID, 1)
+        assert [r["sql"] for r in shown["representations"]] == [
+            "SELECT\n    COUNT(1), CAST(event_ts AS DATE)\nFROM events\nGROUP BY 2"
+        ]
+        code, used = get_json(f"{api}uses?table=prod.default.events&transitive=true")
+        assert (code, [(v["view"], v["depth"]) for v in used["views"]]) == (200, [("db.events_by_day", 1)])
+        assert get_json(f"{api}show?view=db.nothing") == (400, {"error": "no view 'db.nothing' in the store"})
+        assert get_json(f"{api}uses") == (400, {"error": "missing query parameter 'table'"})
+        assert get_json(f"{api}uses?table=db.events&transitive=maybe") == (
+            400,
+            {"error": "transitive is true or false, not 'maybe'"},
+        )
+        code, missing = get_json(f"{api}nothing")
+        assert (code, missing["error"].split(";")[0]) == (404, "no such endpoint: /api/nothing")
+    finally:
+        watch.stop()

@@ -1,0 +1,134 @@
+"""The query API over HTTP answers what the Python API answers, route by route, as JSON; the
+follower's own store behind it is tested with a real `watch` (tests/integration/test_watch.py)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+from wsgiref.util import setup_testing_defaults
+
+import duckdb
+import pytest
+
+from viewlineage.indexer.pipeline import index_locations
+from viewlineage.queries import api, mviews
+from viewlineage.queries.impact import impact, parse_change
+from viewlineage.queries.service import ROUTES, query_app
+from viewlineage.sinks.store import open_reader
+
+from .conftest import settings_for
+from .realwriter.scenario_checks import load_steps
+
+SAMPLE = Path(__file__).parent / "data" / "sample"
+
+
+def call(db: Path, path: str, **parameters: Any) -> tuple[str, Any]:
+    environ: dict[str, Any] = {"PATH_INFO": path, "QUERY_STRING": urlencode(parameters, doseq=True)}
+    setup_testing_defaults(environ)
+    started: list[str] = []
+    body = query_app(lambda: open_reader(db))(environ, lambda status, headers: started.append(status))
+    return started[0], json.loads(b"".join(body))
+
+
+def as_json(value: Any) -> Any:
+    """What the API's answer looks like once sent: the CLI's `--format json` encoding."""
+    return json.loads(json.dumps(value, default=str, ensure_ascii=False))
+
+
+@pytest.fixture
+def reader(sample_store: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    with open_reader(sample_store) as conn:
+        yield conn
+
+
+Case = tuple[str, str, dict[str, Any], Callable[[duckdb.DuckDBPyConnection], Any]]
+"""(store, route, parameters, the Python API's answer on that store)."""
+
+
+def cases(steps: list[int]) -> list[Case]:
+    at = steps[31]
+    return [
+        ("sample", "show", {"view": "db.big_days", "as_of": at}, lambda c: api.show(c, "db.big_days", at)),
+        ("sample", "table", {"table": "db.events"}, lambda c: api.table(c, "db.events")),
+        ("sample", "history", {"view": "db.big_days"}, lambda c: api.history(c, "db.big_days")),
+        (
+            "sample",
+            "deps",
+            {"view": "db.big_days", "as_of": at, "transitive": "true"},
+            lambda c: api.deps(c, "db.big_days", at, transitive=True),
+        ),
+        (
+            "sample",
+            "uses",
+            {"table": "prod.db.events", "as_of": at, "transitive": "1"},
+            lambda c: api.uses(c, "prod.db.events", at, transitive=True),
+        ),
+        (
+            "mv",
+            "mv-status",
+            {"as_of": "1970-01-01T00:00:06.500Z"},
+            lambda c: mviews.mv_status(c, None, 6500),
+        ),
+        (
+            "sample",
+            "impact",
+            {"table": "prod.db.events", "drop_column": "event_ts"},
+            lambda c: impact(c, "prod.db.events", parse_change("event_ts", None, None)),
+        ),
+        (
+            "sample",
+            "findings",
+            {"code": "location-mismatch", "view": "db.big_days"},
+            lambda c: api.findings(c, "location-mismatch", "db.big_days"),
+        ),
+        ("quarantined", "quarantine", {}, api.quarantine),
+    ]
+
+
+def test_every_route_answers_as_the_api(sample_store: Path, mv_store: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "w" / "db" / "v" / "metadata"
+    bad.mkdir(parents=True)
+    (bad / "00001-x.metadata.json").write_text("{")
+    quarantined = tmp_path / "quarantined.duckdb"
+    index_locations([str(tmp_path / "w")], settings_for(quarantined))
+    stores = {"sample": sample_store, "mv": mv_store, "quarantined": quarantined}
+    listed = cases(load_steps(SAMPLE))
+    assert sorted(route for _, route, _, _ in listed) == sorted(set(ROUTES) - {"files"})  # files: below
+    for store, route, parameters, expected in listed:
+        status, answer = call(stores[store], f"/api/{route}", **parameters)
+        assert (route, status) == (route, "200 OK"), answer
+        with open_reader(stores[store]) as conn:
+            assert answer == as_json(expected(conn)), route
+        rows = [v for v in answer.values() if isinstance(v, list)] if isinstance(answer, dict) else [answer]
+        assert any(rows), route  # an answer with rows in it, not an empty one
+    assert call(sample_store, "/api/show", view="db.big_days")[1]["view"] == "prod.db.big_days"
+
+
+def test_files_takes_repeated_locations(sample_store: Path, reader: duckdb.DuckDBPyConnection) -> None:
+    (location,) = reader.execute("SELECT min(location) FROM view_files").fetchone() or ("",)
+    status, answer = call(sample_store, "/api/files", location=[location, "s3://b/x.metadata.json"])
+    assert status == "200 OK"
+    assert [f["status"] for f in answer] == ["indexed", "unknown"]
+    assert answer == as_json(api.files(reader, [location, "s3://b/x.metadata.json"]))
+
+
+@pytest.mark.parametrize(
+    ("path", "parameters", "status", "error"),
+    [
+        ("/api/show", {}, "400 Bad Request", "missing query parameter 'view'"),
+        ("/api/show", {"view": "db.big_days", "as_of": "noon"}, "400 Bad Request",
+         "not an ISO-8601 time or epoch ms: 'noon'"),
+        ("/api/uses", {"table": "events"}, "400 Bad Request", "name the table with its namespace: 'events'"),
+        ("/api/deps", {"view": "db.big_days", "transitive": "yes"}, "400 Bad Request",
+         "transitive is true or false, not 'yes'"),
+        ("/api/sql", {"query": "SELECT 1"}, "404 Not Found", "no such endpoint: /api/sql"),
+    ],
+)  # fmt: skip
+def test_bad_requests_say_why(
+    sample_store: Path, path: str, parameters: dict[str, str], status: str, error: str
+) -> None:
+    answered, answer = call(sample_store, path, **parameters)
+    assert (answered, answer["error"].split(";")[0]) == (status, error)
