@@ -3,16 +3,17 @@
     python -m tests.bench.latency [--quick]
 
 - `consume`: a file PUT into SeaweedFS -> the filer's notification -> Kafka (Tansu) -> `consume`
-  -> store -> replica -> a separate process's query (`tests/bench/seen_probe.py`) returns it.
-  SeaweedFS's own delay (PUT returned -> its notification readable in Kafka) is measured apart by a
-  second Kafka consumer, and the store's share from `consume`'s batch lines (`store_seconds`: merge
-  into DuckDB and replica publication).
-- `watch`: a file written and closed in the watched directory -> the same query returns it.
+  -> store -> a separate process's question returns it, asked in one of two ways per run: over the
+  follower's query API (`tests/bench/api_probe.py`, `GET /api/files`), which answers from the
+  follower's store, or in SQL on the replica (`tests/bench/replica_probe.py`), published at most
+  every 2 s (the default `--replica-interval`). SeaweedFS's own delay (PUT returned -> its
+  notification readable in Kafka) is measured apart by a second Kafka consumer, and the store's
+  share from `consume`'s batch lines (`store_seconds`: merge into DuckDB and replica publication).
+- `watch`: a file written and closed in the watched directory -> the same two questions return it.
 - Throughput: notifications for N objects already in the store produced at once; files/s from the
   first batch to the last file visible. For `watch`, N files written at once into its directory.
 
-Files are the seeded generator's (`tests/generate.py`). Both followers run with
-`--replica-interval 0` (a replica after every batch), the setting for low latency.
+Files are the seeded generator's (`tests/generate.py`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ from ..integration.watch_process import Watch
 from ..servers import SeaweedS3, seaweed_s3, tansu_broker
 
 ROOT = Path(__file__).parents[2]
+REPLICA_INTERVAL = "2"
+"""The followers' default: readers of the query API see each batch as it commits; SQL readers
+get a replica at most this often (`--replica-interval 0`, one per batch, delays every batch by a
+copy of the whole store)."""
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -59,13 +64,33 @@ def report(follower: str, rate: float, what: str, values: list[float], missing: 
     print(f"{follower:8s}{rate:5g} files/s  {what:40s} {summary(values)}{unseen}")
 
 
-def probe(db: Path, expected: int, timeout: float) -> subprocess.Popen[str]:
+READERS = {"api": "answered by the follower's API", "replica": "in a replica (SQL readers)"}
+"""Who asks, one per run (two probes at once would measure each other: each takes CPU from the
+follower on this 2-core machine): another process asking the follower's query API, which answers
+from the follower's store, or reading the store in SQL as `viewlineage sql` does (the replica,
+while a writer runs)."""
+
+
+def start_probe(
+    reader: str, db: Path, api: str | None, locations: list[str], work: Path, timeout: float
+) -> subprocess.Popen[str]:
+    """A probe process recording when each of `locations` is first seen (JSON on its stdout)."""
+    listed = work / f"locations-{time.time_ns()}.json"
+    listed.write_text(json.dumps(locations))
+    where = str(db) if reader == "replica" else str(api)
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.bench.seen_probe", str(db), str(expected), str(timeout)],
+        [sys.executable, "-m", f"tests.bench.{reader}_probe", where, str(listed), str(timeout)],
         stdout=subprocess.PIPE,
         text=True,
         cwd=ROOT,
     )
+
+
+def seen_after(probe: subprocess.Popen[str], written: dict[str, int]) -> dict[str, Any]:
+    """Milliseconds from each file's write to the probe's first sighting, and how many it never saw."""
+    seen = json.loads(probe.communicate()[0])
+    latencies = [seen[location] - at for location, at in written.items() if location in seen]
+    return {"latency": latencies, "missing": len(written) - len(latencies)}
 
 
 class KafkaTap(threading.Thread):
@@ -94,13 +119,14 @@ class KafkaTap(threading.Thread):
 
 
 def consume_latency(
-    work: Path, bootstrap: str, s3: SeaweedS3, files: list[tuple[str, bytes]], rate: float
+    work: Path, bootstrap: str, s3: SeaweedS3, files: list[tuple[str, bytes]], rate: float, reader: str
 ) -> dict[str, Any]:
-    prefix = f"rate-{rate:g}"
+    prefix = f"rate-{rate:g}-{reader}"
     db = work / f"consume-{prefix}.duckdb"
     run = Consume(
         work, f"consume-{prefix}", db, bootstrap, "filer", s3,
-        "--allow-prefix", f"s3://lake/{prefix}", "--replica-interval", "0", group=f"bench-{prefix}",
+        "--allow-prefix", f"s3://lake/{prefix}", "--replica-interval", REPLICA_INTERVAL,
+        group=f"bench-{prefix}",
     )  # fmt: skip
     # Warm up: the first file is measured only once the consumer has joined its group.
     warmup, body = files[-1]
@@ -109,7 +135,8 @@ def consume_latency(
         time.sleep(0.05)
     tap = KafkaTap(bootstrap, "filer")
     tap.start()
-    watcher = probe(db, len(files) + 1, timeout=len(files) / rate + 60)
+    urls = [f"s3://lake/{prefix}/{relative}" for relative, _ in files]
+    running = start_probe(reader, db, run.api_url(), urls, work, len(files) / rate + 60)
     client = s3.client()
     put_started: dict[str, int] = {}
     put_at: dict[str, int] = {}
@@ -119,38 +146,34 @@ def consume_latency(
         put_started[f"s3://lake/{prefix}/{relative}"] = int(time.time() * 1000)
         client.put_object(Bucket="lake", Key=f"{prefix}/{relative}", Body=body)
         put_at[f"s3://lake/{prefix}/{relative}"] = int(time.time() * 1000)
-    seen = json.loads(watcher.communicate()[0])
+    results = seen_after(running, put_at)
     time.sleep(1)  # the tap catches up
     tap.stopped.set()
     run.stop()
-    latencies = [seen[url] - at for url, at in put_at.items() if url in seen]
     published = {f"s3://lake/{key.removeprefix('/buckets/lake/')}": ms for key, ms in tap.published.items()}
     # SeaweedFS publishes while the PUT is still in flight: measured from the PUT's start.
     delays = [published[url] - at for url, at in put_started.items() if url in published]
     store = [
         r["store_seconds"] * 1000 for r in run.records() if r["event"] == "batch" and "store_seconds" in r
     ]
-    unseen = sorted(set(put_at) - set(seen))
     with duckdb.connect(str(db), read_only=True) as conn:
+        indexed = {row[0] for row in conn.execute("SELECT location FROM files").fetchall()}
+        unseen = sorted(set(put_at) - indexed)
         why = conn.execute(
             "SELECT location, reason, message FROM quarantine WHERE list_contains(?, location)", [unseen]
         ).fetchall()
     for location, reason, message in why:
         print(f"  not seen: {location} quarantined as {reason}: {message[:160]}")
-    return {
-        "latency": latencies,
-        "seaweedfs": delays,
-        "store": store,
-        "missing": len(unseen),
-    }
+    return {**results, "seaweedfs": delays, "store": store}
 
 
-def watch_latency(work: Path, files: list[tuple[str, bytes]], rate: float) -> dict[str, Any]:
-    root = work / f"watched-{rate:g}"
+def watch_latency(work: Path, files: list[tuple[str, bytes]], rate: float, reader: str) -> dict[str, Any]:
+    root = work / f"watched-{rate:g}-{reader}"
     root.mkdir()
-    db = work / f"watch-{rate:g}.duckdb"
-    run = Watch(root, db, "--replica-interval", "0")
-    watcher = probe(db, len(files), timeout=len(files) / rate + 60)
+    db = work / f"watch-{rate:g}-{reader}.duckdb"
+    run = Watch(root, db, "--replica-interval", REPLICA_INTERVAL, "--metrics-port", "0")
+    locations = [str(root / relative) for relative, _ in files]
+    running = start_probe(reader, db, run.api_url(), locations, work, len(files) / rate + 60)
     written_at: dict[str, int] = {}
     started = time.monotonic()
     for index, (relative, body) in enumerate(files):
@@ -159,10 +182,9 @@ def watch_latency(work: Path, files: list[tuple[str, bytes]], rate: float) -> di
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(body)
         written_at[str(target)] = int(time.time() * 1000)
-    seen = json.loads(watcher.communicate()[0])
+    results = seen_after(running, written_at)
     run.stop()
-    latencies = [seen[path] - at for path, at in written_at.items() if path in seen]
-    return {"latency": latencies, "missing": len(written_at) - len(latencies)}
+    return results
 
 
 def watch_throughput(work: Path, files: list[tuple[str, bytes]]) -> float:
@@ -172,7 +194,7 @@ def watch_throughput(work: Path, files: list[tuple[str, bytes]]) -> float:
     root.mkdir()
     db = work / "watch-burst.duckdb"
     run = Watch(root, db, "--replica-interval", "1")
-    watcher = probe(db, len(files), timeout=600)
+    watcher = start_probe("replica", db, None, [str(root / relative) for relative, _ in files], work, 600)
     first = time.time()
     for relative, body in files:
         target = root / relative
@@ -196,7 +218,7 @@ def throughput(work: Path, bootstrap: str, s3: SeaweedS3, files: list[tuple[str,
     producer.flush()
     producer.close()
     db = work / "burst.duckdb"
-    watcher = probe(db, len(files), timeout=600)
+    watcher = start_probe("replica", db, None, [f"s3://burst/{relative}" for relative, _ in files], work, 600)
     run = Consume(
         work, "burst", db, bootstrap, "burst", s3, "--allow-prefix", "s3://burst", "--replica-interval", "1"
     )
@@ -230,17 +252,15 @@ def main() -> None:
         for key, value in s3.environment.items():
             os.environ.setdefault(key, value)
         for rate, chosen in plans:
-            result = consume_latency(work, bootstrap, s3, chosen, rate)
-            report(
-                "consume", rate, "PUT -> queryable by another process", result["latency"], result["missing"]
-            )
-            report("consume", rate, "SeaweedFS: PUT start -> published to Kafka", result["seaweedfs"])
-            report("consume", rate, "store share per batch (merge+replica)", result["store"])
+            for reader, what in READERS.items():
+                result = consume_latency(work, bootstrap, s3, chosen, rate, reader)
+                report("consume", rate, f"PUT -> {what}", result["latency"], result["missing"])
+                report("consume", rate, "SeaweedFS: PUT start -> published to Kafka", result["seaweedfs"])
+                report("consume", rate, "store share per batch (merge+replica)", result["store"])
         for rate, chosen in plans:
-            result = watch_latency(work, chosen, rate)
-            report(
-                "watch", rate, "close -> queryable by another process", result["latency"], result["missing"]
-            )
+            for reader, what in READERS.items():
+                result = watch_latency(work, chosen, rate, reader)
+                report("watch", rate, f"close -> {what}", result["latency"], result["missing"])
         burst = files if not args.quick else files[:20]
         print(f"consume sustained: {throughput(work, bootstrap, s3, burst):.0f} files/s ({len(burst)} files)")
         print(f"watch sustained: {watch_throughput(work, burst):.0f} files/s ({len(burst)} files)")

@@ -105,10 +105,14 @@ class Consume:
         (serving,) = [r for r in self.records() if r["event"] == "serving"]
         return get_json(serving["healthz"])
 
+    def api_url(self) -> str:
+        """Where the query API answers: `http://host:port/api/`."""
+        (serving,) = [r for r in self.records() if r["event"] == "serving"]
+        return str(serving["api"])
+
     def api(self, command: str, **parameters: Any) -> tuple[int, Any]:
         """GET /api/<command> from this process's query API."""
-        (serving,) = [r for r in self.records() if r["event"] == "serving"]
-        return get_json(f"{serving['api']}{command}?{urllib.parse.urlencode(parameters, doseq=True)}")
+        return get_json(f"{self.api_url()}{command}?{urllib.parse.urlencode(parameters, doseq=True)}")
 
     def stop(self) -> None:
         if self.process.poll() is None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -145,8 +144,7 @@ def test_watch_answers_queries_over_http_from_its_own_store(tmp_path: Path) -> N
     root.mkdir()
     watch = Watch(root, tmp_path / "store.duckdb", "--replica-interval", "3600", "--metrics-port", "0")
     try:
-        watch.wait_for("serving")
-        (api,) = re.findall(r"api=(\S+)", watch.log.read_text())
+        api = watch.api_url()
         view_file = root / "db" / "events_by_day" / "metadata" / "00001-a.metadata.json"
         view_file.parent.mkdir(parents=True)
         view_file.write_bytes(VALID)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -41,6 +42,11 @@ class Watch:
             assert self.process.poll() is None, self.log.read_text()
             assert time.monotonic() < deadline, f"no {text!r} in: {self.log.read_text()}"
             time.sleep(0.05)
+
+    def api_url(self) -> str:
+        """Where the query API answers (with `--metrics-port`): `http://host:port/api/`."""
+        (url,) = re.findall(r"^serving .*api=(\S+)", self.log.read_text(), re.M)
+        return url
 
     def count(self, sql: str) -> int:
         with open_reader(self.db) as conn:

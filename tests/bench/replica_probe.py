@@ -1,7 +1,7 @@
 """A separate process that queries a store as users do (`open_reader`: the store, or its replica
 while a writer holds it) and records when each metadata file first became visible.
 
-    python -m tests.bench.seen_probe STORE EXPECTED TIMEOUT_SECONDS  ->  JSON {location: seen epoch ms}
+    python -m tests.bench.replica_probe STORE LOCATIONS_JSON TIMEOUT_SECONDS  ->  JSON {location: seen epoch ms}
 """
 
 from __future__ import annotations
@@ -17,10 +17,12 @@ POLL_SECONDS = 0.01
 
 
 def main() -> None:
-    store, expected, timeout = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    store, listed, timeout = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    with open(listed) as file:
+        wanted = set(json.load(file))
     seen: dict[str, int] = {}
     deadline = time.monotonic() + timeout
-    while len(seen) < expected and time.monotonic() < deadline:
+    while len(seen) < len(wanted) and time.monotonic() < deadline:
         try:
             with open_reader(store, retry_seconds=0.5) as conn:
                 rows = conn.execute("SELECT location FROM files").fetchall()
@@ -28,7 +30,8 @@ def main() -> None:
             rows = []
         now = int(time.time() * 1000)
         for (location,) in rows:
-            seen.setdefault(location, now)
+            if location in wanted:
+                seen.setdefault(location, now)
         time.sleep(POLL_SECONDS)
     json.dump(seen, sys.stdout)
 
