@@ -1,7 +1,7 @@
 """A separate process that queries a store as users do (`open_reader`: the store, or its replica
 while a writer holds it) and records when each metadata file first became visible.
 
-    python -m tests.bench.replica_probe STORE LOCATIONS_JSON TIMEOUT_SECONDS  ->  JSON {location: seen epoch ms}
+    python -m tests.bench.replica_probe STORE LOCATIONS_JSON TIMEOUT_SECONDS  -> {location: seen epoch ms}
 """
 
 from __future__ import annotations
