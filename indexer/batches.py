@@ -7,7 +7,7 @@ Rows are built column-wise in plain lists, the cheapest way to feed `pa.table`.
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -395,6 +395,22 @@ class Batch:
 
     def __len__(self) -> int:
         return len(self.indexed) + len(self.quarantined) + len(self.removals)
+
+    @classmethod
+    def merged(cls, batches: Sequence[Batch]) -> Batch:
+        """Several batches as one (one transaction stores them all)."""
+        if len(batches) == 1:
+            return batches[0]
+        if len({batch.include_source for batch in batches}) > 1:
+            raise ValueError("batches re-derived from stored documents merge only with their own kind")
+        merged = cls(include_source=batches[0].include_source)
+        for batch in batches:
+            merged.indexed += batch.indexed
+            merged.quarantined += batch.quarantined
+            merged.removals += batch.removals
+            merged.lineage.update(batch.lineage)
+            merged.lineage_requests.update(batch.lineage_requests)
+        return merged
 
     def to_arrow(self, now: datetime | None = None) -> dict[str, pa.Table]:
         rows: dict[str, list[tuple[object, ...]]] = {name: [] for name in SCHEMAS}

@@ -179,12 +179,13 @@ class Consumer:
         self.health = health
         self.faults = faults
         self.stop = stop
-        self.readers = readers
         self.prefixes = (
             None if settings.allow_any_prefix else tuple(normalize_location(p) for p in settings.allow_prefix)
         )
         self.kafka_config = load_kafka_config(settings.kafka_config) if settings.kafka_config else {}
-        self.writes = StoreThread()
+        self.spool = Spool(settings.db)
+        self.writer = StoreWriter(settings, self.spool, health, readers)
+        self.writes: StoreThread[_Unmerged] = StoreThread(self._merge)
         """Merges batch N into the store while batch N+1 is read and parsed."""
         self.unmerged: _Unmerged | None = None
 
@@ -213,8 +214,7 @@ class Consumer:
 
     def run(self) -> None:
         settings = self.settings
-        spool = Spool(settings.db)
-        writer = StoreWriter(settings, spool, self.health, self.readers)
+        spool, writer = self.spool, self.writer
         # Workers are forked: start them before the Kafka threads exist.
         workers = contextlib.ExitStack()
         pool = workers.enter_context(worker_pool(settings))
@@ -305,14 +305,15 @@ class Consumer:
         if writer.store is None:  # the writer merges it: in the spool, the batch counts as committed
             self._commit(consumer, unmerged)
             return
-        self.writes.submit(lambda: self._merge(writer, unmerged))
+        self.writes.submit(unmerged)
         self.unmerged = unmerged
 
-    def _merge(self, writer: StoreWriter, unmerged: _Unmerged) -> None:
-        """On the store thread."""
+    def _merge(self, unmerged: list[_Unmerged]) -> None:
+        """On the store thread: the spool holds every batch submitted."""
         merging = time.monotonic()
-        writer.merge()
-        unmerged.fields["store_seconds"] = round(time.monotonic() - merging, 4)
+        self.writer.merge()
+        for each in unmerged:
+            each.fields["store_seconds"] = round(time.monotonic() - merging, 4)
         self.faults.point("after-store-commit")
 
     def _settle(self, consumer: Any) -> None:

@@ -20,7 +20,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from watchdog.events import (
     DirCreatedEvent,
@@ -159,6 +159,14 @@ def watch_directory(
         workers.close()
 
 
+class _Built(NamedTuple):
+    """A batch waiting for the store, with what its log line reports."""
+
+    batch: Batch
+    outcomes: Counter[str]
+    started: float
+
+
 class _Loop:
     """Batches of queued paths and removals -> the store, one transaction each."""
 
@@ -178,8 +186,8 @@ class _Loop:
         self.settings = settings
         self.health = health
         self.retries: dict[str, _Attempt] = {}
-        self.writes = StoreThread()
-        """Stores batch N while batch N+1 is read and parsed."""
+        self.writes: StoreThread[_Built] = StoreThread(self._store)
+        """Stores the batches built so far while the next one is read and parsed."""
 
     def run(self, paths: queue.Queue[str], removals: queue.Queue[Removal], stop: threading.Event) -> None:
         reconciled_at = time.monotonic()
@@ -235,15 +243,19 @@ class _Loop:
         batch = self.indexer.build_batch(ready, parsed=parsed) if ready else Batch()
         batch.removals.extend(removed)
         if batch:
-            self.writes.submit(lambda: self._store(batch, outcomes, started))
+            self.writes.submit(_Built(batch, outcomes, started))
 
-    def _store(self, batch: Batch, outcomes: Counter[str], started: float) -> None:
-        self.store.write(batch)
-        for item in batch.quarantined:
-            self.health.log("quarantined", location=item.location, reason=item.reason, message=item.message)
-        outcomes["indexed"] += len(batch.indexed)
-        outcomes["quarantined"] += len(batch.quarantined)
-        self.health.batch(outcomes, time.monotonic() - started, files=len(batch.indexed))
+    def _store(self, built: list[_Built]) -> None:
+        """On the store thread: the batches built since the last transaction, in one."""
+        self.store.write(Batch.merged([each.batch for each in built]))
+        for batch, outcomes, started in built:
+            for item in batch.quarantined:
+                self.health.log(
+                    "quarantined", location=item.location, reason=item.reason, message=item.message
+                )
+            outcomes["indexed"] += len(batch.indexed)
+            outcomes["quarantined"] += len(batch.quarantined)
+            self.health.batch(outcomes, time.monotonic() - started, files=len(batch.indexed))
 
     def _reconcile(self) -> None:
         self.writes.wait()
