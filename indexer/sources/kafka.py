@@ -16,6 +16,7 @@ object outside the allowed prefixes is counted and never read.
 from __future__ import annotations
 
 import contextlib
+import queue
 import threading
 import time
 from collections import Counter, OrderedDict
@@ -186,8 +187,10 @@ class Consumer:
         self.spool = Spool(settings.db)
         self.writer = StoreWriter(settings, self.spool, health, readers)
         self.writes: StoreThread[_Unmerged] = StoreThread(self._merge)
-        """Merges batch N into the store while batch N+1 is read and parsed."""
-        self.unmerged: _Unmerged | None = None
+        """Merges the spooled batches into the store while the next ones are read and parsed."""
+        self.merged: queue.SimpleQueue[_Unmerged] = queue.SimpleQueue()
+        """Batches the store holds, their offsets not committed yet: the main thread commits them
+        (the Kafka consumer is not thread-safe), without waiting for the merges in progress."""
 
     def _consumer(self) -> Any:
         from kafka import KafkaConsumer
@@ -301,28 +304,31 @@ class Consumer:
             "spool_seconds": round(time.monotonic() - spooled, 4),
         }
         unmerged = _Unmerged(built.outcomes, started, offsets, fields)
-        self._settle(consumer)
         if writer.store is None:  # the writer merges it: in the spool, the batch counts as committed
             self._commit(consumer, unmerged)
             return
         self.writes.submit(unmerged)
-        self.unmerged = unmerged
+        self._commit_merged(consumer)
 
     def _merge(self, unmerged: list[_Unmerged]) -> None:
         """On the store thread: the spool holds every batch submitted."""
         merging = time.monotonic()
         self.writer.merge()
+        self.faults.point("after-store-commit")
         for each in unmerged:
             each.fields["store_seconds"] = round(time.monotonic() - merging, 4)
-        self.faults.point("after-store-commit")
+            self.merged.put(each)
+
+    def _commit_merged(self, consumer: Any) -> None:
+        """Commit the offsets of the batches merged so far, in order: a writer commits only what its
+        store holds."""
+        while not self.merged.empty():
+            self._commit(consumer, self.merged.get())
 
     def _settle(self, consumer: Any) -> None:
-        """Wait for the batch being merged, then commit its offsets: a writer commits only what
-        its store holds."""
-        unmerged, self.unmerged = self.unmerged, None
+        """Wait for the merges in progress, then commit their offsets."""
         self.writes.wait()
-        if unmerged is not None:
-            self._commit(consumer, unmerged)
+        self._commit_merged(consumer)
 
     def _commit(self, consumer: Any, unmerged: _Unmerged) -> None:
         from kafka.errors import CommitFailedError, KafkaError
