@@ -6,8 +6,6 @@ is accepted as is. Anything else is unknown: its representation gets `unknown-di
 
 from __future__ import annotations
 
-from sqlglot.dialects.dialect import Dialect
-
 DIALECT_ALIASES: dict[str, str] = {
     "spark-sql": "spark",
     "sparksql": "spark",
@@ -82,6 +80,10 @@ def canonical_dialect(name: str) -> str | None:
     if not folded:
         return None
     folded = DIALECT_ALIASES.get(folded, folded)
+    # Imported here: settings validate dialect names, and a query command, which loads settings
+    # but analyses no SQL, would otherwise spend ~90 ms loading sqlglot.
+    from sqlglot.dialects.dialect import Dialect
+
     try:
         Dialect.get_or_raise(folded)
     except ValueError:
@@ -91,6 +93,8 @@ def canonical_dialect(name: str) -> str | None:
 
 def unknown_dialect_hint(name: str) -> str:
     """sqlglot's own message for an unknown dialect, with its "Did you mean" suggestion."""
+    from sqlglot.dialects.dialect import Dialect
+
     try:
         Dialect.get_or_raise(name.strip().lower())
     except ValueError as exc:

@@ -11,21 +11,23 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any, Literal, TypeVar, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, get_origin
 
 import click
-import pyarrow as pa
 
 from viewlineage.indexer.config import Settings, load_settings
 from viewlineage.indexer.errors import UsageError, ViewLineageError
-from viewlineage.indexer.health import Health
-from viewlineage.indexer.pipeline import IndexStats, index_locations, reindex
-from viewlineage.sinks.store import Readers, open_reader
+from viewlineage.sinks.readers import Readers, open_reader
 
 from . import api, mviews
-from . import impact as impact_module
 from .output import JsonOutput, Output, TextOutput
-from .service import query_app
+
+if TYPE_CHECKING:
+    from viewlineage.indexer.health import Health
+    from viewlineage.indexer.pipeline import IndexStats
+
+# The indexing commands import the pipeline (pyarrow, sqlglot, the workers) when they run: a query
+# command is a short-lived process, and those imports cost it more than its query.
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -159,6 +161,9 @@ def index(
     context: click.Context, /, locations: tuple[str, ...], fmt: str, progress: bool | None, **flags: Any
 ) -> None:
     """Index every metadata file under LOCATIONS (paths or s3:// URLs)."""
+    from viewlineage.indexer.pipeline import index_locations
+
+    _system_allocator()
     settings = settings_from(context, **flags)
     show_bar = sys.stderr.isatty() if progress is None else progress
     bar: Any = None
@@ -186,6 +191,7 @@ def watch(context: click.Context, /, root: str, **flags: Any) -> None:
     """Index ROOT, then follow it: every metadata file closed or moved into it is indexed."""
     from viewlineage.indexer.sources.watch import watch_directory
 
+    _system_allocator()
     settings = settings_from(context, **flags)
     with _following("watch", settings) as (health, stop, readers):
         watch_directory(root, settings, health, stop, readers=readers)
@@ -202,6 +208,7 @@ def consume(context: click.Context, /, **flags: Any) -> None:
     from viewlineage.indexer.faults import Faults
     from viewlineage.indexer.sources.kafka import Consumer
 
+    _system_allocator()
     settings = settings_from(context, **flags)
     with _following("consume", settings) as (health, stop, readers):
         Consumer(settings, health, Faults.from_environ(), stop, readers).run()
@@ -219,6 +226,10 @@ def _following(source: str, settings: Settings) -> Iterator[tuple[Health, thread
     """What a long-running follower needs: its health and the query API (`/api/...`, answered from
     its own store while it writes it), both served on --metrics-port when given, and an event set by
     SIGTERM or SIGINT, so its loop finishes the batch in hand and exits cleanly."""
+    from viewlineage.indexer.health import Health
+
+    from .service import query_app
+
     health = Health(source, settings.log_format)
     readers = Readers(settings.db)
     stop = threading.Event()
@@ -280,6 +291,7 @@ def backfill(
     dataset. With --out and no --db, only the dataset is written."""
     from viewlineage.indexer.backfill import backfill as run_backfill
 
+    _system_allocator()
     settings = settings_from(context, **flags)
     into_store = out is None or bool(context.obj.get("db"))
     stats = run_backfill(
@@ -305,6 +317,9 @@ def backfill(
 @handle_errors
 def reindex_command(context: click.Context, /, fmt: str, **flags: Any) -> None:
     """Rebuild every derived row from the raw documents in the store."""
+    from viewlineage.indexer.pipeline import reindex
+
+    _system_allocator()
     _print_summary(reindex(settings_from(context, **flags)), fmt)
 
 
@@ -447,6 +462,8 @@ def impact(
 ) -> None:
     """The views current at a time that use a column of TABLE, directly or through other views, and
     how (projected, filter, join key, aggregate, ...): what a column change would break."""
+    from . import impact as impact_module  # sqlglot: only this command analyses SQL
+
     change = impact_module.parse_change(drop, rename, change_type)
     with _reader(context) as conn:
         result = impact_module.impact(conn, table, change, _as_of(as_of))
@@ -515,10 +532,15 @@ def sql(context: click.Context, query: str, fmt: str) -> None:
         output_for(fmt).result(api.run_sql(conn, query))
 
 
-def main() -> None:
-    # Arrow's default allocator keeps freed memory for reuse; a follower or a 10^6-file index
-    # would hold its peak for good. The system allocator hands large blocks back.
+def _system_allocator() -> None:
+    """Arrow's default allocator keeps freed memory for reuse; a follower or a 10^6-file index
+    would hold its peak for good. The system allocator hands large blocks back."""
+    import pyarrow as pa
+
     pa.set_memory_pool(pa.system_memory_pool())
+
+
+def main() -> None:
     cli(prog_name="viewlineage")
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import threading
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
@@ -36,15 +35,8 @@ from viewlineage.indexer.batches import (
 from viewlineage.indexer.errors import StoreError
 
 from . import spans
-from .schema import SCHEMA_VERSION, applied, install_queries, migrate, reindex_needed
-
-READER_CONFIG = {
-    "enable_external_access": False,
-    "lock_configuration": True,
-    "autoload_known_extensions": False,
-}
-"""Readers (and the `sql` command) get no file or network access from SQL and cannot re-enable it."""
-
+from .readers import replica_path, replicas_directory
+from .schema import install_queries, migrate, reindex_needed
 
 MEMORY_RAISES = 4
 """How often one batch may raise the store's memory limit (by half each time) before failing."""
@@ -54,15 +46,6 @@ KEEP_REPLICAS = 3
 REPLICA_GRACE_SECONDS = 5.0
 """An old replica file is deleted only when this many newer ones exist and it is this old, so a
 reader that resolved the symlink just before it moved still connects to a whole file."""
-
-
-def replica_path(path: str | os.PathLike[str]) -> Path:
-    """The stable name readers use: a symlink to the newest replica file."""
-    return Path(f"{os.fspath(path)}.replica")
-
-
-def replicas_directory(path: str | os.PathLike[str]) -> Path:
-    return Path(f"{os.fspath(path)}.replicas")
 
 
 class Store:
@@ -339,71 +322,3 @@ def _prune_replicas(directory: Path, current: Path) -> None:
         with contextlib.suppress(FileNotFoundError):
             if old != current and now - old.stat().st_mtime > REPLICA_GRACE_SECONDS:
                 old.unlink()
-
-
-class Readers:
-    """Connections for the queries a long-running process answers (its HTTP API): from its own
-    store while it holds the store's write lock (`attach`), so each batch is visible the moment
-    its transaction commits; else as any other process reads (`open_reader`: the store, or the
-    replica of a store another process writes)."""
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        self._store: Store | None = None
-        self._lock = threading.Lock()
-
-    def attach(self, store: Store | None) -> None:
-        """This process now writes `store` (None: no longer; before the store closes)."""
-        with self._lock:
-            self._store = store
-
-    @contextlib.contextmanager
-    def attached(self, store: Store) -> Iterator[None]:
-        self.attach(store)
-        try:
-            yield
-        finally:
-            self.attach(None)
-
-    @contextlib.contextmanager
-    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        with self._lock:  # a store detached before it closes never hands out another connection
-            own = self._store.query_connection() if self._store is not None else None
-        with own or open_reader(self.path) as conn:
-            yield conn
-
-
-def open_reader(path: str | os.PathLike[str], retry_seconds: float = 2.0) -> duckdb.DuckDBPyConnection:
-    """A read-only, sandboxed connection: the store itself when no writer holds it, else its replica."""
-    path = Path(path)
-    if not path.exists():
-        raise StoreError(f"no store at {path}; run `viewlineage index` first")
-    deadline = time.monotonic() + retry_seconds
-    while True:
-        try:
-            return _current(path, duckdb.connect(str(path), read_only=True, config=dict(READER_CONFIG)))
-        except duckdb.IOException as exc:
-            with contextlib.suppress(duckdb.IOException, OSError):
-                replica = replica_path(path).resolve(strict=True)  # once: the link may move on
-                return _current(
-                    path, duckdb.connect(str(replica), read_only=True, config=dict(READER_CONFIG))
-                )
-            if time.monotonic() > deadline:
-                raise StoreError(f"store {path} is locked by a writer and has no replica yet: {exc}") from exc
-            time.sleep(0.05)
-
-
-def _current(path: Path, conn: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """`conn` if its store has this version's schema; the queries need every table of it."""
-    found = max(applied(conn), default=0)
-    if found == SCHEMA_VERSION:
-        return conn
-    conn.close()
-    if found < SCHEMA_VERSION:
-        raise StoreError(
-            f"store {path} has schema {found}, this viewlineage needs {SCHEMA_VERSION}: a writer "
-            "(`viewlineage index`, `watch`, `consume` or `reindex`) migrates it when it opens it"
-        )
-    raise StoreError(
-        f"store {path} has schema {found}, newer than this viewlineage's {SCHEMA_VERSION}: upgrade"
-    )

@@ -13,7 +13,8 @@ from viewlineage.indexer.config import ParseConfig
 from viewlineage.indexer.pipeline import Indexer, reindex, with_roots
 from viewlineage.indexer.read import LocalReader
 from viewlineage.queries import mviews
-from viewlineage.sinks.store import Store, open_reader
+from viewlineage.sinks.readers import open_reader
+from viewlineage.sinks.store import Store
 
 from .conftest import settings_for
 from .generate import generate

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from viewlineage.indexer.errors import UsageError
 from viewlineage.queries.cli import cli
 from viewlineage.queries.impact import impact, parse_change, promotion_is_safe
-from viewlineage.sinks.store import open_reader
+from viewlineage.sinks.readers import open_reader
 
 from .realwriter.scenario_checks import load_steps
 

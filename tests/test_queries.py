@@ -18,7 +18,7 @@ from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.pipeline import index_locations
 from viewlineage.queries import api
 from viewlineage.queries.cli import cli
-from viewlineage.sinks.store import open_reader
+from viewlineage.sinks.readers import open_reader
 
 from .conftest import settings_for
 from .data.restore_mtimes import SAMPLE

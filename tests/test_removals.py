@@ -13,7 +13,8 @@ from viewlineage.indexer.batches import Batch, QuarantinedFile, Removal
 from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.pipeline import index_locations
 from viewlineage.queries import api
-from viewlineage.sinks.store import Store, open_reader
+from viewlineage.sinks.readers import open_reader
+from viewlineage.sinks.store import Store
 
 from .conftest import settings_for
 from .data.restore_mtimes import SAMPLE

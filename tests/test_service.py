@@ -17,7 +17,7 @@ from viewlineage.indexer.pipeline import index_locations
 from viewlineage.queries import api, mviews
 from viewlineage.queries.impact import impact, parse_change
 from viewlineage.queries.service import ROUTES, query_app
-from viewlineage.sinks.store import open_reader
+from viewlineage.sinks.readers import open_reader
 
 from .conftest import settings_for
 from .realwriter.scenario_checks import load_steps

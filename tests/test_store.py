@@ -18,8 +18,9 @@ from viewlineage.indexer.pipeline import Indexer, index_locations, reindex, with
 from viewlineage.indexer.read import LocalReader
 from viewlineage.sinks import schema, spans
 from viewlineage.sinks import store as store_module
+from viewlineage.sinks.readers import open_reader, replica_path
 from viewlineage.sinks.spool import Spool
-from viewlineage.sinks.store import Store, open_reader, replica_path
+from viewlineage.sinks.store import Store
 
 from .conftest import settings_for
 from .generate import generate

@@ -16,7 +16,7 @@ from viewlineage.indexer.parse import parse_metadata
 from viewlineage.indexer.pipeline import index_locations
 from viewlineage.indexer.tables import KnownSnapshot, ParsedRef, ParsedTable
 from viewlineage.queries import api
-from viewlineage.sinks.store import open_reader
+from viewlineage.sinks.readers import open_reader
 
 from .conftest import settings_for
 from .metadata_files import write

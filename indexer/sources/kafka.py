@@ -24,8 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from viewlineage.sinks.readers import Readers
 from viewlineage.sinks.spool import Spool
-from viewlineage.sinks.store import Readers
 
 from ..batches import Batch, QuarantinedFile, Removal
 from ..config import Settings, load_kafka_config

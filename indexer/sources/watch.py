@@ -34,7 +34,8 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 
-from viewlineage.sinks.store import Readers, Store
+from viewlineage.sinks.readers import Readers
+from viewlineage.sinks.store import Store
 
 from ..batches import Batch, QuarantinedFile, Removal
 from ..config import Settings

@@ -7,8 +7,9 @@ import time
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from viewlineage.sinks.readers import Readers
 from viewlineage.sinks.spool import Spool
-from viewlineage.sinks.store import Readers, Store
+from viewlineage.sinks.store import Store
 
 from ..config import Settings
 from ..errors import StoreError

@@ -11,7 +11,7 @@ import sys
 import time
 
 from viewlineage.indexer.errors import StoreError
-from viewlineage.sinks.store import open_reader
+from viewlineage.sinks.readers import open_reader
 
 POLL_SECONDS = 0.01
 

@@ -10,7 +10,7 @@ import sys
 import time
 
 from viewlineage.queries import api
-from viewlineage.sinks.store import open_reader
+from viewlineage.sinks.readers import open_reader
 
 
 def main() -> None:

@@ -27,7 +27,7 @@ from kafka import KafkaConsumer, KafkaProducer
 from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.pipeline import index_locations
 from viewlineage.queries import api
-from viewlineage.sinks.store import open_reader
+from viewlineage.sinks.readers import open_reader
 
 from ..conftest import settings_for
 from ..data.restore_mtimes import SAMPLE

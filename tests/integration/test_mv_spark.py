@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from viewlineage.indexer.errors import UsageError
 from viewlineage.queries import mviews
 from viewlineage.queries.cli import cli
-from viewlineage.sinks.store import open_reader
+from viewlineage.sinks.readers import open_reader
 
 from ..metadata_files import View
 from ..realwriter import run_scenario

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from viewlineage.sinks.store import open_reader
+from viewlineage.sinks.readers import open_reader
 
 from ..realwriter import run_scenario
 from ..realwriter.scenario_checks import CHECKS, load_steps

@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from viewlineage.sinks.store import open_reader
+from viewlineage.sinks.readers import open_reader
 
 from ..conftest import CONFORMANCE
 from ..generate import generate

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from viewlineage.sinks.store import open_reader
+from viewlineage.sinks.readers import open_reader
 
 
 class Watch:

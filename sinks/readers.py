@@ -1,0 +1,109 @@
+"""Reading a store from any process: `open_reader` (the store itself when no writer holds it, else
+the replica its writer publishes, see `viewlineage.sinks.store`) and `Readers`, the connections of
+a long-running process that may hold the store itself.
+
+Kept apart from the writer so that the query commands load neither pyarrow nor the batch schemas.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import duckdb
+
+from viewlineage.indexer.errors import StoreError
+
+from .schema import SCHEMA_VERSION, applied
+
+if TYPE_CHECKING:
+    from .store import Store
+
+READER_CONFIG = {
+    "enable_external_access": False,
+    "lock_configuration": True,
+    "autoload_known_extensions": False,
+}
+"""Readers (and the `sql` command) get no file or network access from SQL and cannot re-enable it."""
+
+
+def replica_path(path: str | os.PathLike[str]) -> Path:
+    """The stable name readers use: a symlink to the newest replica file."""
+    return Path(f"{os.fspath(path)}.replica")
+
+
+def replicas_directory(path: str | os.PathLike[str]) -> Path:
+    return Path(f"{os.fspath(path)}.replicas")
+
+
+class Readers:
+    """Connections for the queries a long-running process answers (its HTTP API): from its own
+    store while it holds the store's write lock (`attach`), so each batch is visible the moment
+    its transaction commits; else as any other process reads (`open_reader`: the store, or the
+    replica of a store another process writes)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._store: Store | None = None
+        self._lock = threading.Lock()
+
+    def attach(self, store: Store | None) -> None:
+        """This process now writes `store` (None: no longer; before the store closes)."""
+        with self._lock:
+            self._store = store
+
+    @contextlib.contextmanager
+    def attached(self, store: Store) -> Iterator[None]:
+        self.attach(store)
+        try:
+            yield
+        finally:
+            self.attach(None)
+
+    @contextlib.contextmanager
+    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        with self._lock:  # a store detached before it closes never hands out another connection
+            own = self._store.query_connection() if self._store is not None else None
+        with own or open_reader(self.path) as conn:
+            yield conn
+
+
+def open_reader(path: str | os.PathLike[str], retry_seconds: float = 2.0) -> duckdb.DuckDBPyConnection:
+    """A read-only, sandboxed connection: the store itself when no writer holds it, else its replica."""
+    path = Path(path)
+    if not path.exists():
+        raise StoreError(f"no store at {path}; run `viewlineage index` first")
+    deadline = time.monotonic() + retry_seconds
+    while True:
+        try:
+            return _current(path, duckdb.connect(str(path), read_only=True, config=dict(READER_CONFIG)))
+        except duckdb.IOException as exc:
+            with contextlib.suppress(duckdb.IOException, OSError):
+                replica = replica_path(path).resolve(strict=True)  # once: the link may move on
+                return _current(
+                    path, duckdb.connect(str(replica), read_only=True, config=dict(READER_CONFIG))
+                )
+            if time.monotonic() > deadline:
+                raise StoreError(f"store {path} is locked by a writer and has no replica yet: {exc}") from exc
+            time.sleep(0.05)
+
+
+def _current(path: Path, conn: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """`conn` if its store has this version's schema; the queries need every table of it."""
+    found = max(applied(conn), default=0)
+    if found == SCHEMA_VERSION:
+        return conn
+    conn.close()
+    if found < SCHEMA_VERSION:
+        raise StoreError(
+            f"store {path} has schema {found}, this viewlineage needs {SCHEMA_VERSION}: a writer "
+            "(`viewlineage index`, `watch`, `consume` or `reindex`) migrates it when it opens it"
+        )
+    raise StoreError(
+        f"store {path} has schema {found}, newer than this viewlineage's {SCHEMA_VERSION}: upgrade"
+    )
