@@ -4,8 +4,9 @@ A DuckDB file has one writer. Several `consume` processes (one Kafka group shari
 therefore never write the store directly: each puts its batches into `<store>.spool/` as
 segments (one Arrow IPC file per store table, written to a hidden temporary directory, fsynced, then
 renamed into place, so a segment is whole or absent). Whichever process holds the store's write
-lock merges every segment, one store transaction each, then deletes it. A segment that was merged
-but not deleted (a crash in between) is merged again, which changes nothing: ingest is idempotent.
+lock merges the segments waiting, several in one store transaction, then deletes them. A segment
+that was merged but not deleted (a crash in between) is merged again, which changes nothing:
+ingest is idempotent.
 
 For offsets this means: a batch counts as committed once its segment is in the spool; the writer
 also merges before committing its own offsets, so a single consumer commits only what the store holds.
@@ -30,6 +31,8 @@ from viewlineage.indexer.errors import StoreError
 
 from .store import Store
 
+MERGED_TOGETHER = 8
+"""Segments stored in one transaction at most (each holds one batch: up to `batch-files` files)."""
 STALE_TEMPORARY_SECONDS = 600.0
 """A temporary segment this old belongs to a process that died while writing it."""
 
@@ -80,25 +83,47 @@ class Spool:
         return tables
 
     def merge_into(self, store: Store) -> int:
-        """Store every pending segment (one transaction each) and delete it; returns how many."""
-        merged = 0
+        """Store every pending segment and delete it; returns how many. Up to `MERGED_TOGETHER`
+        segments go into one transaction (its cost is mostly fixed, so a writer behind its spool
+        catches up); when that transaction fails for a reason of a segment's own, each is stored
+        alone and one that fails alone is set aside."""
+        readable: list[tuple[Path, dict[str, pa.Table]]] = []
         for segment in self.pending():
             try:
-                tables = self.read(segment)
+                readable.append((segment, self.read(segment)))
             except (OSError, pa.ArrowException) as exc:
                 self._set_aside(segment, exc)
-                continue
-            try:
-                store.write_tables(tables)
-            except StoreError as exc:
-                if isinstance(exc.__cause__, duckdb.IOException | duckdb.OutOfMemoryException):
-                    raise  # the store, not the segment, is at fault: stop and keep the segment
-                self._set_aside(segment, exc)
-                continue
-            shutil.rmtree(segment)
-            merged += 1
+        merged = 0
+        for start in range(0, len(readable), MERGED_TOGETHER):
+            group = readable[start : start + MERGED_TOGETHER]
+            together = _concatenated([tables for _, tables in group]) if len(group) > 1 else None
+            if together is not None and self._store(store, together):
+                merged += self._delete([segment for segment, _ in group])
+                continue  # else one by one: which segment is at fault?
+            for segment, tables in group:
+                if self._store(store, tables, segment):
+                    merged += self._delete([segment])
         self._remove_stale_temporaries()
         return merged
+
+    def _store(self, store: Store, tables: dict[str, pa.Table], alone: Path | None = None) -> bool:
+        """Whether `tables` went into the store; a segment stored `alone` that fails is set aside.
+        A failure of the store itself (I/O, memory) is raised: the segments wait for a writer."""
+        try:
+            store.write_tables(tables)
+        except StoreError as exc:
+            if isinstance(exc.__cause__, duckdb.IOException | duckdb.OutOfMemoryException):
+                raise
+            if alone is not None:
+                self._set_aside(alone, exc)
+            return False
+        return True
+
+    @staticmethod
+    def _delete(segments: list[Path]) -> int:
+        for segment in segments:
+            shutil.rmtree(segment)
+        return len(segments)
 
     def _set_aside(self, segment: Path, error: Exception) -> None:
         """A segment that cannot be read or stored goes to `.failed/` (with the reason beside it),
@@ -116,3 +141,14 @@ class Spool:
                 with contextlib.suppress(FileNotFoundError):
                     if now - path.stat().st_mtime > STALE_TEMPORARY_SECONDS:
                         shutil.rmtree(path)
+
+
+def _concatenated(segments: list[dict[str, pa.Table]]) -> dict[str, pa.Table] | None:
+    """Each table's rows from every segment; None when a table's schemas differ between them."""
+    names = [name for name in SCHEMAS if any(name in tables for tables in segments)]
+    try:
+        return {
+            name: pa.concat_tables([tables[name] for tables in segments if name in tables]) for name in names
+        }
+    except pa.ArrowException:
+        return None

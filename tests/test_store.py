@@ -6,9 +6,11 @@ import subprocess
 import sys
 import time
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 import pytest
 
 from viewlineage.indexer.batches import CHILDREN, DEDUPLICATED, PRIMARY_KEYS, SCHEMAS, Batch, Removal
@@ -241,3 +243,36 @@ def test_a_memory_limit_the_key_indexes_outgrow_is_raised_not_fatal(tmp_path: Pa
         assert all("Out of Memory Error" in str(w.message) for w in raised)
         stored = store.conn.execute("SELECT count(*) FROM view_files").fetchone()
     assert stored == (30 * 40 + 1,)
+
+
+def test_segments_waiting_together_are_stored_in_one_transaction(tmp_path: Path) -> None:
+    """Three segments, one of which the store refuses (a removal without a time): together they
+    fail, so each is stored alone and only the refused one is set aside."""
+    db = tmp_path / "spooled.duckdb"
+    spool = Spool(db)
+    for batch in range(3):
+        removals = [Removal(f"/w/{batch}-{n}.metadata.json", batch * 10 + n, "watch") for n in range(2)]
+        spool.put(Batch(removals=removals).to_arrow())
+    with Store(db, replica_interval=None) as store:
+        writes: list[int] = []
+        write = store.write_tables
+
+        def counted(tables: Mapping[str, pa.Table], resumable_children: bool = False) -> None:
+            writes.append(sum(table.num_rows for table in tables.values()))
+            write(tables, resumable_children)
+
+        store.write_tables = counted  # type: ignore[method-assign]
+        assert spool.merge_into(store) == 3
+        assert writes == [6]
+        refused = Batch(removals=[Removal("/w/bad.metadata.json", 0, "watch")]).to_arrow()
+        refused["removals"] = refused["removals"].set_column(1, "removed_ms", pa.array([None], pa.int64()))
+        spool.put(refused)
+        spool.put(Batch(removals=[Removal("/w/good.metadata.json", 99, "aws")]).to_arrow())
+        assert spool.merge_into(store) == 1
+        assert writes == [6, 2, 1, 1]  # together, then each alone
+        stored = store.conn.execute("SELECT location, removed_ms FROM removals ORDER BY 2").fetchall()
+    assert stored == [(f"/w/{b}-{n}.metadata.json", b * 10 + n) for b in range(3) for n in range(2)] + [
+        ("/w/good.metadata.json", 99)
+    ]
+    assert spool.pending() == []
+    assert len(list((spool.path / ".failed").iterdir())) == 2  # the refused segment and its reason
