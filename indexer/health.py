@@ -24,6 +24,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
+from socketserver import ThreadingMixIn
 from typing import Any, TextIO
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
@@ -39,7 +40,20 @@ WsgiApp = Callable[[dict[str, Any], _StartResponse], Iterable[bytes]]
 
 class _QuietHandler(WSGIRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
-        """Scrapes are not worth a log line each."""
+        """Scrapes and queries are not worth a log line each."""
+
+
+class _ThreadingServer(ThreadingMixIn, WSGIServer):
+    """One thread per request: a long query does not hold up a scrape or a health check."""
+
+    daemon_threads = True
+
+
+def start_http_server(host: str, port: int, app: WsgiApp) -> WSGIServer:
+    """Serve `app` from a daemon thread (port 0: any free one); `shutdown()` stops it."""
+    server = make_server(host, port, app, server_class=_ThreadingServer, handler_class=_QuietHandler)
+    threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
+    return server
 
 
 class Health:
@@ -125,8 +139,7 @@ class Health:
             start_response("404 Not Found", [("Content-Type", "text/plain")])
             return [b"not found: try /healthz or /metrics\n"]
 
-        self._server = make_server(host, port, app, handler_class=_QuietHandler)
-        threading.Thread(target=self._server.serve_forever, name="metrics", daemon=True).start()
+        self._server = start_http_server(host, port, app)
         bound = int(self._server.server_port)
         served = f"http://{host}:{bound}"
         api = f"{served}/api/" if other is not None else None

@@ -222,26 +222,62 @@ def _key_value(text: str) -> tuple[str, str]:
 
 
 @contextlib.contextmanager
+def _until_signalled() -> Iterator[threading.Event]:
+    """An event SIGTERM or SIGINT sets, so a long-running command finishes what it has in hand and
+    exits cleanly; the previous handlers come back after."""
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield stop
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
 def _following(source: str, settings: Settings) -> Iterator[tuple[Health, threading.Event, Readers]]:
     """What a long-running follower needs: its health and the query API (`/api/...`, answered from
-    its own store while it writes it), both served on --metrics-port when given, and an event set by
-    SIGTERM or SIGINT, so its loop finishes the batch in hand and exits cleanly."""
+    its own store while it writes it), both served on --metrics-port when given, and a stop event
+    (`_until_signalled`)."""
     from viewlineage.indexer.health import Health
 
     from .service import query_app
 
     health = Health(source, settings.log_format)
     readers = Readers(settings.db)
-    stop = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        if settings.metrics_port is not None:
-            health.serve(settings.metrics_port, settings.metrics_host, query_app(readers.connect))
-        yield health, stop, readers
-    finally:
-        health.close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    with _until_signalled() as stop:
+        try:
+            if settings.metrics_port is not None:
+                health.serve(settings.metrics_port, settings.metrics_host, query_app(readers.connect))
+            yield health, stop, readers
+        finally:
+            health.close()
+
+
+@cli.command()
+@click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True, help="0: any free.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.pass_context
+@handle_errors
+def serve(context: click.Context, port: int, host: str) -> None:
+    """Answer the query API (GET /api/<command>, the query commands' JSON) over HTTP until SIGTERM or
+    Ctrl-C. Each request reads the store, or its replica while another process writes it, so a
+    server never keeps a writer out. A follower's --metrics-port serves the same API from the
+    store it writes."""
+    from viewlineage.indexer.health import start_http_server
+
+    from .service import query_app
+
+    db = settings_from(context).db
+    with _until_signalled() as stop:
+        server = start_http_server(host, port, query_app(Readers(db).connect))
+        click.echo(f"serving {db} at http://{host}:{server.server_port}/api/", err=True)
+        try:
+            while not stop.wait(1.0):
+                pass
+        finally:
+            server.shutdown()
+            server.server_close()
 
 
 @cli.command()

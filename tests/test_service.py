@@ -4,6 +4,10 @@ follower's own store behind it is tested with a real `watch` (tests/integration/
 from __future__ import annotations
 
 import json
+import shutil
+import signal
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,13 +17,16 @@ from wsgiref.util import setup_testing_defaults
 import duckdb
 import pytest
 
+from viewlineage.indexer.batches import Batch, Removal
 from viewlineage.indexer.pipeline import index_locations
 from viewlineage.queries import api, mviews
 from viewlineage.queries.impact import impact, parse_change
 from viewlineage.queries.service import ROUTES, query_app
 from viewlineage.sinks.readers import open_reader
+from viewlineage.sinks.store import Store
 
 from .conftest import settings_for
+from .integration.consume_process import get_json
 from .realwriter.scenario_checks import load_steps
 
 SAMPLE = Path(__file__).parent / "data" / "sample"
@@ -132,3 +139,32 @@ def test_bad_requests_say_why(
 ) -> None:
     answered, answer = call(sample_store, path, **parameters)
     assert (answered, answer["error"].split(";")[0]) == (status, error)
+
+
+@pytest.mark.integration
+def test_serve_answers_from_the_store_and_never_keeps_a_writer_out(
+    sample_store: Path, tmp_path: Path
+) -> None:
+    """`viewlineage serve` holds no connection between requests: a writer opens the store while it
+    runs, and what the writer stores reaches the server through the replica."""
+    db = tmp_path / "served.duckdb"
+    shutil.copyfile(sample_store, db)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "viewlineage.queries.cli", "--db", str(db), "serve", "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stderr is not None
+        url = server.stderr.readline().split(" at ")[-1].strip()
+        status, shown = get_json(f"{url}show?view=db.big_days")
+        with open_reader(db) as conn:
+            assert (status, shown) == (200, as_json(api.show(conn, "db.big_days")))
+        gone = "s3://lake/w/db/gone/metadata/00001-a.metadata.json"
+        with Store(db, replica_interval=0) as store:
+            store.write(Batch(removals=[Removal(gone, 7, "aws")]))
+            status, files = get_json(f"{url}files?{urlencode({'location': gone})}")
+        assert (status, [(f["status"], f["removed_ms"]) for f in files]) == (200, [("removed", 7)])
+    finally:
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(10) == 0
