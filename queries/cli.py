@@ -261,16 +261,16 @@ def _following(source: str, settings: Settings) -> Iterator[tuple[Health, thread
 @handle_errors
 def serve(context: click.Context, port: int, host: str) -> None:
     """Answer the query API (GET /api/<command>, the query commands' JSON) over HTTP until SIGTERM or
-    Ctrl-C. Each request reads the store, or its replica while another process writes it, so a
-    server never keeps a writer out. A follower's --metrics-port serves the same API from the
-    store it writes."""
+    Ctrl-C. Each request reads the newest replica (every writer publishes one, as it runs and as it
+    finishes), so a server keeps no writer out; the store itself only while it has none. A
+    follower's --metrics-port serves the same API from the store it writes."""
     from viewlineage.indexer.health import start_http_server
 
     from .service import query_app
 
     db = settings_from(context).db
     with _until_signalled() as stop:
-        server = start_http_server(host, port, query_app(Readers(db).connect))
+        server = start_http_server(host, port, query_app(Readers(db, store_without_replica=True).connect))
         click.echo(f"serving {db} at http://{host}:{server.server_port}/api/", err=True)
         try:
             while not stop.wait(1.0):

@@ -25,7 +25,10 @@ def parse_time(text: str) -> int:
     """
     text = text.strip()
     if re.fullmatch(r"-?\d{10,}", text):
-        return int(text)
+        ms = int(text)
+        if not _FIRST_MS <= ms <= _LAST_MS:  # answers give times as ISO-8601 too
+            raise UsageError(f"epoch ms out of range (years 1 to 9999): {text!r}")
+        return ms
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError as exc:
@@ -33,6 +36,10 @@ def parse_time(text: str) -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return int(moment.timestamp() * 1000)
+
+
+_FIRST_MS = int(datetime(1, 1, 1, tzinfo=UTC).timestamp() * 1000)
+_LAST_MS = int(datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC).timestamp() * 1000)
 
 
 def iso(ms: int | None) -> str | None:

@@ -60,6 +60,17 @@ class _Query:
     def every(self, name: str) -> list[str]:
         return self._values.get(name, [])
 
+    def locations(self) -> list[str]:
+        """Every `location`, each a URL or an absolute path: a relative one would mean the server's
+        working directory."""
+        found = self.every("location")
+        if not found:
+            raise UsageError("missing query parameter 'location'")
+        for location in found:
+            if "://" not in location and not location.startswith("/"):
+                raise UsageError(f"a location is a URL or an absolute path, not {location!r}")
+        return found
+
     def as_of(self) -> int | None:
         value = self.optional("as_of")
         return api.parse_time(value) if value else None
@@ -86,7 +97,7 @@ ROUTES: dict[str, Callable[[duckdb.DuckDBPyConnection, _Query], Any]] = {
     "uses": lambda conn, q: api.uses(conn, q.required("table"), q.as_of(), q.flag("transitive")),
     "mv-status": lambda conn, q: mviews.mv_status(conn, q.optional("mv"), q.as_of()),
     "impact": _impact,
-    "files": lambda conn, q: api.files(conn, q.every("location")),
+    "files": lambda conn, q: api.files(conn, q.locations()),
     "findings": lambda conn, q: api.findings(conn, q.optional("code"), q.optional("view")),
     "quarantine": lambda conn, q: api.quarantine(conn),
 }
@@ -110,6 +121,9 @@ def query_app(reader: Reader) -> WsgiApp:
             return _json(start_response, "400 Bad Request", {"error": str(exc)})
         except StoreError as exc:
             return _json(start_response, "503 Service Unavailable", {"error": str(exc)})
+        except Exception as exc:  # a bug or a store failure: still an answer in the API's terms
+            failure = {"error": f"{type(exc).__name__}: {exc}"}
+            return _json(start_response, "500 Internal Server Error", failure)
         return _json(start_response, "200 OK", answer)
 
     return app

@@ -1,6 +1,6 @@
 """Reading a store from any process: `open_reader` (the store itself when no writer holds it, else
 the replica its writer publishes, see `viewlineage.sinks.store`) and `Readers`, the connections of
-a long-running process that may hold the store itself.
+a long-running process that answers queries and may hold the store itself.
 
 Kept apart from the writer so that the query commands load neither pyarrow nor the batch schemas.
 """
@@ -41,21 +41,33 @@ def replicas_directory(path: str | os.PathLike[str]) -> Path:
     return Path(f"{os.fspath(path)}.replicas")
 
 
-class Readers:
-    """Connections for the queries a long-running process answers (its HTTP API): from its own
-    store while it holds the store's write lock (`attach`), so each batch is visible the moment
-    its transaction commits; else as any other process reads (`open_reader`: the store, or the
-    replica of a store another process writes)."""
+DETACH_WAIT_SECONDS = 10.0
+"""How long a store being closed waits for the requests reading it to finish."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+
+class Readers:
+    """Connections for the queries a long-running process answers over HTTP. While the process
+    writes the store (`attach`), its own connection, in a transaction per request: its statements
+    see one snapshot, every batch committed before the first of them. Otherwise the newest
+    replica, so that the process never opens the store file itself: it keeps no writer out, and it
+    may become the writer (DuckDB refuses a second, differently configured connection to a file in
+    one process). With `store_without_replica` (`serve`), the store itself while no replica exists
+    (every writer publishes one as it finishes)."""
+
+    def __init__(self, path: str | os.PathLike[str], store_without_replica: bool = False) -> None:
         self.path = Path(path)
+        self.store_without_replica = store_without_replica
         self._store: Store | None = None
-        self._lock = threading.Lock()
+        self._in_use = 0
+        self._changed = threading.Condition()
 
     def attach(self, store: Store | None) -> None:
-        """This process now writes `store` (None: no longer; before the store closes)."""
-        with self._lock:
+        """This process now writes `store`; None: no longer, and the store may close once the
+        requests reading it are done (waited for, up to `DETACH_WAIT_SECONDS`)."""
+        with self._changed:
             self._store = store
+            if store is None:
+                self._changed.wait_for(lambda: self._in_use == 0, timeout=DETACH_WAIT_SECONDS)
 
     @contextlib.contextmanager
     def attached(self, store: Store) -> Iterator[None]:
@@ -67,10 +79,35 @@ class Readers:
 
     @contextlib.contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        with self._lock:  # a store detached before it closes never hands out another connection
+        with self._changed:
             own = self._store.query_connection() if self._store is not None else None
-        with own or open_reader(self.path) as conn:
-            yield conn
+            self._in_use += own is not None
+        if own is None:
+            with self._open() as conn:
+                yield conn
+            return
+        try:
+            own.execute("BEGIN TRANSACTION")
+            yield own
+        finally:
+            with contextlib.suppress(duckdb.Error):
+                own.execute("ROLLBACK")
+            own.close()
+            with self._changed:
+                self._in_use -= 1
+                self._changed.notify_all()
+
+    def _open(self) -> duckdb.DuckDBPyConnection:
+        try:
+            replica = replica_path(self.path).resolve(strict=True)
+        except OSError:
+            if self.store_without_replica:
+                return open_reader(self.path)
+            raise StoreError(
+                f"no replica of {self.path} yet: this process answers once it writes the store or "
+                "the process writing it publishes one"
+            ) from None
+        return _current(self.path, duckdb.connect(str(replica), read_only=True, config=dict(READER_CONFIG)))
 
 
 def open_reader(path: str | os.PathLike[str], retry_seconds: float = 2.0) -> duckdb.DuckDBPyConnection:

@@ -117,6 +117,9 @@ def refresh(conn: duckdb.DuckDBPyConnection, views: pa.Array, versions: pa.Array
         "SELECT DISTINCT view_id FROM view_files WHERE location IN (SELECT location FROM _removed)"
     ).to_arrow_table()
     touched = pa.concat_arrays([views, dropped.column(0).combine_chunks().cast(pa.string())])
+    conn.unregister("_removed")
+    if not len(touched) and not len(versions):  # removals of files no view has (table metadata)
+        return
     conn.register("_touched", pa.table({"view_id": touched}))
     conn.register("_new_versions", pa.table({"version_hash": versions}))
     conn.execute(_VERSION_READS)
@@ -130,7 +133,7 @@ def refresh(conn: duckdb.DuckDBPyConnection, views: pa.Array, versions: pa.Array
     conn.execute(_VIEW_SPANS)
     # Left registered when a statement fails: the transaction is aborted (no unregistering then),
     # and the next refresh replaces them.
-    for name in ("_removed", "_touched", "_new_versions"):
+    for name in ("_touched", "_new_versions"):
         conn.unregister(name)
 
 

@@ -26,7 +26,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from viewlineage.indexer.batches import SCHEMAS
+from viewlineage.indexer.batches import CHILDREN, SCHEMAS
 from viewlineage.indexer.errors import StoreError
 
 from .store import Store
@@ -85,34 +85,48 @@ class Spool:
     def merge_into(self, store: Store) -> int:
         """Store every pending segment and delete it; returns how many. Up to `MERGED_TOGETHER`
         segments go into one transaction (its cost is mostly fixed, so a writer behind its spool
-        catches up); when that transaction fails for a reason of a segment's own, each is stored
-        alone and one that fails alone is set aside."""
-        readable: list[tuple[Path, dict[str, pa.Table]]] = []
+        catches up), never two that bring the same parent row (a child row goes in only with a new
+        parent, so the second segment's children would go in too); when that transaction fails,
+        each is stored alone and one that fails alone is set aside."""
+        merged = 0
+        group: list[tuple[Path, dict[str, pa.Table]]] = []
+        parents: set[tuple[str, object]] = set()
         for segment in self.pending():
             try:
-                readable.append((segment, self.read(segment)))
+                tables = self.read(segment)
             except (OSError, pa.ArrowException) as exc:
                 self._set_aside(segment, exc)
-        merged = 0
-        for start in range(0, len(readable), MERGED_TOGETHER):
-            group = readable[start : start + MERGED_TOGETHER]
-            together = _concatenated([tables for _, tables in group]) if len(group) > 1 else None
-            if together is not None and self._store(store, together):
-                merged += self._delete([segment for segment, _ in group])
-                continue  # else one by one: which segment is at fault?
-            for segment, tables in group:
-                if self._store(store, tables, segment):
-                    merged += self._delete([segment])
+                continue
+            keys = _parent_keys(tables)
+            if len(group) == MERGED_TOGETHER or keys & parents:
+                merged += self._merge_group(store, group)
+                group, parents = [], set()
+            group.append((segment, tables))
+            parents |= keys
+        merged += self._merge_group(store, group)
         self._remove_stale_temporaries()
+        return merged
+
+    def _merge_group(self, store: Store, group: list[tuple[Path, dict[str, pa.Table]]]) -> int:
+        together = _concatenated([tables for _, tables in group]) if len(group) > 1 else None
+        if together is not None and self._store(store, together):
+            return self._delete([segment for segment, _ in group])
+        merged = 0  # one by one: which segment is at fault?
+        for segment, tables in group:
+            if self._store(store, tables, segment):
+                merged += self._delete([segment])
         return merged
 
     def _store(self, store: Store, tables: dict[str, pa.Table], alone: Path | None = None) -> bool:
         """Whether `tables` went into the store; a segment stored `alone` that fails is set aside.
-        A failure of the store itself (I/O, memory) is raised: the segments wait for a writer."""
+        A failure of the store itself (I/O; memory, for a segment alone) is raised: the segments
+        wait for a writer."""
         try:
             store.write_tables(tables)
         except StoreError as exc:
-            if isinstance(exc.__cause__, duckdb.IOException | duckdb.OutOfMemoryException):
+            if isinstance(exc.__cause__, duckdb.IOException) or (
+                alone is not None and isinstance(exc.__cause__, duckdb.OutOfMemoryException)
+            ):
                 raise
             if alone is not None:
                 self._set_aside(alone, exc)
@@ -141,6 +155,17 @@ class Spool:
                 with contextlib.suppress(FileNotFoundError):
                     if now - path.stat().st_mtime > STALE_TEMPORARY_SECONDS:
                         shutil.rmtree(path)
+
+
+def _parent_keys(tables: dict[str, pa.Table]) -> set[tuple[str, object]]:
+    """The rows of a segment that child rows hang on: (parent table, key)."""
+    return {
+        (parent, key)
+        for parents, column in CHILDREN.values()
+        for parent in parents
+        if parent in tables
+        for key in tables[parent].column(column).to_pylist()
+    }
 
 
 def _concatenated(segments: list[dict[str, pa.Table]]) -> dict[str, pa.Table] | None:

@@ -101,9 +101,10 @@ class Store:
         self.conn.close()
 
     def query_connection(self) -> duckdb.DuckDBPyConnection:
-        """A connection of its own for one query, from any thread (the caller closes it): it sees
-        every batch committed before the query starts, whatever the writer does meanwhile. Only
-        this package's queries run on it: it could write."""
+        """A connection of its own for queries, from any thread (the caller closes it): each
+        statement, or each transaction the caller opens, sees every batch committed before it
+        starts, whatever the writer does meanwhile. Only this package's queries run on it: it
+        could write."""
         return self._queries.cursor()
 
     def __enter__(self) -> Store:

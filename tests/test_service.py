@@ -8,6 +8,8 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,11 +20,12 @@ import duckdb
 import pytest
 
 from viewlineage.indexer.batches import Batch, Removal
+from viewlineage.indexer.errors import StoreError
 from viewlineage.indexer.pipeline import index_locations
 from viewlineage.queries import api, mviews
 from viewlineage.queries.impact import impact, parse_change
 from viewlineage.queries.service import ROUTES, query_app
-from viewlineage.sinks.readers import open_reader
+from viewlineage.sinks.readers import Readers, open_reader
 from viewlineage.sinks.store import Store
 
 from .conftest import settings_for
@@ -168,3 +171,38 @@ def test_serve_answers_from_the_store_and_never_keeps_a_writer_out(
     finally:
         server.send_signal(signal.SIGTERM)
         assert server.wait(10) == 0
+
+
+def test_a_follower_reads_its_own_store_or_a_replica_never_the_file(tmp_path: Path) -> None:
+    """A follower's readers use the store it writes (a request's statements see one snapshot, and
+    a store closing waits for them), else a replica: opening the file itself would keep a writer
+    out, this very process included."""
+    db = tmp_path / "followed.duckdb"
+    readers = Readers(db)
+    with Store(db, replica_interval=None) as store:
+        readers.attach(store)
+        entered, release, counted = threading.Event(), threading.Event(), []
+
+        def request() -> None:
+            with readers.connect() as conn:
+                counted.append(conn.execute("SELECT count(*) FROM removals").fetchone())
+                entered.set()
+                release.wait(5)
+                counted.append(conn.execute("SELECT count(*) FROM removals").fetchone())
+
+        running = threading.Thread(target=request)
+        running.start()
+        assert entered.wait(5)
+        store.write(Batch(removals=[Removal("/w/x.metadata.json", 5, "watch")]))  # mid-request
+        threading.Timer(0.3, release.set).start()
+        detaching = time.monotonic()
+        readers.attach(None)
+        waited = time.monotonic() - detaching
+        running.join()
+    assert (counted, waited >= 0.25) == ([(0,), (0,)], True)
+    with pytest.raises(StoreError, match=r"no replica of .* yet"), readers.connect():
+        pass
+    with Store(db, replica_interval=0) as store:  # another writer, publishing replicas
+        store.write(Batch(removals=[Removal("/w/y.metadata.json", 6, "watch")]))
+        with readers.connect() as conn:
+            assert conn.execute("SELECT count(*) FROM removals").fetchone() == (2,)

@@ -276,3 +276,34 @@ def test_segments_waiting_together_are_stored_in_one_transaction(tmp_path: Path)
     ]
     assert spool.pending() == []
     assert len(list((spool.path / ".failed").iterdir())) == 2  # the refused segment and its reason
+
+
+def test_segments_bringing_the_same_parent_rows_are_stored_apart(
+    sample_warehouse: Path, tmp_path: Path
+) -> None:
+    """Two segments with the same view files (a re-delivery spooled twice) are not merged together:
+    a child row goes in only with a new parent, so the second segment's children would go in too."""
+    config = with_roots(ParseConfig(), [str(sample_warehouse)])
+    reads = [
+        LocalReader().read(str(path), 1 << 26) for path in sorted(sample_warehouse.rglob("*.metadata.json"))
+    ]
+    tables = Indexer(None, config).build_batch(reads[:3]).to_arrow()
+    db = tmp_path / "spooled.duckdb"
+    spool = Spool(db)
+    spool.put(tables)
+    spool.put(tables)
+    spool.put(Batch(removals=[Removal("/w/x.metadata.json", 5, "watch")]).to_arrow())
+    with Store(db, replica_interval=None) as store:
+        writes: list[int] = []
+        write = store.write_tables
+
+        def counted(tables: Mapping[str, pa.Table], resumable_children: bool = False) -> None:
+            writes.append(tables["removals"].num_rows if "removals" in tables else 0)
+            write(tables, resumable_children)
+
+        store.write_tables = counted  # type: ignore[method-assign]
+        assert spool.merge_into(store) == 3
+        assert writes == [0, 1]  # the first segment alone, then the second with the removal
+        children = store.conn.execute("SELECT count(*), count(DISTINCT (location, ordinal)) FROM version_log")
+        total, distinct = children.fetchone() or (0, 0)
+    assert total == distinct > 0

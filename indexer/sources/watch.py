@@ -169,7 +169,8 @@ class _Built(NamedTuple):
 
 
 class _Loop:
-    """Batches of queued paths and removals -> the store, one transaction each."""
+    """Batches of queued paths and removals -> the store (those built during a transaction go into
+    the next one together)."""
 
     def __init__(
         self,
