@@ -99,7 +99,7 @@ class Readers:
 
     def _open(self) -> duckdb.DuckDBPyConnection:
         try:
-            replica = replica_path(self.path).resolve(strict=True)
+            return _open_replica(self.path)
         except OSError:
             if self.store_without_replica:
                 return open_reader(self.path)
@@ -107,7 +107,6 @@ class Readers:
                 f"no replica of {self.path} yet: this process answers once it writes the store or "
                 "the process writing it publishes one"
             ) from None
-        return _current(self.path, duckdb.connect(str(replica), read_only=True, config=dict(READER_CONFIG)))
 
 
 def open_reader(path: str | os.PathLike[str], retry_seconds: float = 2.0) -> duckdb.DuckDBPyConnection:
@@ -118,16 +117,23 @@ def open_reader(path: str | os.PathLike[str], retry_seconds: float = 2.0) -> duc
     deadline = time.monotonic() + retry_seconds
     while True:
         try:
-            return _current(path, duckdb.connect(str(path), read_only=True, config=dict(READER_CONFIG)))
+            return _read_only(path, path)
         except duckdb.IOException as exc:
             with contextlib.suppress(duckdb.IOException, OSError):
-                replica = replica_path(path).resolve(strict=True)  # once: the link may move on
-                return _current(
-                    path, duckdb.connect(str(replica), read_only=True, config=dict(READER_CONFIG))
-                )
+                return _open_replica(path)
             if time.monotonic() > deadline:
                 raise StoreError(f"store {path} is locked by a writer and has no replica yet: {exc}") from exc
             time.sleep(0.05)
+
+
+def _open_replica(path: Path) -> duckdb.DuckDBPyConnection:
+    """The newest replica of the store at `path` (OSError when there is none)."""
+    return _read_only(path, replica_path(path).resolve(strict=True))  # resolved once: the link moves on
+
+
+def _read_only(path: Path, file: Path) -> duckdb.DuckDBPyConnection:
+    """A sandboxed read-only connection to `file`: the store at `path` or one of its replicas."""
+    return _current(path, duckdb.connect(str(file), read_only=True, config=dict(READER_CONFIG)))
 
 
 def _current(path: Path, conn: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:

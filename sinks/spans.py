@@ -112,12 +112,7 @@ GROUP BY v.view_id, v.version_id"""
 def refresh(conn: duckdb.DuckDBPyConnection, views: pa.Array, versions: pa.Array, removed: pa.Array) -> None:
     """Re-derive the spans of `views` (view ids) and of the views whose files `removed` names
     (locations), and the reads of `versions` (version hashes), in the caller's transaction."""
-    conn.register("_removed", pa.table({"location": removed}))
-    dropped = conn.sql(
-        "SELECT DISTINCT view_id FROM view_files WHERE location IN (SELECT location FROM _removed)"
-    ).to_arrow_table()
-    touched = pa.concat_arrays([views, dropped.column(0).combine_chunks().cast(pa.string())])
-    conn.unregister("_removed")
+    touched = pa.concat_arrays([views, _views_of(conn, removed)]) if len(removed) else views
     if not len(touched) and not len(versions):  # removals of files no view has (table metadata)
         return
     conn.register("_touched", pa.table({"view_id": touched}))
@@ -135,6 +130,15 @@ def refresh(conn: duckdb.DuckDBPyConnection, views: pa.Array, versions: pa.Array
     # and the next refresh replaces them.
     for name in ("_touched", "_new_versions"):
         conn.unregister(name)
+
+
+def _views_of(conn: duckdb.DuckDBPyConnection, locations: pa.Array) -> pa.Array:
+    conn.register("_removed", pa.table({"location": locations}))
+    found = conn.sql(
+        "SELECT DISTINCT view_id FROM view_files WHERE location IN (SELECT location FROM _removed)"
+    ).to_arrow_table()
+    conn.unregister("_removed")
+    return found.column(0).combine_chunks().cast(pa.string())
 
 
 def rebuild(conn: duckdb.DuckDBPyConnection) -> None:
