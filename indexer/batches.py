@@ -32,6 +32,16 @@ _COLUMN = pa.struct(
     ]
 )
 _TS = pa.timestamp("us", tz="UTC")
+_READ = pa.struct(
+    [
+        ("catalog", pa.string()),
+        ("namespace", _STRINGS),
+        ("name", pa.string()),
+        ("suffix", pa.string()),
+        ("pin", pa.string()),
+        ("catalog_unknown", pa.bool_()),
+    ]
+)
 
 SCHEMAS: dict[str, pa.Schema] = {
     "raw_documents": pa.schema(
@@ -136,6 +146,17 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("min_snapshots_to_keep", pa.int32()),
             ("max_snapshot_age_ms", pa.int64()),
             ("max_ref_age_ms", pa.int64()),
+        ]
+    ),
+    # Before `versions`: a version's reads are derived from its lineage rows as it is stored, and
+    # a table-by-table load goes in this order.
+    "lineage": pa.schema(
+        [
+            ("lineage_key", pa.string()),
+            ("rules_version", pa.int32()),
+            ("dialect", pa.string()),
+            ("computed_at", _TS),
+            ("reads", pa.list_(_READ)),
         ]
     ),
     "versions": pa.schema(
@@ -249,14 +270,6 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("sql", pa.string()),
             ("document", pa.string()),
             ("lineage_key", pa.string()),
-        ]
-    ),
-    "lineage": pa.schema(
-        [
-            ("lineage_key", pa.string()),
-            ("rules_version", pa.int32()),
-            ("dialect", pa.string()),
-            ("computed_at", _TS),
         ]
     ),
     "table_references": pa.schema(
@@ -674,10 +687,27 @@ def _add_refresh(rows: dict[str, list[tuple[object, ...]]], refresh: RecordedRef
         )
 
 
+def _read_order(
+    read: tuple[str | None, tuple[str, ...], str, str | None, str | None, bool],
+) -> tuple[object, ...]:
+    """The order migration 0011 stores reads in: by every field, NULLs first."""
+    catalog, namespace, name, suffix, pin, unknown = read
+    return (catalog is not None, catalog or "", namespace, name, suffix is not None, suffix or "",
+            pin is not None, pin or "", unknown)  # fmt: skip
+
+
 def _add_lineage(
     rows: dict[str, list[tuple[object, ...]]], key: str, lineage: Lineage, now: datetime
 ) -> None:
-    rows["lineage"].append((key, LINEAGE_RULES_VERSION, lineage.dialect, now))
+    distinct = {
+        (ref.catalog, ref.namespace, ref.name, ref.suffix, ref.pin, ref.catalog_source == "unknown")
+        for ref in lineage.references
+    }
+    reads = [
+        {"catalog": c, "namespace": list(ns), "name": n, "suffix": s, "pin": p, "catalog_unknown": u}
+        for c, ns, n, s, p, u in sorted(distinct, key=_read_order)
+    ]
+    rows["lineage"].append((key, LINEAGE_RULES_VERSION, lineage.dialect, now, reads))
     for ordinal, ref in enumerate(lineage.references):
         rows["table_references"].append(
             (

@@ -49,7 +49,8 @@ held_files AS (
     FROM committed WHERE next_ms IS NULL OR commit_ms < next_ms
     UNION ALL
     SELECT view_id, f.location, f.view_uuid, f.catalog, f.name, NULL, NULL, -{OPEN_MS}, {OPEN_MS} FROM (
-        SELECT view_id, arg_max(view_files, (coalesce(sequence_number, -1), location)) AS f
+        SELECT view_id, arg_max({{'location': location, 'view_uuid': view_uuid, 'catalog': catalog,
+                                  'name': name}}, (coalesce(sequence_number, -1), location)) AS f
         FROM view_files WHERE view_id IN (SELECT view_id FROM _touched)
         GROUP BY view_id HAVING count(commit_ms) = 0
     )
@@ -73,7 +74,9 @@ SELECT f.view_id, greatest(f.from_ms, coalesce(v.from_ms, -{OPEN_MS})),
 FROM held_files f
 LEFT JOIN held_versions v ON v.view_id = f.view_id AND v.from_ms < f.until_ms AND f.from_ms < v.until_ms
 LEFT JOIN copies c ON c.view_id = f.view_id AND c.version_id = v.version_id
-LEFT JOIN version_reads r ON r.version_hash = c.version_hash
+LEFT JOIN (
+    SELECT version_hash, reads FROM version_reads WHERE version_hash IN (SELECT version_hash FROM copies)
+) r ON r.version_hash = c.version_hash
 LEFT JOIN drops d ON d.location = f.location"""
 """A file holds from its commit to the next file's (ties: greater sequence number, then location);
 the first also before its commit. A view none of whose files has a commit time (no object time, no
@@ -83,15 +86,24 @@ version before the first. Each interval is where one file's and one version's sp
 
 _VERSION_READS = """
 INSERT INTO version_reads
-SELECT v.version_hash, v.view_id, v.version_id, coalesce(list_sort(list(DISTINCT {
-           'catalog': tr.catalog, 'namespace': tr.namespace, 'name': tr.name, 'suffix': tr.suffix,
-           'pin': tr.pin, 'catalog_unknown': tr.catalog_source = 'unknown'})
-           FILTER (WHERE tr.name IS NOT NULL)), [])
+WITH fresh AS (
+    SELECT version_hash FROM _new_versions ANTI JOIN (
+        SELECT version_hash FROM version_reads WHERE version_hash IN (SELECT version_hash FROM _new_versions)
+    ) USING (version_hash)
+),
+used AS (
+    SELECT version_hash, lineage_key FROM representations
+    WHERE version_hash IN (SELECT version_hash FROM fresh)
+)
+SELECT v.version_hash, v.view_id, v.version_id, coalesce(list_sort(list_distinct(flatten(list(l.reads)))), [])
 FROM versions v
-LEFT JOIN representations r USING (version_hash) LEFT JOIN table_references tr USING (lineage_key)
-WHERE v.version_hash IN (SELECT version_hash FROM _new_versions)
-  AND v.version_hash NOT IN (SELECT version_hash FROM version_reads)
+LEFT JOIN used r USING (version_hash)
+LEFT JOIN (SELECT lineage_key, reads FROM lineage WHERE lineage_key IN (SELECT lineage_key FROM used)) l
+    USING (lineage_key)
+WHERE v.version_hash IN (SELECT version_hash FROM fresh)
 GROUP BY v.version_hash, v.view_id, v.version_id"""
+"""A version reads the distinct references of its representations' lineage. Every lookup is by
+key, through an index: scans of these tables grow with the store."""
 
 
 _CONFLICTING = """
