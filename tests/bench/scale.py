@@ -9,8 +9,9 @@ Generates a worst-case warehouse (every commit a new version: `views` x `commits
 store) with the metadata gzip-compressed (gzip files as stored, plain ones compressed at level
 6). Then, in a process of its own on one read-only connection (`query_process.py`), times `show
 --as-of` and `uses --transitive --as-of` over two passes of seeded random (view or table, T) (cold
-blocks, then the cache the first pass left) and the state of every view as of T; and the same
-commands through the CLI. With `--work`, a warehouse and store already there are reused.
+blocks, then the cache the first pass left) and the state of every view as of T; the same
+commands through the CLI; and a follower's store transaction (`follower_write.py`). With `--work`,
+a warehouse and store already there are reused.
 """
 
 from __future__ import annotations
@@ -28,8 +29,12 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from ..generate import generate
+from .follower_write import transaction_times
 from .latency import percentile
 from .run import peak_memory, store_size_without_documents
+
+FOLLOWER_FILES = 12
+"""Files in a follower's transaction: what `watch` gathers while one commits, at 100 files/s."""
 
 
 def _gzip_size(path: Path) -> int:
@@ -71,6 +76,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument("--store-memory", default=None, help="index's DuckDB memory limit, e.g. 256MB")
+    parser.add_argument("--write-samples", type=int, default=20, help="follower transactions timed, per kind")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="viewlineage-scale-"))
     try:
@@ -130,6 +136,9 @@ def main() -> None:
         print(line("CLI `viewlineage show` (process wall time)", cli_times(db, shows)))
         used = [["uses", table, "--transitive", "--as-of", str(at)] for table, at in queries["uses"]]
         print(line("CLI `viewlineage uses --transitive` (process wall time)", cli_times(db, used)))
+        written = transaction_times(db, warehouse, FOLLOWER_FILES, args.write_samples, args.seed)
+        for kind, times in written.items():
+            print(line(f"follower transaction: {FOLLOWER_FILES} {kind} commits (rolled back)", times))
 
     finally:
         if args.work is None:
