@@ -129,10 +129,13 @@ def refresh(conn: duckdb.DuckDBPyConnection, views: pa.Array, versions: pa.Array
         return
     conn.register("_touched", pa.table({"view_id": touched}))
     conn.register("_new_versions", pa.table({"version_hash": versions}))
-    conn.execute(_VERSION_READS)
-    conn.execute("DELETE FROM preferred_copies WHERE view_id IN (SELECT view_id FROM _touched)")
+    if len(versions):
+        conn.execute(_VERSION_READS)
     conflicting = conn.sql(_CONFLICTING).to_arrow_table()
-    if conflicting.num_rows:  # rare: ranking copies reads the file rows that list them
+    # Rare: ranking copies reads the file rows that list them. A view has preferred copies only
+    # while it has conflicting ones (versions are never deleted), so none is left to replace.
+    if conflicting.num_rows:
+        conn.execute("DELETE FROM preferred_copies WHERE view_id IN (SELECT view_id FROM _touched)")
         conn.register("_conflicting", conflicting)
         conn.execute(_PREFERRED_COPIES)
         conn.unregister("_conflicting")

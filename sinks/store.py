@@ -94,6 +94,10 @@ class Store:
                 RuntimeWarning,
                 stacklevel=2,
             )
+        found = self.conn.execute("SELECT EXISTS (FROM quarantine)").fetchone()
+        self._quarantine_rows = bool(found and found[0])
+        """Whether the quarantine may hold rows: this writer alone changes the store while it runs,
+        so while it holds none, a batch skips the statements that clear superseded ones."""
         self.lookups = self.conn.cursor()
         """Lookups (what is indexed, which lineage is stored) on a connection of their own: a
         follower asks them while its store thread writes the batch before (they see what is
@@ -152,6 +156,9 @@ class Store:
                 "AND location IN (SELECT location FROM _batch)",
             ],
         }
+        if not self._quarantine_rows:  # nothing a good read or a removal could supersede
+            statements["files"].pop()
+            statements["removals"].pop()
         for child, (parents, column) in CHILDREN.items():
             unseen = " AND ".join(f"b.{column} NOT IN ({_stored(parent, column)})" for parent in parents)
             if resumable_children:
@@ -179,6 +186,7 @@ class Store:
                 rows = sum(table.num_rows for table in tables.values())
                 raise StoreError(f"batch of {rows} rows not stored: {exc}") from exc
         self._dirty = True
+        self._quarantine_rows = self._quarantine_rows or "quarantine" in tables
         self.publish_replica()
 
     def _transaction(self, tables: Mapping[str, pa.Table], statements: Mapping[str, list[str]]) -> None:
