@@ -36,24 +36,25 @@ drops AS (
     WHERE location IN (SELECT location FROM view_files WHERE view_id IN (SELECT view_id FROM _touched))
     GROUP BY location
 ),
-committed AS (
-    SELECT view_id, location, view_uuid, catalog, name, commit_ms, commit_source, lead(commit_ms) OVER (
-        PARTITION BY view_id ORDER BY commit_ms, coalesce(sequence_number, -1), location) AS next_ms
-    FROM view_files WHERE commit_ms IS NOT NULL AND view_id IN (SELECT view_id FROM _touched)
+ranked_files AS (
+    -- One pass over the touched views' file rows: the spans keep few of their columns, and at 10^6
+    -- files fetching a row's columns from cold blocks is what a batch's spans cost.
+    SELECT view_id, location, view_uuid, catalog, name, commit_ms, commit_source,
+           lead(commit_ms) OVER ranked AS next_ms,
+           lead(location) OVER ranked IS NULL AS newest,
+           min(commit_ms) OVER (PARTITION BY view_id) AS first_ms
+    FROM view_files WHERE view_id IN (SELECT view_id FROM _touched)
+    WINDOW ranked AS (
+        PARTITION BY view_id ORDER BY commit_ms NULLS LAST, coalesce(sequence_number, -1), location)
 ),
 held_files AS (
-    SELECT view_id, location, view_uuid, catalog, name, commit_ms, commit_source,
-           CASE WHEN commit_ms = min(commit_ms) OVER (PARTITION BY view_id) THEN -{OPEN_MS}
-                ELSE commit_ms END AS from_ms,
-           coalesce(next_ms, {OPEN_MS}) AS until_ms
-    FROM committed WHERE next_ms IS NULL OR commit_ms < next_ms
-    UNION ALL
-    SELECT view_id, f.location, f.view_uuid, f.catalog, f.name, NULL, NULL, -{OPEN_MS}, {OPEN_MS} FROM (
-        SELECT view_id, arg_max({{'location': location, 'view_uuid': view_uuid, 'catalog': catalog,
-                                  'name': name}}, (coalesce(sequence_number, -1), location)) AS f
-        FROM view_files WHERE view_id IN (SELECT view_id FROM _touched)
-        GROUP BY view_id HAVING count(commit_ms) = 0
-    )
+    SELECT view_id, location, view_uuid, catalog, name, commit_ms,
+           CASE WHEN commit_ms IS NOT NULL THEN commit_source END AS commit_source,
+           CASE WHEN first_ms IS NULL OR commit_ms = first_ms THEN -{OPEN_MS} ELSE commit_ms END AS from_ms,
+           CASE WHEN first_ms IS NULL THEN {OPEN_MS} ELSE coalesce(next_ms, {OPEN_MS}) END AS until_ms
+    FROM ranked_files
+    WHERE CASE WHEN first_ms IS NULL THEN newest  -- no file has a commit time: the newest holds
+               ELSE commit_ms IS NOT NULL AND (next_ms IS NULL OR commit_ms < next_ms) END
 ),
 copies AS (
     SELECT view_id, version_id, version_hash

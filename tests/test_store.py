@@ -17,7 +17,7 @@ from viewlineage.indexer.batches import CHILDREN, DEDUPLICATED, PRIMARY_KEYS, SC
 from viewlineage.indexer.config import ParseConfig
 from viewlineage.indexer.errors import StoreError
 from viewlineage.indexer.pipeline import Indexer, index_locations, reindex, with_roots
-from viewlineage.indexer.read import LocalReader
+from viewlineage.indexer.read import FileRead, LocalReader
 from viewlineage.sinks import schema, spans
 from viewlineage.sinks import store as store_module
 from viewlineage.sinks.readers import open_reader, replica_path
@@ -26,7 +26,11 @@ from viewlineage.sinks.store import Store
 
 from .conftest import settings_for
 from .generate import generate
+from .metadata_files import View
 from .stores import snapshot
+
+UNDATED_UUID = "00000000-0000-4000-8000-00000000000a"
+MIXED_UUID = "00000000-0000-4000-8000-00000000000b"
 
 
 def test_previous_schema_version_opens_and_migrates(
@@ -322,3 +326,31 @@ def test_segments_bringing_the_same_parent_rows_are_stored_apart(
         children = store.conn.execute("SELECT count(*), count(DISTINCT (location, ordinal)) FROM version_log")
         total, distinct = children.fetchone() or (0, 0)
     assert total == distinct > 0
+
+
+def test_files_without_a_commit_time_hold_only_when_no_file_of_their_view_has_one(tmp_path: Path) -> None:
+    """A file with neither an object time nor a log entry has no commit time: it holds at every
+    time when none of its view's files has one (the greatest sequence number wins), else never."""
+    undated, mixed = View(tmp_path, "db", "undated", UNDATED_UUID), View(tmp_path, "db", "mixed", MIXED_UUID)
+    paths = [undated.commit(1_000, "SELECT 1"), undated.commit(2_000, "SELECT 2")]
+    paths += [mixed.commit(1_000, "SELECT 3"), mixed.commit(2_000, "SELECT 4")]
+    reads = []
+    for path in paths:
+        document = json.loads(path.read_bytes())
+        dated = path == paths[2]  # only the mixed view's first file keeps its time and log
+        if not dated:
+            document["version-log"] = []
+        reads.append(FileRead(str(path), json.dumps(document).encode(), 1_000 if dated else None, None))
+    config = with_roots(ParseConfig(), [str(tmp_path)])
+    with Store(tmp_path / "s.duckdb", replica_interval=None) as store:
+        store.write(Indexer(None, config).build_batch(reads))
+        held = store.conn.execute(
+            "SELECT view_id, from_ms, until_ms, regexp_extract(location, '\\d{5}'), version_id "
+            "FROM view_spans ORDER BY ALL"
+        ).fetchall()
+    always = spans.OPEN_MS
+    assert held == [
+        (UNDATED_UUID, -always, always, "00001", None),
+        (MIXED_UUID, -always, 1_000, "00000", None),
+        (MIXED_UUID, 1_000, always, "00000", 1),
+    ]
