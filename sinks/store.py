@@ -156,7 +156,7 @@ class Store:
                 "AND location IN (SELECT location FROM _batch)",
             ],
         }
-        if not self._quarantine_rows:  # nothing a good read or a removal could supersede
+        if not self._quarantine_rows and "quarantine" not in tables:  # nothing to supersede
             statements["files"].pop()
             statements["removals"].pop()
         for child, (parents, column) in CHILDREN.items():

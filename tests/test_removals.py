@@ -79,8 +79,8 @@ def test_removing_an_older_file_drops_nothing(sample_store: Path, tmp_path: Path
         assert api.history(conn, BIG_DAYS_OLD)["dropped_ms"] is None
 
 
-@pytest.mark.parametrize("removal_first", [True, False])
-def test_deleted_before_read_is_not_quarantine_in_either_order(tmp_path: Path, removal_first: bool) -> None:
+@pytest.mark.parametrize("order", ["removal first", "quarantine first", "one transaction"])
+def test_deleted_before_read_is_not_quarantine_in_either_order(tmp_path: Path, order: str) -> None:
     missing = QuarantinedFile(
         "s3://lake/w/db/v/metadata/00001-a.gz.metadata.json", "object-missing", "gone", None, None
     )
@@ -89,14 +89,25 @@ def test_deleted_before_read_is_not_quarantine_in_either_order(tmp_path: Path, r
     )
     removal = Removal(missing.location, 1_000, "aws")
     batches = [Batch(removals=[removal]), Batch(quarantined=[missing, never_deleted])]
+    ordered = {
+        "removal first": batches,
+        "quarantine first": batches[::-1],
+        "one transaction": [Batch.merged(batches)],  # into a store that held no quarantine row
+    }
     with Store(tmp_path / "s.duckdb", replica_interval=None) as store:
-        for batch in batches if removal_first else reversed(batches):
+        for batch in ordered[order]:
             store.write(batch)
+        stored = [
+            store.conn.execute(f"FROM {name} ORDER BY ALL").fetchall() for name in ("quarantine", "removals")
+        ]
         store.write(batches[0])  # a duplicate delivery changes nothing
-        quarantined = store.conn.execute("SELECT location, reason FROM quarantine").fetchall()
-        removals = store.conn.execute("SELECT * FROM removals").fetchall()
-    assert quarantined == [(never_deleted.location, "object-missing")]
+        again = [
+            store.conn.execute(f"FROM {name} ORDER BY ALL").fetchall() for name in ("quarantine", "removals")
+        ]
+    quarantined, removals = stored
+    assert [row[:2] for row in quarantined] == [(never_deleted.location, "object-missing")]
     assert removals == [(missing.location, 1_000, "aws")]
+    assert again == stored
 
 
 def test_readers_of_a_store_without_removals_get_no_error(sample_store: Path) -> None:
