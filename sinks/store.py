@@ -146,19 +146,17 @@ class Store:
                 f"WHERE b.location NOT IN ({_stored('files', 'location')}) "
                 f"AND NOT (b.reason = 'object-missing' AND b.location IN ({_stored('removals', 'location')}))"
             ],
-            "files": [
-                "INSERT OR IGNORE INTO files SELECT * FROM _batch",
-                "DELETE FROM quarantine WHERE location IN (SELECT location FROM _batch)",
-            ],
-            "removals": [
-                "INSERT OR IGNORE INTO removals SELECT * FROM _batch",
-                "DELETE FROM quarantine WHERE reason = 'object-missing' "
-                "AND location IN (SELECT location FROM _batch)",
-            ],
+            "files": ["INSERT OR IGNORE INTO files SELECT * FROM _batch"],
+            "removals": ["INSERT OR IGNORE INTO removals SELECT * FROM _batch"],
         }
-        if not self._quarantine_rows and "quarantine" not in tables:  # nothing to supersede
-            statements["files"].pop()
-            statements["removals"].pop()
+        if self._quarantine_rows or "quarantine" in tables:  # else there is nothing to clear
+            statements["files"].append(
+                "DELETE FROM quarantine WHERE location IN (SELECT location FROM _batch)"
+            )
+            statements["removals"].append(
+                "DELETE FROM quarantine WHERE reason = 'object-missing' "
+                "AND location IN (SELECT location FROM _batch)"
+            )
         for child, (parents, column) in CHILDREN.items():
             unseen = " AND ".join(f"b.{column} NOT IN ({_stored(parent, column)})" for parent in parents)
             if resumable_children:
@@ -166,11 +164,12 @@ class Store:
                 unseen += f" AND NOT EXISTS (SELECT 1 FROM {child} c WHERE {keys})"
             statements[child] = [f"INSERT INTO {child} SELECT DISTINCT * FROM _batch b WHERE {unseen}"]
         for table in DEDUPLICATED:
-            first, *_ = key_columns = PRIMARY_KEYS[table]
+            key_columns = PRIMARY_KEYS[table]
             same = " AND ".join(f"s.{key} IS NOT DISTINCT FROM b.{key}" for key in key_columns)
+            stored = _stored(table, key_columns[0], "*")
             statements[table] = [
                 f"INSERT INTO {table} SELECT DISTINCT * FROM _batch b "
-                f"WHERE NOT EXISTS (SELECT 1 FROM ({_stored(table, first, '*')}) s WHERE {same})"
+                f"WHERE NOT EXISTS (SELECT 1 FROM ({stored}) s WHERE {same})"
             ]
         for attempt in range(MEMORY_RAISES + 1):
             try:
