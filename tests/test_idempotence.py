@@ -9,8 +9,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from viewlineage.indexer import pipeline
 from viewlineage.indexer.config import ParseConfig
-from viewlineage.indexer.pipeline import Indexer, reindex, with_roots
+from viewlineage.indexer.pipeline import Indexer, index_locations, reindex, with_roots
 from viewlineage.indexer.read import LocalReader
 from viewlineage.queries import mviews
 from viewlineage.sinks.readers import open_reader
@@ -71,6 +72,29 @@ def test_shuffled_and_repeated_ingest_gives_identical_tables(
         index_in_order(shuffled, root, db, batch=13 * seed)
         index_in_order(list(reversed(shuffled)), root, db, batch=101)
         assert snapshot(db) == expected, f"seed {seed}"
+
+
+def test_a_listing_handed_out_in_chunks_skips_what_is_indexed(
+    warehouse: tuple[Path, list[Path]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`index` checks its listing against the store a chunk at a time (and drops each chunk once
+    handed out): every file indexed before is counted and skipped, in whichever chunk it falls, and
+    the store ends as one pass over every file leaves it."""
+    root, files = warehouse
+    reference = tmp_path / "one-pass.duckdb"
+    index_in_order(sorted(files), root, reference)
+    db = tmp_path / "chunked.duckdb"
+    index_in_order(sorted(files)[::3], root, db)
+    with duckdb.connect(str(db), read_only=True) as conn:
+        (indexed_before,) = conn.execute("SELECT count(*) FROM files").fetchall()[0]
+    monkeypatch.setattr(pipeline, "LISTED_CHUNK", 50)
+    progress: list[int] = []
+    stats = index_locations([str(root)], settings_for(db), progress=progress.append)
+    assert stats.listed == len(files)
+    assert stats.already_indexed == indexed_before
+    assert stats.indexed == len(files) - 4 - indexed_before  # four files are malformed
+    assert sum(progress) == len(files)
+    assert snapshot(db) == snapshot(reference)
 
 
 def test_reindex_equals_a_fresh_index(warehouse: tuple[Path, list[Path]], tmp_path: Path) -> None:

@@ -134,18 +134,21 @@ def ratio(value: Row, base: Row, target: float | None = None) -> str:
     return f"{text} (target >= {target}x)" if target is not None else text
 
 
-def peak_memory(command: list[str]) -> tuple[int, float]:
-    """Run `command`; (peak of the summed PSS of it and its children in bytes, seconds). PSS, not
-    RSS: forked workers share pages with their parent, which summed RSS would count twice."""
+def peak_memory(command: list[str]) -> tuple[int, list[int], float]:
+    """Run `command`; (peak of the summed PSS of it and its children in bytes, each process's share
+    of that peak (the command's first, then its children's, largest first), seconds). PSS, not RSS:
+    forked workers share pages with their parent, which summed RSS would count twice."""
     started = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
-    peak = 0
+    peak: list[int] = []
     done = threading.Event()
 
     def sample() -> None:
         nonlocal peak
         while not done.wait(0.2):
-            peak = max(peak, _tree_pss(process.pid))
+            shares = _tree_pss(process.pid)
+            if sum(shares) > sum(peak):
+                peak = shares
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -154,10 +157,11 @@ def peak_memory(command: list[str]) -> tuple[int, float]:
     sampler.join()
     if returncode:
         raise RuntimeError(f"{command} failed with {returncode}")
-    return peak, time.perf_counter() - started
+    return sum(peak), peak, time.perf_counter() - started
 
 
-def _tree_pss(pid: int) -> int:
+def _tree_pss(pid: int) -> list[int]:
+    """PSS of `pid`, then of each of its descendants, largest first."""
     parents: dict[int, int] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -165,20 +169,23 @@ def _tree_pss(pid: int) -> int:
         except OSError:
             continue
         parents[int(stat.parent.name)] = int(fields[1])
-    tree, frontier = {pid}, [pid]
+    tree, frontier = [pid], [pid]
     while frontier:
         parent = frontier.pop()
         children = [child for child, ppid in parents.items() if ppid == parent]
-        tree.update(children)
+        tree += children
         frontier += children
-    total = 0
+    shares = []
     for member in tree:
         try:
             rollup = Path(f"/proc/{member}/smaps_rollup").read_text()
         except OSError:
+            shares.append(0)
             continue
-        total += sum(int(line.split()[1]) * 1024 for line in rollup.splitlines() if line.startswith("Pss:"))
-    return total
+        shares.append(
+            sum(int(line.split()[1]) * 1024 for line in rollup.splitlines() if line.startswith("Pss:"))
+        )
+    return shares[:1] + sorted(shares[1:], reverse=True)
 
 
 def store_size_without_documents(db: Path, work: Path) -> int:

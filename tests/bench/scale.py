@@ -100,11 +100,14 @@ def main() -> None:
             command.append(str(warehouse))
             command += ["--catalog-map", f"{warehouse}=prod", "--no-progress", "--replica-interval", "600"]
             command += ["--store-memory", args.store_memory] if args.store_memory else []
-            peak, seconds = peak_memory(command)
+            peak, shares, seconds = peak_memory(command)
             files = sum(1 for _ in warehouse.rglob("*.metadata.json"))
             rate = f"{files:,} files in {seconds:,.0f}s ({files / seconds:,.0f} files/s)"
+            parts = " + ".join(f"{share / 2**20:,.0f}" for share in shares)
             print(
-                f"index: {rate}, peak memory (PSS) {peak / 2**20:,.0f} MiB (target < 1,024 MiB)", flush=True
+                f"index: {rate}, peak memory (PSS) {peak / 2**20:,.0f} MiB = {parts} (the indexing "
+                "process, then its workers) (target < 1,024 MiB)",
+                flush=True,
             )
             compressed = gzip_size(warehouse)
             without = store_size_without_documents(db, work)
