@@ -1,11 +1,11 @@
 """Point-in-time indexes (migrations 0006, 0009 and 0010), refreshed in the transaction of every batch.
 
 `view_spans` turns "which file and which version held at T, was that file removed by then, and
-what did that version read" into one interval filter; `version_reads` holds each version's
-references in one row. A batch re-derives the spans and preferred copies of the views it brings
-rows or removals for (their files, log entries, versions and removals may arrive in any order) and
-the reads of the versions it brings, from the rows already stored: the result never depends on
-the order batches came in."""
+what did that version read" into one interval filter. A batch re-derives the spans and preferred
+copies of the views it brings rows or removals for (their files, log entries, versions and
+removals may arrive in any order) from the rows already stored: the result never depends on the
+order batches came in. What a version reads never changes once derived, so the spans a batch
+replaces hand theirs on, and only versions new to the spans are looked up."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import pyarrow as pa
 
 OPEN_MS = 2**63 - 1
 """The open end of a span: later than any time a query asks about (BIGINT's largest)."""
-TABLES = ("view_spans", "version_reads", "preferred_copies")
+TABLES = ("view_spans", "preferred_copies")
 VIEW_ROWS = ("view_files", "activations", "versions")
 """Store tables whose new rows change their views' spans and preferred copies."""
-FILLED_BY = ("0006_spans", "0009_view_spans", "0010_drops_in_spans")
+FILLED_BY = ("0006_spans", "0009_view_spans", "0010_drops_in_spans", "0012_reads_in_spans")
 """Migrations after which the store derives these tables from the rows already there."""
 
 _VIEW_SPANS = f"""
@@ -63,6 +63,30 @@ copies AS (
     UNION ALL
     SELECT view_id, version_id, version_hash FROM preferred_copies
     WHERE view_id IN (SELECT view_id FROM _touched)
+),
+held_copies AS (
+    SELECT DISTINCT c.version_hash FROM copies c JOIN held_versions v USING (view_id, version_id)
+),
+kept_reads AS (
+    SELECT version_hash, any_value(reads) AS reads FROM _replaced_spans
+    WHERE version_hash IN (SELECT version_hash FROM held_copies) GROUP BY version_hash
+),
+new_reads AS (
+    SELECT version_hash FROM held_copies WHERE version_hash NOT IN (SELECT version_hash FROM kept_reads)
+),
+used AS (
+    SELECT version_hash, lineage_key FROM representations
+    WHERE version_hash IN (SELECT version_hash FROM new_reads)
+),
+copy_reads AS (
+    SELECT * FROM kept_reads
+    UNION ALL
+    SELECT n.version_hash, coalesce(list_sort(list_distinct(flatten(list(l.reads)))), [])
+    FROM new_reads n
+    LEFT JOIN used u USING (version_hash)
+    LEFT JOIN (SELECT lineage_key, reads FROM lineage WHERE lineage_key IN (SELECT lineage_key FROM used)) l
+        USING (lineage_key)
+    GROUP BY n.version_hash
 )
 SELECT f.view_id, greatest(f.from_ms, coalesce(v.from_ms, -{OPEN_MS})),
        least(f.until_ms, coalesce(v.until_ms, {OPEN_MS})), f.location, f.view_uuid, f.catalog,
@@ -71,41 +95,20 @@ SELECT f.view_id, greatest(f.from_ms, coalesce(v.from_ms, -{OPEN_MS})),
        nullif(array_to_string([
            coalesce(read.catalog, '') || chr(29)
                || array_to_string(list_append(read.namespace, read.name), chr(31))
-           FOR read IN r.reads], chr(30)), ''), d.dropped_ms
+           FOR read IN r.reads], chr(30)), ''), d.dropped_ms, r.reads
 FROM held_files f
 LEFT JOIN held_versions v ON v.view_id = f.view_id AND v.from_ms < f.until_ms AND f.from_ms < v.until_ms
 LEFT JOIN copies c ON c.view_id = f.view_id AND c.version_id = v.version_id
-LEFT JOIN (
-    SELECT version_hash, reads FROM version_reads WHERE version_hash IN (SELECT version_hash FROM copies)
-) r ON r.version_hash = c.version_hash
+LEFT JOIN copy_reads r ON r.version_hash = c.version_hash
 LEFT JOIN drops d ON d.location = f.location"""
 """A file holds from its commit to the next file's (ties: greater sequence number, then location);
 the first also before its commit. A view none of whose files has a commit time (no object time, no
 log) is held by its file with the greatest sequence number, then location, at every time. A version
 holds from its activation to the next one (of two at one instant the greater id wins), and no
-version before the first. Each interval is where one file's and one version's spans overlap."""
-
-_VERSION_READS = """
-INSERT INTO version_reads
-WITH fresh AS (
-    SELECT version_hash FROM _new_versions ANTI JOIN (
-        SELECT version_hash FROM version_reads WHERE version_hash IN (SELECT version_hash FROM _new_versions)
-    ) USING (version_hash)
-),
-used AS (
-    SELECT version_hash, lineage_key FROM representations
-    WHERE version_hash IN (SELECT version_hash FROM fresh)
-)
-SELECT v.version_hash, v.view_id, v.version_id, coalesce(list_sort(list_distinct(flatten(list(l.reads)))), [])
-FROM versions v
-LEFT JOIN used r USING (version_hash)
-LEFT JOIN (SELECT lineage_key, reads FROM lineage WHERE lineage_key IN (SELECT lineage_key FROM used)) l
-    USING (lineage_key)
-WHERE v.version_hash IN (SELECT version_hash FROM fresh)
-GROUP BY v.version_hash, v.view_id, v.version_id"""
-"""A version reads the distinct references of its representations' lineage. Every lookup is by
-key, through an index: scans of these tables grow with the store."""
-
+version before the first. Each interval is where one file's and one version's spans overlap. A
+version reads the distinct references of its representations' lineage: the replaced spans give
+those of the versions they held, the others are found by key, through the indexes (scans of
+these tables grow with the store)."""
 
 _CONFLICTING = """
 SELECT v.version_hash FROM versions v JOIN (
@@ -122,16 +125,13 @@ GROUP BY v.view_id, v.version_id"""
 """The copy listed by the file with the highest sequence number, then the greatest location."""
 
 
-def refresh(conn: duckdb.DuckDBPyConnection, views: pa.Array, versions: pa.Array, removed: pa.Array) -> None:
+def refresh(conn: duckdb.DuckDBPyConnection, views: pa.Array, removed: pa.Array) -> None:
     """Re-derive the spans of `views` (view ids) and of the views whose files `removed` names
-    (locations), and the reads of `versions` (version hashes), in the caller's transaction."""
+    (locations), in the caller's transaction."""
     touched = pa.concat_arrays([views, _views_of(conn, removed)]) if len(removed) else views
-    if not len(touched) and not len(versions):  # removals of files no view has (table metadata)
+    if not len(touched):  # removals of files no view has (table metadata)
         return
     conn.register("_touched", pa.table({"view_id": touched}))
-    conn.register("_new_versions", pa.table({"version_hash": versions}))
-    if len(versions):
-        conn.execute(_VERSION_READS)
     conflicting = conn.sql(_CONFLICTING).to_arrow_table()
     # Rare: ranking copies reads the file rows that list them. A view has preferred copies only
     # while it has conflicting ones (versions are never deleted), so none is left to replace.
@@ -140,11 +140,14 @@ def refresh(conn: duckdb.DuckDBPyConnection, views: pa.Array, versions: pa.Array
         conn.register("_conflicting", conflicting)
         conn.execute(_PREFERRED_COPIES)
         conn.unregister("_conflicting")
-    conn.execute("DELETE FROM view_spans WHERE view_id IN (SELECT view_id FROM _touched)")
+    replaced = conn.sql(
+        "DELETE FROM view_spans WHERE view_id IN (SELECT view_id FROM _touched) RETURNING version_hash, reads"
+    ).to_arrow_table()
+    conn.register("_replaced_spans", replaced)
     conn.execute(_VIEW_SPANS)
     # Left registered when a statement fails: the transaction is aborted (no unregistering then),
     # and the next refresh replaces them.
-    for name in ("_touched", "_new_versions"):
+    for name in ("_touched", "_replaced_spans"):
         conn.unregister(name)
 
 
@@ -158,9 +161,10 @@ def _views_of(conn: duckdb.DuckDBPyConnection, locations: pa.Array) -> pa.Array:
 
 
 def rebuild(conn: duckdb.DuckDBPyConnection) -> None:
-    """Every view's spans and every version's reads, from the stored rows."""
+    """Every view's spans, from the stored rows: none is kept (a migration may have just added a
+    column to them)."""
+    conn.execute("DELETE FROM view_spans")
     views = conn.sql("SELECT DISTINCT view_id FROM view_files").to_arrow_table().column(0)
     if not len(views):  # a new store: nothing to derive (and deriving nothing costs ~0.3 s)
         return
-    versions = conn.sql("SELECT version_hash FROM versions").to_arrow_table().column(0)
-    refresh(conn, views.combine_chunks(), versions.combine_chunks(), pa.array([], pa.string()))
+    refresh(conn, views.combine_chunks(), pa.array([], pa.string()))

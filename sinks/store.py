@@ -198,10 +198,9 @@ class Store:
                 self.conn.execute(statement)
             self.conn.unregister("_batch")
         views = [tables[name]["view_id"] for name in spans.VIEW_ROWS if name in tables]
-        versions = [tables["versions"]["version_hash"]] if "versions" in tables else []
         removed = [tables["removals"]["location"]] if "removals" in tables else []
-        if views or versions or removed:
-            spans.refresh(self.conn, _joined(views), _joined(versions), _joined(removed))
+        if views or removed:
+            spans.refresh(self.conn, _joined(views), _joined(removed))
         self.conn.execute("COMMIT")
 
     def _raise_memory_limit(self, error: duckdb.Error) -> None:

@@ -64,7 +64,7 @@ LEFT JOIN view_current_version(vid, t) c ON true
 LEFT JOIN view_drop(vid) d ON true;
 
 -- view_heads_as_of(t): every view current at t with its version (the copy that counts, and what
--- it reads as `read_paths`, see view_spans) and the facts of its file in force (see
+-- it reads, as `read_paths` and `reads`, see view_spans) and the facts of its file in force (see
 -- file_state_key). A name is held by the view whose file was committed last: a view dropped and
 -- re-created at the same path is replaced by the new uuid from the new file's commit on. A view
 -- whose file in force at t was removed by t is dropped and left out. One filtered scan of the
@@ -72,7 +72,7 @@ LEFT JOIN view_drop(vid) d ON true;
 -- strings, the costliest to decompress).
 CREATE OR REPLACE MACRO view_heads_as_of(t) AS TABLE
 SELECT view_id, view_uuid, catalog, string_split(name_path, chr(31)) AS name, version_id, activated_ms,
-       location AS file_location, commit_ms, commit_source, version_hash, name_path, read_paths
+       location AS file_location, commit_ms, commit_source, version_hash, name_path, read_paths, reads
 FROM view_spans
 WHERE from_ms <= t AND t < until_ms AND version_id IS NOT NULL AND (dropped_ms IS NULL OR t < dropped_ms)
 QUALIFY row_number() OVER (
@@ -81,5 +81,5 @@ QUALIFY row_number() OVER (
 
 -- views_as_of(t): view_heads_as_of(t) with the properties of each view's file in force.
 CREATE OR REPLACE MACRO views_as_of(t) AS TABLE
-SELECT h.* EXCLUDE (version_hash, name_path, read_paths), f.properties
+SELECT h.* EXCLUDE (version_hash, name_path, read_paths, reads), f.properties
 FROM view_heads_as_of(t) h JOIN view_files f ON f.location = h.file_location;

@@ -1,9 +1,9 @@
 -- Lineage as of t: direct reads, then transitive walks through views. Recursion ends on cycles.
 
 -- current_reads_as_of(t): each view current at t (view_heads_as_of) whose version is stored, with
--- the references it reads in full (version_reads). Under a version conflict, the preferred copy's.
+-- the references it reads in full. Under a version conflict, the preferred copy's.
 CREATE OR REPLACE MACRO current_reads_as_of(t) AS TABLE
-SELECT h.view_id, h.catalog, h.name, r.reads FROM view_heads_as_of(t) h JOIN version_reads r USING (version_hash);
+SELECT view_id, catalog, name, reads FROM view_heads_as_of(t) WHERE version_hash IS NOT NULL;
 
 -- view_reads_as_of(t): each current view's table references (the union over its dialects), with
 -- the current view the reference names, if any. A reference with an unknown catalog matches a view
