@@ -41,8 +41,10 @@ BULK_READS_PER_TASK = 16
 """Files each read task of `index` takes (see `read_all`)."""
 PR_SET_PDEATHSIG = 1
 """prctl(2) option: the signal a process gets when its parent dies."""
-KNOWN_CONTENT_LIMIT = 200_000
-"""Schema and version hashes remembered as written (~40 MB); the oldest are forgotten first."""
+KNOWN_CONTENT_LIMIT = 50_000
+"""Hashes each memo remembers (~6 MB; the oldest are forgotten first): a view's next file repeats
+its last 10 versions, so this covers 5,000 views changing at once. Each worker keeps its own, and a
+memo full at 200,000 held ~23 MB, a fifth of a worker's memory; forgetting costs parsing again."""
 
 
 @dataclass
