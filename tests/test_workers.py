@@ -95,3 +95,22 @@ def test_followers_analyse_new_sql_on_the_pool(tmp_path: Path, monkeypatch: pyte
 
 def _not_here(*_: object) -> None:
     raise AssertionError("SQL analysed in the main process")
+
+
+def test_an_indexing_process_does_not_load_pandas(tmp_path: Path) -> None:
+    """pyarrow would import pandas (44 MiB a process) on the first Arrow array built from a list;
+    `index` refuses it, in its own process and the workers it forks."""
+    root = tmp_path / "warehouse"
+    generate(root, views=3, commits=5, seed=2, namespaces=1)
+    script = (
+        "import importlib.util, sys\n"
+        "from viewlineage.queries.cli import cli\n"
+        "assert importlib.util.find_spec('pandas') is not None, 'pandas is installed here'\n"
+        f"cli(['--db', {str(tmp_path / 'store.duckdb')!r}, 'index', {str(root)!r}, '--workers', '2',"
+        " '--format', 'json'], standalone_mode=False)\n"
+        "print('pandas loaded:', 'pandas' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert '"files": 30, "indexed": 26,' in done.stdout  # 4 malformed files among them
+    assert done.stdout.rstrip().endswith("pandas loaded: False")
