@@ -1,4 +1,4 @@
-"""Point-in-time indexes (migrations 0006, 0009 and 0010), refreshed in the transaction of every batch.
+"""Point-in-time indexes (migrations 0006, 0009, 0010 and 0012), refreshed in every batch's transaction.
 
 `view_spans` turns "which file and which version held at T, was that file removed by then, and
 what did that version read" into one interval filter. A batch re-derives the spans and preferred

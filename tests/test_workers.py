@@ -99,7 +99,8 @@ def _not_here(*_: object) -> None:
 
 def test_an_indexing_process_does_not_load_pandas(tmp_path: Path) -> None:
     """pyarrow would import pandas (44 MiB a process) on the first Arrow array built from a list;
-    `index` refuses it, in its own process and the workers it forks."""
+    `index` refuses it before its workers fork, so they inherit the refusal. Checked here in the
+    indexing process, after a run with two workers."""
     root = tmp_path / "warehouse"
     generate(root, views=3, commits=5, seed=2, namespaces=1)
     script = (
