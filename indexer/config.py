@@ -61,9 +61,9 @@ class Settings(BaseModel):
     store_memory: str | None = Field(
         None,
         alias="store-memory",
-        description="DuckDB memory limit of the process writing the store, e.g. `2GB` (default: "
-        "DuckDB's, 80% of RAM). Its key indexes must fit: too low a limit stops indexing with an "
-        "out-of-memory error.",
+        description="DuckDB memory limit of the process writing the store, e.g. `256MB` (default: "
+        "DuckDB's, 80% of RAM). DuckDB evicts its cache under it, not the key indexes batches "
+        "loaded: a limit they outgrow is raised by a tenth, with a warning.",
     )
     replica_interval: float = Field(
         2.0,

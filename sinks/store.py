@@ -18,8 +18,9 @@ import os
 import subprocess
 import time
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -38,12 +39,17 @@ from . import spans
 from .readers import replica_path, replicas_directory
 from .schema import install_queries, migrate, reindex_needed
 
-MEMORY_RAISES = 4
-"""How often one batch may raise the store's memory limit (by half each time) before failing."""
+MEMORY_RAISE = 1.1
+"""A limit the key indexes outgrow is raised by this factor: in small steps, because the cache
+fills whatever limit is set, not what the indexes need."""
+MEMORY_RAISES = 16
+"""How often one statement or batch may raise the store's memory limit before failing (4.6x in all)."""
 _BINARY_UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 
 INDEXED_LOOKUP_KEYS = 2048
 """DuckDB's `index_scan_max_count`: more keys than this are found by a scan anyway."""
+
+_Result = TypeVar("_Result")
 
 KEEP_REPLICAS = 3
 REPLICA_GRACE_SECONDS = 5.0
@@ -171,51 +177,61 @@ class Store:
                 f"INSERT INTO {table} SELECT DISTINCT * FROM _batch b "
                 f"WHERE NOT EXISTS (SELECT 1 FROM ({stored}) s WHERE {same})"
             ]
-        for attempt in range(MEMORY_RAISES + 1):
-            try:
-                self._transaction(tables, statements)
-                break
-            except duckdb.Error as exc:
-                with contextlib.suppress(duckdb.Error):
-                    self.conn.execute("ROLLBACK")
-                limited = self.memory_limit is not None  # else the machine itself is out of memory
-                if isinstance(exc, duckdb.OutOfMemoryException) and limited and attempt < MEMORY_RAISES:
-                    self._raise_memory_limit(exc)
-                    continue
-                rows = sum(table.num_rows for table in tables.values())
-                raise StoreError(f"batch of {rows} rows not stored: {exc}") from exc
+        try:
+            self._within_memory(self.conn, lambda: self._transaction(tables, statements))
+        except duckdb.Error as exc:
+            rows = sum(table.num_rows for table in tables.values())
+            raise StoreError(f"batch of {rows} rows not stored: {exc}") from exc
         self._dirty = True
         self._quarantine_rows = self._quarantine_rows or "quarantine" in tables
         self.publish_replica()
 
     def _transaction(self, tables: Mapping[str, pa.Table], statements: Mapping[str, list[str]]) -> None:
         self.conn.execute("BEGIN TRANSACTION")
-        for name in sorted(SCHEMAS, key=lambda table: table not in CHILDREN):
-            if name not in tables:
-                continue
-            self.conn.register("_batch", tables[name])
-            for statement in statements.get(name, [f"INSERT OR IGNORE INTO {name} SELECT * FROM _batch"]):
-                self.conn.execute(statement)
-            self.conn.unregister("_batch")
-        views = [tables[name]["view_id"] for name in spans.VIEW_ROWS if name in tables]
-        removed = [tables["removals"]["location"]] if "removals" in tables else []
-        if views or removed:
-            spans.refresh(self.conn, _joined(views), _joined(removed))
-        self.conn.execute("COMMIT")
+        try:
+            for name in sorted(SCHEMAS, key=lambda table: table not in CHILDREN):
+                if name not in tables:
+                    continue
+                self.conn.register("_batch", tables[name])
+                for statement in statements.get(name, [f"INSERT OR IGNORE INTO {name} SELECT * FROM _batch"]):
+                    self.conn.execute(statement)
+                self.conn.unregister("_batch")
+            views = [tables[name]["view_id"] for name in spans.VIEW_ROWS if name in tables]
+            removed = [tables["removals"]["location"]] if "removals" in tables else []
+            if views or removed:
+                spans.refresh(self.conn, _joined(views), _joined(removed))
+            self.conn.execute("COMMIT")
+        except duckdb.Error:
+            with contextlib.suppress(duckdb.Error):
+                self.conn.execute("ROLLBACK")
+            raise
 
-    def _raise_memory_limit(self, error: duckdb.Error) -> None:
+    def _within_memory(self, conn: duckdb.DuckDBPyConnection, run: Callable[[], _Result]) -> _Result:
+        """`run`, retried with a raised limit while it runs out of memory under `memory_limit`
+        (else the machine itself is out of memory). Lookups need this as much as batches: they
+        share the limit with the key indexes the batches loaded."""
+        for _ in range(MEMORY_RAISES):
+            try:
+                return run()
+            except duckdb.OutOfMemoryException as exc:
+                if self.memory_limit is None:
+                    raise
+                self._raise_memory_limit(conn, exc)
+        return run()
+
+    def _raise_memory_limit(self, conn: duckdb.DuckDBPyConnection, error: duckdb.Error) -> None:
         """DuckDB evicts cached data under its memory limit, but not the parts of the key indexes
-        a transaction loaded, which grow with the store: a limit they outgrow is raised by half
+        a transaction loaded, which grow with the store: a limit they outgrow is raised by a tenth
         (reported as a warning) rather than stopping indexing."""
-        text = self.conn.execute("SELECT current_setting('memory_limit')").fetchone()
-        value, unit = (text[0] if text else "0 bytes").split()
-        raised = int(float(value) * _BINARY_UNITS[unit] * 1.5)
-        self.conn.execute(f"SET memory_limit = '{raised // 2**20}MiB'")
+        text = conn.execute("SELECT current_setting('memory_limit')").fetchall()
+        value, unit = (text[0][0] if text else "0 bytes").split()
+        raised = int(float(value) * _BINARY_UNITS[unit] * MEMORY_RAISE)
+        conn.execute(f"SET memory_limit = '{raised // 2**20}MiB'")  # global: every connection's
         warnings.warn(
             f"store memory limit raised from {value} {unit} to {raised // 2**20} MiB: "
             f"{str(error).splitlines()[0]}",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
 
     def record_roots(self, roots: Iterable[str]) -> None:
@@ -234,19 +250,26 @@ class Store:
         """The rows of a listing (`LISTED`) whose locations are not indexed yet, by location."""
         self.lookups.register("_listed", listed)
         try:
-            return self.lookups.sql(
-                "SELECT * FROM _listed WHERE location NOT IN (SELECT location FROM files) ORDER BY location"
-            ).to_arrow_table()
+            return self._within_memory(
+                self.lookups,
+                lambda: self.lookups.sql(
+                    "SELECT * FROM _listed WHERE location NOT IN (SELECT location FROM files) "
+                    "ORDER BY location"
+                ).to_arrow_table(),
+            )
         finally:
             self.lookups.unregister("_listed")
 
     def without_removal(self, prefix: str) -> set[str]:
         """Indexed locations under `prefix` with no recorded removal."""
-        rows = self.lookups.execute(
-            "SELECT location FROM files WHERE starts_with(location, ?) "
-            "AND location NOT IN (SELECT location FROM removals)",
-            [prefix.rstrip("/") + "/"],
-        ).fetchall()
+        rows = self._within_memory(
+            self.lookups,
+            lambda: self.lookups.execute(
+                "SELECT location FROM files WHERE starts_with(location, ?) "
+                "AND location NOT IN (SELECT location FROM removals)",
+                [prefix.rstrip("/") + "/"],
+            ).fetchall(),
+        )
         return {row[0] for row in rows}
 
     def known_lineage(self, keys: Iterable[str]) -> set[str]:
@@ -259,9 +282,12 @@ class Store:
             return set()
         self.lookups.register("_wanted", wanted)
         try:
-            rows = self.lookups.execute(
-                f"SELECT {column} FROM {table} WHERE {column} IN (SELECT value FROM _wanted)"
-            ).fetchall()
+            rows = self._within_memory(
+                self.lookups,
+                lambda: self.lookups.execute(
+                    f"SELECT {column} FROM {table} WHERE {column} IN (SELECT value FROM _wanted)"
+                ).fetchall(),
+            )
         finally:
             self.lookups.unregister("_wanted")
         return {row[0] for row in rows}

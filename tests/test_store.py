@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import subprocess
@@ -17,7 +18,7 @@ from viewlineage.indexer.batches import CHILDREN, DEDUPLICATED, PRIMARY_KEYS, SC
 from viewlineage.indexer.config import ParseConfig
 from viewlineage.indexer.errors import StoreError
 from viewlineage.indexer.pipeline import Indexer, index_locations, reindex, with_roots
-from viewlineage.indexer.read import FileRead, LocalReader
+from viewlineage.indexer.read import FileRead, LocalReader, listed_table
 from viewlineage.sinks import schema, spans
 from viewlineage.sinks import store as store_module
 from viewlineage.sinks.readers import open_reader, replica_path
@@ -252,16 +253,49 @@ def test_a_memory_limit_the_key_indexes_outgrow_is_raised_not_fatal(tmp_path: Pa
         with warnings.catch_warnings(record=True) as raised:
             warnings.simplefilter("always")
             store.write(Indexer(None, config).build_batch(reads))
-        # Raised by half each time until the batch fits (each join and window of the spans'
+        # Raised by a tenth each time until the batch fits (each join and window of the spans'
         # derivation takes a few MiB even for small inputs).
-        assert [str(w.message).split(":")[0] for w in raised] == [
-            "store memory limit raised from 30.5 MiB to 45 MiB",
-            "store memory limit raised from 45.0 MiB to 67 MiB",
-            "store memory limit raised from 67.0 MiB to 100 MiB",
+        steps = [
+            re.fullmatch(r"store memory limit raised from (\S+) MiB to (\d+) MiB", message)
+            for message in (str(w.message).split(":")[0] for w in raised)
         ]
+        limits = [(float(step[1]), int(step[2])) for step in steps if step]
+        assert len(limits) == len(raised) == 14
+        assert limits[0] == (30.5, 33)
+        assert all(new == int(old * 1.1) for old, new in limits)
+        assert all(old == previous for (_, previous), (old, _) in itertools.pairwise(limits))
+        assert limits[-1][1] == 103
         assert all("Out of Memory Error" in str(w.message) for w in raised)
         stored = store.conn.execute("SELECT count(*) FROM view_files").fetchone()
     assert stored == (30 * 40 + 1,)
+
+
+def test_a_lookup_that_runs_out_of_memory_raises_the_limit_too(tmp_path: Path) -> None:
+    """A writer's lookups (what a listing holds that is not indexed, which lineage is stored) share
+    its memory limit with the key indexes its batches loaded: at 10^6 files, `index` stopped on a
+    lookup of its listing's next chunk."""
+    root = tmp_path / "warehouse"
+    generate(root, views=30, commits=40, seed=3, namespaces=2)
+    listing = listed_table(LocalReader().list(str(root)))
+    reads = [LocalReader().read(location, 10**8) for location in listing["location"].to_pylist()]
+    config = with_roots(ParseConfig(), [str(root)])
+    with Store(tmp_path / "small.duckdb", replica_interval=None, memory_limit="32MB") as store:
+        batch = Indexer(None, config).build_batch(reads)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            store.write(batch)
+        # Below what the loaded indexes hold: the next allocation fails.
+        store.conn.execute("SET memory_limit = '20MB'")
+        with warnings.catch_warnings(record=True) as raised:
+            warnings.simplefilter("always")
+            unindexed = store.unindexed(listing)
+            known = store.known_lineage(["not-a-key"])
+    malformed = sorted(file.location for file in batch.quarantined)
+    assert (unindexed["location"].to_pylist(), known, len(malformed)) == (malformed, set(), 4)
+    assert [str(w.message).split(":")[0] for w in raised][:1] == [
+        "store memory limit raised from 19.0 MiB to 20 MiB"
+    ]
+    assert all("Out of Memory Error" in str(w.message) for w in raised)
 
 
 def test_segments_waiting_together_are_stored_in_one_transaction(tmp_path: Path) -> None:
