@@ -49,11 +49,12 @@ class StoreWriter:
                 self.health.log("not-writer", reason=str(exc).splitlines()[0])
             self._refusal = str(exc)
             return False
-        self.health.log("writer", store=self.settings.db)
         if self.readers is not None:
             self.readers.attach(self.store)
         self.merge()
         self.store.publish_replica(force=True)  # readers get an answer (maybe empty) from the start
+        # Logged once other processes' readers can read the store: from its replica.
+        self.health.log("writer", store=self.settings.db)
         return True
 
     def merge(self) -> int:
