@@ -489,43 +489,50 @@ def index_locations(
         worker_pool(settings, config) as pool,  # forked first: workers inherit none of what follows
         Store(settings.db, settings.replica_interval, settings.store_memory) as store,
     ):
-        readers = {root: reader_for(root, settings.s3_endpoint) for root in roots}
-        listings = {root: listed_table(reader.list(root)) for root, reader in readers.items()}
+        readers = [reader_for(root, settings.s3_endpoint) for root in roots]
+        listings = [listed_table(reader.list(root)) for root, reader in zip(roots, readers, strict=True)]
         store.record_roots(roots)
         indexer = Indexer(store, config, pool)
-        indexer.stats.listed = sum(table.num_rows for table in listings.values())
+        indexer.stats.listed = sum(table.num_rows for table in listings)
         if on_listed is not None:
             on_listed(indexer.stats.listed)
         chunks = deque(
-            (readers[root], chunk)
-            for root, table in listings.items()
+            chunk.append_column("root", pa.repeat(pa.scalar(number, pa.int32()), chunk.num_rows))
+            for number, table in enumerate(listings)
             for chunk in table.to_batches(LISTED_CHUNK)
         )
         del listings
-        todo = _unindexed_files(store, chunks, indexer.stats, progress)
+        todo = _unindexed_files(store, readers, chunks, indexer.stats, progress)
         reads = read_all(todo, settings, files_per_task=BULK_READS_PER_TASK)
         return indexer.ingest(reads, settings.batch_files, progress)
 
 
 def _unindexed_files(
     store: Store,
-    chunks: deque[tuple[Reader, pa.RecordBatch]],
+    readers: list[Reader],
+    chunks: deque[pa.RecordBatch],
     stats: IndexStats,
     progress: Callable[[int], None] | None,
 ) -> Iterator[tuple[Reader, ListedFile]]:
-    """The listing's files not indexed yet, a chunk at a time. Each chunk is dropped once its files
-    are handed out, so the listing (10^6 locations: ~120 MB of Arrow) shrinks as the run goes
-    instead of living, with a copy of its unindexed rows, to the end."""
+    """The listing's files not indexed yet, with the reader of their root (`root`: its position),
+    looked up up to `LISTED_CHUNK` at a time across roots: a lookup costs ~10 ms on any store,
+    and a run over each of a warehouse's namespaces or views names many small roots. Each chunk is
+    dropped once its files are handed out, so the listing (10^6 locations: ~120 MB of Arrow)
+    shrinks as the run goes instead of living, with a copy of its unindexed rows, to the end."""
     while chunks:
-        reader, chunk = chunks.popleft()
-        unindexed = store.unindexed(pa.Table.from_batches([chunk]))
-        known = chunk.num_rows - unindexed.num_rows
-        del chunk
+        group = [chunks.popleft()]
+        while chunks and sum(chunk.num_rows for chunk in group) + chunks[0].num_rows <= LISTED_CHUNK:
+            group.append(chunks.popleft())
+        listed = pa.Table.from_batches(group)
+        del group
+        unindexed = store.unindexed(listed)
+        known = listed.num_rows - unindexed.num_rows
+        del listed
         stats.already_indexed += known
         if progress is not None and known:
             progress(known)
-        for item in listed_files(unindexed):
-            yield reader, item
+        for root, item in zip(unindexed.column("root").to_pylist(), listed_files(unindexed), strict=True):
+            yield readers[root], item
 
 
 def read_all(

@@ -7,6 +7,7 @@ import random
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 import pytest
 
 from viewlineage.indexer import pipeline
@@ -94,6 +95,34 @@ def test_a_listing_handed_out_in_chunks_skips_what_is_indexed(
     assert stats.already_indexed == indexed_before
     assert stats.indexed == len(files) - 4 - indexed_before  # four files are malformed
     assert sum(progress) == len(files)
+    assert snapshot(db) == snapshot(reference)
+
+
+def test_many_roots_share_their_lookups(
+    warehouse: tuple[Path, list[Path]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One `index` over every metadata directory of a warehouse looks its listing up across roots
+    (chunks of up to `LISTED_CHUNK` rows spanning several) and reads each file through its own
+    root's reader: the store equals one over the warehouse itself."""
+    root, files = warehouse
+    reference = tmp_path / "whole.duckdb"
+    index_locations([str(root)], settings_for(reference, f"{root}=prod"))
+    directories = sorted({str(path.parent) for path in files})
+    assert len(directories) >= 20
+    monkeypatch.setattr(pipeline, "LISTED_CHUNK", 100)
+    lookups: list[int] = []
+    unindexed = Store.unindexed
+
+    def counted(store: Store, listed: pa.Table) -> pa.Table:
+        lookups.append(listed.num_rows)
+        return unindexed(store, listed)
+
+    monkeypatch.setattr(Store, "unindexed", counted)
+    db = tmp_path / "directories.duckdb"
+    stats = index_locations(directories, settings_for(db, f"{root}=prod"))
+    assert (stats.listed, sum(lookups)) == (len(files), len(files))
+    assert len(lookups) <= len(directories) // 2 + 1  # ~40 files a view: two or more a lookup
+    assert max(lookups) <= 100
     assert snapshot(db) == snapshot(reference)
 
 
