@@ -164,8 +164,7 @@ def index(
     """Index every metadata file under LOCATIONS (paths or s3:// URLs)."""
     from viewlineage.indexer.pipeline import index_locations
 
-    _system_allocator()
-    _without_pandas()
+    indexing_process()
     settings = settings_from(context, **flags)
     show_bar = sys.stderr.isatty() if progress is None else progress
     bar: Any = None
@@ -193,8 +192,7 @@ def watch(context: click.Context, /, root: str, **flags: Any) -> None:
     """Index ROOT, then follow it: every metadata file closed or moved into it is indexed."""
     from viewlineage.indexer.sources.watch import watch_directory
 
-    _system_allocator()
-    _without_pandas()
+    indexing_process()
     settings = settings_from(context, **flags)
     with _following("watch", settings) as (health, stop, readers):
         watch_directory(root, settings, health, stop, readers=readers)
@@ -211,8 +209,7 @@ def consume(context: click.Context, /, **flags: Any) -> None:
     from viewlineage.indexer.faults import Faults
     from viewlineage.indexer.sources.kafka import Consumer
 
-    _system_allocator()
-    _without_pandas()
+    indexing_process()
     settings = settings_from(context, **flags)
     with _following("consume", settings) as (health, stop, readers):
         Consumer(settings, health, Faults.from_environ(), stop, readers).run()
@@ -359,8 +356,7 @@ def reindex_command(context: click.Context, /, fmt: str, **flags: Any) -> None:
     """Rebuild every derived row from the raw documents in the store."""
     from viewlineage.indexer.pipeline import reindex
 
-    _system_allocator()
-    _without_pandas()
+    indexing_process()
     _print_summary(reindex(settings_from(context, **flags)), fmt)
 
 
@@ -594,6 +590,13 @@ def _without_pandas() -> None:
     refused, pyarrow goes without."""
     if "pandas" not in sys.modules:
         sys.meta_path.insert(0, _PandasNotLoaded())
+
+
+def indexing_process() -> None:
+    """What a process that indexes sets up first (`index`, `reindex`, the followers, the benchmarks
+    that time them): the system allocator, and pandas refused."""
+    _system_allocator()
+    _without_pandas()
 
 
 def main() -> None:
