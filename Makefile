@@ -27,7 +27,7 @@ demo: setup
 	$(BIN)/viewlineage --db $(DB) impact prod.db.events --drop-column kind
 
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=12
 
 lint: setup
 	$(BIN)/ruff check indexer sinks queries tests

@@ -235,7 +235,8 @@ class Store:
         )
 
     def record_roots(self, roots: Iterable[str]) -> None:
-        self.conn.executemany("INSERT OR IGNORE INTO index_roots VALUES (?)", [[root] for root in roots])
+        # One statement: `executemany` commits each root apart (~5 ms each).
+        self.conn.execute("INSERT OR IGNORE INTO index_roots SELECT unnest(?::VARCHAR[])", [list(roots)])
 
     def roots(self) -> list[str]:
         return [
