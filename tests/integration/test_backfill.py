@@ -95,10 +95,11 @@ def test_spark_engine_equals_index_and_spreads_the_work(
 
 
 @pytest.fixture(scope="module")
-def s3_warehouse(
-    warehouse: tuple[Path, Generated], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[SeaweedS3]:
-    root, generated = warehouse
+def s3_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedS3]:
+    """The same shape at a fifth of the size (each file crosses HTTP three times below; the local
+    tests take the large one)."""
+    root = tmp_path_factory.mktemp("s3-generated")
+    generated = generate(root, views=40, commits=25, seed=11, namespaces=NAMESPACES, realistic=True)
     with seaweed_s3(tmp_path_factory.mktemp("seaweed")) as s3:
         client = s3.client()
         client.create_bucket(Bucket="lake")
@@ -129,7 +130,7 @@ def test_s3_backfills_equal_index_of_the_same_url(s3_warehouse: SeaweedS3, tmp_p
     )
     assert summary["parsing_tasks"] >= 2 and summary["listing_tasks"] == TOP_LEVEL_DIRECTORIES
     expected = snapshot(indexed_db)
-    assert len(expected["files"]) >= 5000
+    assert len(expected["files"]) >= 1000
     assert snapshot(local_db) == expected
     assert snapshot(spark_db) == expected
 
