@@ -447,6 +447,13 @@ def _table(name: str, rows: list[tuple[object, ...]]) -> pa.Table:
     )
 
 
+def concatenated(parts: Sequence[Mapping[str, pa.Table]]) -> dict[str, pa.Table]:
+    """Each store table's rows from every part, in `SCHEMAS` order (raises `pa.ArrowException` when
+    a table's schemas differ between parts)."""
+    names = [name for name in SCHEMAS if any(name in part for part in parts)]
+    return {name: pa.concat_tables([part[name] for part in parts if name in part]) for name in names}
+
+
 def commit_time(
     modified_ms: int | None, modified_source: str | None, document_ms: int | None, document_source: str
 ) -> tuple[int | None, str | None]:

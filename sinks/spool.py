@@ -26,7 +26,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from viewlineage.indexer.batches import CHILDREN, SCHEMAS
+from viewlineage.indexer.batches import CHILDREN, SCHEMAS, concatenated
 from viewlineage.indexer.errors import StoreError
 
 from .store import Store
@@ -170,10 +170,7 @@ def _parent_keys(tables: dict[str, pa.Table]) -> set[tuple[str, object]]:
 
 def _concatenated(segments: list[dict[str, pa.Table]]) -> dict[str, pa.Table] | None:
     """Each table's rows from every segment; None when a table's schemas differ between them."""
-    names = [name for name in SCHEMAS if any(name in tables for tables in segments)]
     try:
-        return {
-            name: pa.concat_tables([tables[name] for tables in segments if name in tables]) for name in names
-        }
+        return concatenated(segments)
     except pa.ArrowException:
         return None

@@ -16,7 +16,7 @@ from viewlineage.indexer.health import Health
 from viewlineage.indexer.pipeline import Indexer, with_roots
 from viewlineage.indexer.read import LocalReader
 from viewlineage.indexer.sources.watch import _Loop
-from viewlineage.indexer.sources.writer import StoreThread
+from viewlineage.indexer.store_thread import StoreThread
 from viewlineage.sinks.store import Store
 
 from .conftest import settings_for

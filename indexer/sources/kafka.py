@@ -36,7 +36,8 @@ from ..health import Health
 from ..locations import is_metadata_file_name, normalize_location
 from ..pipeline import Indexer, ReadFailure, gap_batch, read_all, worker_pool
 from ..read import FileRead, ListedFile, Reader, reader_for
-from .writer import StoreThread, StoreWriter
+from ..store_thread import StoreThread
+from .writer import StoreWriter
 
 RECENT_LOCATIONS = 100_000
 """How many indexed locations a process remembers to spot re-deliveries without the store."""

@@ -45,7 +45,7 @@ from ..locations import is_metadata_file_name, normalize_location
 from ..parse import ParsedFile
 from ..pipeline import Indexer, ReadFailure, gap_batch, with_roots, worker_pool
 from ..read import FileRead, LocalReader
-from .writer import StoreThread
+from ..store_thread import StoreThread
 
 IDLE_POLL_SECONDS = 0.05
 T = TypeVar("T")
