@@ -15,6 +15,7 @@ import itertools
 import os
 import signal
 import sys
+import threading
 import time
 import zlib
 from collections import Counter, deque
@@ -26,13 +27,14 @@ import pyarrow as pa
 
 from viewlineage.sinks.store import Store
 
-from .batches import SCHEMAS, Batch, IndexedFile, QuarantinedFile, Removal
+from .batches import Batch, IndexedFile, QuarantinedFile, Removal, concatenated
 from .config import CatalogMapEntry, ParseConfig, Settings
 from .errors import ObjectMissing, ObjectTooLarge, QuarantineError, ReadError
 from .lineage import Lineage, LineageRequest, extract_lineage
 from .locations import normalize_location
 from .parse import KnownVersion, ParsedFile, ParsedVersion, parse_metadata
 from .read import LISTED_CHUNK, FileRead, ListedFile, Reader, listed_files, listed_table, reader_for
+from .store_thread import StoreThread
 from .tables import ParsedSnapshot
 
 READ_ATTEMPTS = 3
@@ -262,32 +264,46 @@ class Indexer:
         progress: Callable[[int], None] | None = None,
         include_source: bool = True,
     ) -> IndexStats:
-        """Store `items` in batches of `batch_files`, one transaction each. With a worker pool the
-        workers parse and analyse SQL while this process reads and writes the store: the next
-        batch is parsed while the last one is written."""
+        """Store `items` in batches of `batch_files`, one transaction each, written on a store
+        thread while the next batch is read, parsed and analysed (DuckDB releases the GIL). With a
+        worker pool the workers parse and analyse SQL: one batch parses, one is analysed, one
+        waits for the store, one is written. No more wait: memory stays flat at any store size,
+        and a transaction of one batch keeps its lookups by key under DuckDB's index-scan limit."""
         store, pool = self.store, self.pool
         assert store is not None, "ingest needs the store"
+        writes: StoreThread[tuple[dict[str, pa.Table], int]] = StoreThread(
+            functools.partial(_write_queued, store, progress), max_queued=1
+        )
         chunks = _chunks(items, batch_files)
-        if pool is None:
-            for chunk in chunks:
-                store.write(self.build_batch(chunk, include_source=include_source))
-                if progress is not None:
-                    progress(len(chunk))
+        try:
+            if pool is None:
+                for chunk in chunks:
+                    batch = self.build_batch(chunk, include_source=include_source)
+                    writes.submit((batch.to_arrow(), len(chunk)))
+                return self.stats
+            parsing: deque[tuple[list[Future[ParsedShard]], int]] = deque()
+            analysing: deque[PendingBatch] = deque()
+            for upcoming in itertools.chain(chunks, [None]):
+                if upcoming is not None:
+                    parsing.append((pool.parse(upcoming, include_source), len(upcoming)))
+                while len(parsing) > (1 if upcoming is not None else 0):
+                    analysing.append(pool.analyse(self, *parsing.popleft(), include_source))
+                while len(analysing) > (1 if upcoming is not None else 0):
+                    pending = analysing.popleft()
+                    writes.submit((pending.tables(self), pending.files))
             return self.stats
-        # Three batches in flight: one parsing, one analysing SQL, one being written.
-        parsing: deque[tuple[list[Future[ParsedShard]], int]] = deque()
-        analysing: deque[PendingBatch] = deque()
-        for upcoming in itertools.chain(chunks, [None]):
-            if upcoming is not None:
-                parsing.append((pool.parse(upcoming, include_source), len(upcoming)))
-            while len(parsing) > (1 if upcoming is not None else 0):
-                analysing.append(pool.analyse(self, *parsing.popleft(), include_source))
-            while len(analysing) > (1 if upcoming is not None else 0):
-                pending = analysing.popleft()
-                store.write_tables(pending.tables(self))
-                if progress is not None:
-                    progress(pending.files)
-        return self.stats
+        finally:
+            writes.close()
+
+
+def _write_queued(
+    store: Store, progress: Callable[[int], None] | None, queued: list[tuple[dict[str, pa.Table], int]]
+) -> None:
+    """On the store thread: each batch queued (one at most), one transaction each."""
+    for tables, files in queued:
+        store.write_tables(tables)
+        if progress is not None:
+            progress(files)
 
 
 def _chunks(items: Iterable[FileRead | ReadFailure], size: int) -> Iterator[list[FileRead | ReadFailure]]:
@@ -418,9 +434,7 @@ class PendingBatch:
             indexer.stats.absorb(shard.stats)
         lineage_batch = Batch(lineage=lineage)
         indexer.count(lineage_batch)
-        parts = [shard.tables for shard in self.parsed] + [lineage_batch.to_arrow()]
-        names = [name for name in SCHEMAS if any(name in part for part in parts)]
-        return {name: pa.concat_tables([part[name] for part in parts if name in part]) for name in names}
+        return concatenated([shard.tables for shard in self.parsed] + [lineage_batch.to_arrow()])
 
 
 @contextlib.contextmanager
@@ -482,7 +496,11 @@ def index_locations(
     on_listed: Callable[[int], None] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> IndexStats:
-    """List every metadata file under `locations`, read the new ones in parallel and store them."""
+    """List every metadata file under `locations`, read the new ones in parallel and store them.
+    `progress` hears of skipped files from this thread and of stored ones from the store thread,
+    one call at a time."""
+    if progress is not None:
+        progress = _one_at_a_time(progress)
     roots = [normalize_location(location) for location in locations]
     config = with_roots(settings.parse_config(), roots)
     with (
@@ -505,6 +523,16 @@ def index_locations(
         todo = _unindexed_files(store, readers, chunks, indexer.stats, progress)
         reads = read_all(todo, settings, files_per_task=BULK_READS_PER_TASK)
         return indexer.ingest(reads, settings.batch_files, progress)
+
+
+def _one_at_a_time(callback: Callable[[int], None]) -> Callable[[int], None]:
+    lock = threading.Lock()
+
+    def serialised(value: int) -> None:
+        with lock:
+            callback(value)
+
+    return serialised
 
 
 def _unindexed_files(

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import importlib
 import random
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 import pytest
 
 from viewlineage.indexer import pipeline
+from viewlineage.indexer.batches import Batch
 from viewlineage.indexer.config import ParseConfig
 from viewlineage.indexer.pipeline import Indexer, index_locations, reindex, with_roots
 from viewlineage.indexer.read import LocalReader
@@ -123,6 +127,45 @@ def test_many_roots_share_their_lookups(
     assert (stats.listed, sum(lookups)) == (len(files), len(files))
     assert len(lookups) <= len(directories) // 2 + 1  # ~40 files a view: two or more a lookup
     assert max(lookups) <= 100
+    assert snapshot(db) == snapshot(reference)
+
+
+def test_batches_are_built_while_the_one_before_is_written(
+    warehouse: tuple[Path, list[Path]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`index` writes on a thread of its own, in order, while it reads and parses the next batch.
+    Same store as one pass in one thread."""
+    root, files = warehouse
+    reference = tmp_path / "one-pass.duckdb"
+    index_in_order(sorted(files), root, reference)
+    built: list[int] = []
+    build_batch = Indexer.build_batch
+
+    def counted(indexer: Indexer, *args: Any, **kwargs: Any) -> Batch:
+        batch = build_batch(indexer, *args, **kwargs)
+        built.append(len(batch.indexed))
+        return batch
+
+    writes: list[tuple[str, int, int]] = []  # thread, batches built when the write began, and ended
+    write_tables = Store.write_tables
+
+    def slow(store: Store, tables: dict[str, pa.Table], resumable_children: bool = False) -> None:
+        began = len(built)
+        time.sleep(0.2)
+        write_tables(store, tables, resumable_children)
+        writes.append((threading.current_thread().name, began, len(built)))
+
+    monkeypatch.setattr(Indexer, "build_batch", counted)
+    monkeypatch.setattr(Store, "write_tables", slow)
+    progress: list[int] = []
+    db = tmp_path / "threaded.duckdb"
+    settings = settings_for(db, batch_files=25, workers=1)
+    stats = index_locations([str(root)], settings, progress=progress.append)
+    assert {thread for thread, _, _ in writes} == {"store"}
+    assert len(writes) == len(built) == -(-len(files) // 25)
+    assert sum(1 for _, began, ended in writes if ended > began) >= len(writes) // 2
+    assert sum(progress) == len(files)
+    assert stats.indexed == len(files) - 4
     assert snapshot(db) == snapshot(reference)
 
 
