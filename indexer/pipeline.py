@@ -267,8 +267,9 @@ class Indexer:
         """Store `items` in batches of `batch_files`, one transaction each, written on a store
         thread while the next batch is read, parsed and analysed (DuckDB releases the GIL). With a
         worker pool the workers parse and analyse SQL: one batch parses, one is analysed, one
-        waits for the store, one is written. No more wait: memory stays flat at any store size,
-        and a transaction of one batch keeps its lookups by key under DuckDB's index-scan limit."""
+        waits for the store, one is written. Only one waits, so memory stays flat whatever the
+        input, and batches are not merged: one batch's lookups by key stay under DuckDB's
+        index-scan limit (`INDEXED_LOOKUP_KEYS`)."""
         store, pool = self.store, self.pool
         assert store is not None, "ingest needs the store"
         writes: StoreThread[tuple[dict[str, pa.Table], int]] = StoreThread(
