@@ -550,8 +550,10 @@ def _unindexed_files(
     shrinks as the run goes instead of living, with a copy of its unindexed rows, to the end."""
     while chunks:
         group = [chunks.popleft()]
-        while chunks and sum(chunk.num_rows for chunk in group) + chunks[0].num_rows <= LISTED_CHUNK:
+        rows = group[0].num_rows
+        while chunks and rows + chunks[0].num_rows <= LISTED_CHUNK:
             group.append(chunks.popleft())
+            rows += group[-1].num_rows
         listed = pa.Table.from_batches(group)
         del group
         unindexed = store.unindexed(listed)
