@@ -46,20 +46,20 @@ def applied(conn: duckdb.DuckDBPyConnection) -> list[int]:
 
 
 def migrate(conn: duckdb.DuckDBPyConnection) -> list[str]:
-    """Apply the migrations this store lacks, each in its own transaction. Returns their names.
-    One that requires a reindex of a store holding files is recorded in `_reindex_needed`."""
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS _migrations (id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
-        "applied_at TIMESTAMPTZ NOT NULL DEFAULT current_timestamp)"
-    )
-    conn.execute("CREATE TABLE IF NOT EXISTS _reindex_needed (migration VARCHAR PRIMARY KEY)")
-    done = set(applied(conn))
-    names = []
-    for migration in migrations():
-        if migration.id in done:
-            continue
-        conn.execute("BEGIN TRANSACTION")
-        try:
+    """Apply the migrations this store lacks, in one transaction: a store is at the schema it had
+    or at this one, never between (and a new store is made in one commit, not one per migration).
+    Returns their names. One that requires a reindex of a store holding files is recorded in
+    `_reindex_needed`."""
+    conn.execute("BEGIN TRANSACTION")
+    try:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS _migrations (id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
+            "applied_at TIMESTAMPTZ NOT NULL DEFAULT current_timestamp)"
+        )
+        conn.execute("CREATE TABLE IF NOT EXISTS _reindex_needed (migration VARCHAR PRIMARY KEY)")
+        done = set(applied(conn))
+        pending = [migration for migration in migrations() if migration.id not in done]
+        for migration in pending:
             conn.execute(migration.sql)
             conn.execute("INSERT INTO _migrations (id, name) VALUES (?, ?)", [migration.id, migration.name])
             if migration.requires_reindex:
@@ -67,12 +67,11 @@ def migrate(conn: duckdb.DuckDBPyConnection) -> list[str]:
                     "INSERT OR IGNORE INTO _reindex_needed SELECT ? WHERE EXISTS (SELECT 1 FROM files)",
                     [migration.name],
                 )
-            conn.execute("COMMIT")
-        except duckdb.Error:
-            conn.execute("ROLLBACK")
-            raise
-        names.append(migration.name)
-    return names
+        conn.execute("COMMIT")
+    except duckdb.Error:
+        conn.execute("ROLLBACK")
+        raise
+    return [migration.name for migration in pending]
 
 
 def reindex_needed(conn: duckdb.DuckDBPyConnection) -> list[str]:
