@@ -72,7 +72,10 @@ class Store:
         self.path = Path(path)
         self.replica_interval = replica_interval
         self.memory_limit = memory_limit
-        self._last_replica = 0.0
+        self._last_replica = time.monotonic()
+        """The interval counts from opening: a short `index` run publishes once, when it closes,
+        not after its first batch too (a CHECKPOINT and a copy of the store each). Followers
+        publish when they start (`force`)."""
         self._dirty = False
         try:
             # DuckDB's default limit (80% of RAM) lets a long-running writer's cache grow with the
