@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
+from .collector import collector_paused
 from .elements import ParsedSchema
 from .lineage import LINEAGE_RULES_VERSION, Lineage, LineageRequest
 from .mviews import RecordedRefresh
@@ -426,6 +427,10 @@ class Batch:
         return merged
 
     def to_arrow(self, now: datetime | None = None) -> dict[str, pa.Table]:
+        with collector_paused():
+            return self._tables(now)
+
+    def _tables(self, now: datetime | None) -> dict[str, pa.Table]:
         rows: dict[str, list[tuple[object, ...]]] = {name: [] for name in SCHEMAS}
         now = now or datetime.now(UTC)
         for item in self.indexed:

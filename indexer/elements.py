@@ -114,41 +114,43 @@ class ParsedSchema:
 
 def flatten(fields: list[NestedField]) -> list[SchemaField]:
     flat: list[SchemaField] = []
-
-    def add(
-        field_id: int, parent: int | None, path: tuple[str, ...], kind: Any, required: bool, doc: str | None
-    ) -> None:
-        if not isinstance(kind, dict):
-            flat.append(SchemaField(field_id, parent, path, str(kind), required, doc))
-            return
-        name = str(kind.get("type"))
-        flat.append(SchemaField(field_id, parent, path, name, required, doc))
-        if name == "struct":
-            for child in kind.get("fields", []):
-                add(
-                    child["id"],
-                    field_id,
-                    (*path, child["name"]),
-                    child["type"],
-                    child["required"],
-                    child.get("doc"),
-                )
-        elif name == "list":
-            add(
-                kind["element-id"],
-                field_id,
-                (*path, "element"),
-                kind["element"],
-                kind["element-required"],
-                None,
-            )
-        elif name == "map":
-            add(kind["key-id"], field_id, (*path, "key"), kind["key"], True, None)
-            add(kind["value-id"], field_id, (*path, "value"), kind["value"], kind["value-required"], None)
-
     for column in fields:
-        add(column.id, None, (column.name,), column.type, column.required, column.doc)
+        _flatten_field(flat, column.id, None, (column.name,), column.type, column.required, column.doc)
     return flat
+
+
+def _flatten_field(
+    flat: list[SchemaField],
+    field_id: int,
+    parent: int | None,
+    path: tuple[str, ...],
+    kind: Any,
+    required: bool,
+    doc: str | None,
+) -> None:
+    """Append a field and its descendants. A module function, not a closure: a recursive closure
+    is a reference cycle, left for the cyclic collector with everything it holds."""
+    if not isinstance(kind, dict):
+        flat.append(SchemaField(field_id, parent, path, str(kind), required, doc))
+        return
+    name = str(kind.get("type"))
+    flat.append(SchemaField(field_id, parent, path, name, required, doc))
+    if name == "struct":
+        for child in kind.get("fields", []):
+            _flatten_field(
+                flat, child["id"], field_id, (*path, child["name"]), child["type"], child["required"],
+                child.get("doc"),
+            )  # fmt: skip
+    elif name == "list":
+        _flatten_field(
+            flat, kind["element-id"], field_id, (*path, "element"), kind["element"],
+            kind["element-required"], None,
+        )  # fmt: skip
+    elif name == "map":
+        _flatten_field(flat, kind["key-id"], field_id, (*path, "key"), kind["key"], True, None)
+        _flatten_field(
+            flat, kind["value-id"], field_id, (*path, "value"), kind["value"], kind["value-required"], None
+        )
 
 
 def parse_schemas(

@@ -28,6 +28,7 @@ import pyarrow as pa
 from viewlineage.sinks.store import Store
 
 from .batches import Batch, IndexedFile, QuarantinedFile, Removal, concatenated
+from .collector import collector_paused
 from .config import CatalogMapEntry, ParseConfig, Settings
 from .errors import ObjectMissing, ObjectTooLarge, QuarantineError, ReadError
 from .lineage import Lineage, LineageRequest, extract_lineage
@@ -176,22 +177,23 @@ class Indexer:
         holds files the caller has parsed already, by location (`watch` parses to decide retries)."""
         batch = Batch(include_source=include_source)
         pending: dict[str, LineageRequest] = {}
-        for item in items:
-            if isinstance(item, ReadFailure):
-                quarantined = quarantine_read_failure(item, missing_is_quarantine)
-                if quarantined is None:
-                    self.stats.missing += 1
-                else:
-                    batch.quarantined.append(quarantined)
-                continue
-            result = parsed.get(item.location) if parsed else None
-            result = result if result is not None else self.parse(item)
-            if isinstance(result, QuarantinedFile):
-                batch.quarantined.append(result)
-                continue
-            keys = self._lineage_keys(result, pending)
-            batch.indexed.append(IndexedFile(item, result, keys))
-            self.known_content.update(_new_content(result))
+        with collector_paused():
+            for item in items:
+                if isinstance(item, ReadFailure):
+                    quarantined = quarantine_read_failure(item, missing_is_quarantine)
+                    if quarantined is None:
+                        self.stats.missing += 1
+                    else:
+                        batch.quarantined.append(quarantined)
+                    continue
+                result = parsed.get(item.location) if parsed else None
+                result = result if result is not None else self.parse(item)
+                if isinstance(result, QuarantinedFile):
+                    batch.quarantined.append(result)
+                    continue
+                keys = self._lineage_keys(result, pending)
+                batch.indexed.append(IndexedFile(item, result, keys))
+                self.known_content.update(_new_content(result))
         if defer_lineage:
             batch.lineage_requests = pending
         else:
