@@ -1,9 +1,10 @@
 """The store's schema: versioned migrations (`migrations/NNNN_name.sql`) recorded in `_migrations`,
-and the query macros of `viewlineage.queries`, reinstalled whenever a writer opens the store.
+and the query macros of `viewlineage.queries`, installed by a writer that brings other ones.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from importlib import resources
 
@@ -79,9 +80,26 @@ def reindex_needed(conn: duckdb.DuckDBPyConnection) -> list[str]:
     return [row[0] for row in conn.execute("SELECT migration FROM _reindex_needed ORDER BY 1").fetchall()]
 
 
-def install_queries(conn: duckdb.DuckDBPyConnection) -> None:
-    """(Re)create the query views and macros from `queries/sql/*.sql`, in file-name order."""
+def install_queries(conn: duckdb.DuckDBPyConnection, reinstall: bool = False) -> None:
+    """Create the query views and macros from `queries/sql/*.sql`, in file-name order, in one
+    transaction, unless the store holds these very ones already (and no `reinstall`: a migration
+    just ran)."""
     folder = resources.files("viewlineage.queries").joinpath("sql")
-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".sql"):
-            conn.execute(entry.read_text())
+    texts = [
+        entry.read_text()
+        for entry in sorted(folder.iterdir(), key=lambda e: e.name)
+        if entry.name.endswith(".sql")
+    ]
+    digest = hashlib.blake2b("\0".join(texts).encode(), digest_size=16).hexdigest()
+    if not reinstall and conn.execute("SELECT digest FROM _installed_queries").fetchall() == [(digest,)]:
+        return
+    conn.execute("BEGIN TRANSACTION")
+    try:
+        for text in texts:
+            conn.execute(text)
+        conn.execute("DELETE FROM _installed_queries")
+        conn.execute("INSERT INTO _installed_queries VALUES (?)", [digest])
+        conn.execute("COMMIT")
+    except duckdb.Error:
+        conn.execute("ROLLBACK")
+        raise

@@ -91,7 +91,7 @@ class Store:
         # follower's batch brings): see `_stored`.
         self.conn.execute(f"SET dynamic_or_filter_threshold = {INDEXED_LOOKUP_KEYS}")
         migrated = migrate(self.conn)
-        install_queries(self.conn)
+        install_queries(self.conn, reinstall=bool(migrated))
         if set(spans.FILLED_BY) & set(migrated):  # fill the point-in-time indexes from the rows there
             self.conn.execute("BEGIN TRANSACTION")
             spans.rebuild(self.conn)

@@ -41,7 +41,7 @@ def test_previous_schema_version_opens_and_migrates(
     all_migrations = schema.migrations()
     monkeypatch.setattr(schema, "migrations", lambda: all_migrations[:1])
     # The first version's store had its own queries and tables; today's refer to tables it lacked.
-    monkeypatch.setattr(store_module, "install_queries", lambda conn: None)
+    monkeypatch.setattr(store_module, "install_queries", lambda conn, reinstall=False: None)
     # Table files kept only their identity then, in a table today's batches no longer fit.
     created = set(re.findall(r"CREATE TABLE (\w+)", all_migrations[0].sql)) - {"table_files"}
     first_tables = {name: table for name, table in SCHEMAS.items() if name in created}
@@ -65,7 +65,7 @@ def test_previous_schema_version_opens_and_migrates(
         assert conn.execute("SELECT id FROM _migrations").fetchall() == [(1,)]
         before = conn.execute("SELECT count(*) FROM versions").fetchone()
     monkeypatch.undo()
-    with pytest.raises(StoreError, match=r"has schema 1, this viewlineage needs 12: a writer .* migrates it"):
+    with pytest.raises(StoreError, match=r"has schema 1, this viewlineage needs 13: a writer .* migrates it"):
         open_reader(db)
     with (
         pytest.warns(
@@ -89,6 +89,7 @@ def test_previous_schema_version_opens_and_migrates(
             "0010_drops_in_spans",
             "0011_reads_by_key",
             "0012_reads_in_spans",
+            "0013_installed_queries",
         ]
         assert schema.reindex_needed(store.conn) == ["0007_tables_and_materialized_views"]
         keyed = store.conn.execute(
@@ -128,6 +129,25 @@ def test_previous_schema_version_opens_and_migrates(
 def _spans(db: Path) -> list[list[tuple[object, ...]]]:
     with duckdb.connect(str(db), read_only=True) as conn:
         return [sorted(conn.execute(f"FROM {table}").fetchall(), key=repr) for table in spans.TABLES]
+
+
+def test_a_writer_installs_the_query_macros_only_when_the_store_has_others(tmp_path: Path) -> None:
+    db = tmp_path / "macros.duckdb"
+
+    def macro_present() -> bool:
+        with Store(db, replica_interval=None) as store:
+            found = store.conn.execute(
+                "SELECT count(*) FROM duckdb_functions() WHERE function_name = 'current_versions'"
+            ).fetchone()
+        return bool(found and found[0])
+
+    assert macro_present()
+    with duckdb.connect(str(db)) as conn:
+        conn.execute("DROP MACRO TABLE current_versions")
+    assert not macro_present()  # the digest says these macros are there: not installed again
+    with duckdb.connect(str(db)) as conn:
+        conn.execute("UPDATE _installed_queries SET digest = 'an older release'")
+    assert macro_present()
 
 
 def test_readers_use_the_replica_while_a_writer_holds_the_store(

@@ -205,7 +205,7 @@ def store_size_without_documents(db: Path, work: Path) -> int:
             ).fetchall()
         ]
         for name in tables:
-            if name not in ("raw_documents", "_migrations"):
+            if name != "raw_documents" and not name.startswith("_"):  # bookkeeping
                 conn.execute(f"INSERT INTO main.{name} SELECT * FROM source.{name}")
         conn.execute("DETACH source")
         conn.execute("CHECKPOINT")
