@@ -69,7 +69,8 @@ class Settings(BaseModel):
         2.0,
         alias="replica-interval",
         ge=0,
-        description="Seconds between read-replica refreshes while a writer runs (0: after every batch).",
+        description="Seconds between read-replica refreshes while a writer runs, and at least nine "
+        "times as long as the last refresh took (0: after every batch, whatever it costs).",
     )
     settle_seconds: float = Field(
         10.0, alias="settle-seconds", gt=0, description="`watch`: how long a changing file is retried."

@@ -2,13 +2,13 @@
 
 DuckDB lets one process open a file for writing, and a writer's lock keeps every other process
 out, readers included. So while a writer runs (`index`, `watch`, `consume`, `reindex`) it publishes
-read-only replicas at most every `replica_interval` seconds after a committed batch: CHECKPOINT,
-copy to a new file `<store>.replicas/<n>.duckdb`, then point the symlink `<store>.replica` at it
-(atomic rename). A replica file is never modified or replaced, only deleted once three newer ones
-exist and it is five seconds old: DuckDB opens a database by path several times while connecting, so a
-file renamed over a path mid-connect would mix two stores. Readers open the store itself when it is
-free, else the file the symlink names, resolved once; they are never blocked, never see a
-half-written file, and what they see never goes back.
+read-only replicas at most every `replica_interval` seconds (and in at most a tenth of its time)
+after a committed batch: CHECKPOINT, copy to a new file `<store>.replicas/<n>.duckdb`, then point
+the symlink `<store>.replica` at it (atomic rename). A replica file is never modified or replaced,
+only deleted once three newer ones exist and it is five seconds old: DuckDB opens a database by
+path several times while connecting, so a file renamed over a path mid-connect would mix two
+stores. Readers open the store itself when it is free, else the file the symlink names, resolved
+once; they are never blocked, never see a half-written file, and what they see never goes back.
 """
 
 from __future__ import annotations
@@ -51,6 +51,10 @@ INDEXED_LOOKUP_KEYS = 2048
 
 _Result = TypeVar("_Result")
 
+REPLICA_WAIT_FACTOR = 9.0
+"""After a publication, the next waits at least this many times as long as it took: publishing
+takes at most a tenth of a writer's time. A copy grows with the store (8 GB at 10^6 files, ~20 s
+here), and at a fixed interval a writer on a large store would do little else."""
 KEEP_REPLICAS = 3
 REPLICA_GRACE_SECONDS = 5.0
 """An old replica file is deleted only when this many newer ones exist and it is this old, so a
@@ -72,10 +76,10 @@ class Store:
         self.path = Path(path)
         self.replica_interval = replica_interval
         self.memory_limit = memory_limit
-        self._last_replica = time.monotonic()
-        """The interval counts from opening: a short `index` run publishes once, when it closes,
-        not after its first batch too (a CHECKPOINT and a copy of the store each). Followers
-        publish when they start (`force`)."""
+        self._next_replica = time.monotonic() + (replica_interval or 0.0)
+        """No replica before this (unless forced). The interval counts from opening: a short
+        `index` run publishes once, when it closes, not after its first batch too (a CHECKPOINT
+        and a copy of the store each). Followers publish when they start (`force`)."""
         self._dirty = False
         try:
             # DuckDB's default limit (80% of RAM) lets a long-running writer's cache grow with the
@@ -320,12 +324,14 @@ class Store:
         self.conn.execute("DELETE FROM _reindex_needed")
 
     def publish_replica(self, force: bool = False) -> None:
-        """Copy a checkpointed store to `<store>.replica` (atomic rename), at most every
-        `replica_interval` seconds unless forced. None disables replicas."""
+        """Copy a checkpointed store to `<store>.replica` (atomic rename), unless forced at most
+        every `replica_interval` seconds and after nine times as long as the last one took
+        (`REPLICA_WAIT_FACTOR`); 0 is after every batch, whatever it costs. None disables
+        replicas."""
         if self.replica_interval is None or not (self._dirty or force):
             return
-        now = time.monotonic()
-        if not force and now - self._last_replica < self.replica_interval:
+        started = time.monotonic()
+        if not force and started < self._next_replica:
             return
         self.conn.execute("CHECKPOINT")
         directory = replicas_directory(self.path)
@@ -349,7 +355,9 @@ class Store:
         pending_link.symlink_to(os.path.relpath(version, link.parent))
         os.replace(pending_link, link)
         _prune_replicas(directory, version)
-        self._last_replica = now
+        finished = time.monotonic()
+        waited = (finished - started) * REPLICA_WAIT_FACTOR if self.replica_interval else 0.0
+        self._next_replica = max(started + self.replica_interval, finished + waited)
         self._dirty = False
 
 

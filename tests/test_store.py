@@ -201,6 +201,42 @@ def test_readers_connecting_while_replicas_move_never_fail(sample_warehouse: Pat
     assert len(results) > 50 and number > 50
 
 
+def test_replicas_wait_nine_times_as_long_as_the_last_copy_took(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy grows with the store: on a large one the interval stretches so that publishing takes
+    at most a tenth of the writer's time."""
+    clock = [1000.0]
+
+    class Clock:
+        def __getattr__(self, name: str) -> object:
+            return getattr(time, name)
+
+        @staticmethod
+        def monotonic() -> float:
+            return clock[0]
+
+    real_run = subprocess.run
+
+    def slow_copy(*args: object, **kwargs: object) -> object:
+        clock[0] += 5.0  # the copy takes 5 s
+        return real_run(*args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(store_module, "time", Clock())
+    monkeypatch.setattr(store_module.subprocess, "run", slow_copy)
+    db = tmp_path / "large.duckdb"
+    published: dict[Path, int] = {}
+    with Store(db, replica_interval=2.0) as store:  # opened at 0
+        for second in (1, 2, 3, 10, 40, 49, 50, 98, 101):
+            clock[0] = 1000.0 + second
+            store.write(Batch(removals=[Removal(f"/gone/{second}.metadata.json", second, "watch")]))
+            if replica_path(db).exists():
+                published.setdefault(replica_path(db).resolve(), second)
+    # The first at 2 (the interval from opening) took until 7: the next waits until 7 + 45 = 52,
+    # and the first batch after that is at 98.
+    assert list(published.values()) == [2, 98]
+
+
 def test_a_published_replica_file_is_never_replaced(tmp_path: Path) -> None:
     """What makes connecting safe, checked directly (the stress test above may miss the race): the
     stable name is a symlink, and a file it once named keeps its inode while newer ones appear."""
