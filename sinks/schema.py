@@ -10,6 +10,10 @@ from importlib import resources
 
 import duckdb
 
+MARKED_VIEW = "preferred_versions"
+"""The view whose comment names the queries installed. Every release's queries create it (CREATE
+OR REPLACE), which clears its comment: a writer that installs others, an older release included,
+leaves no comment this one would take for its own."""
 REINDEX_MARKER = "-- requires: reindex"
 """In a migration: rows it adds can only be derived from the stored documents (`reindex`)."""
 
@@ -47,31 +51,24 @@ def applied(conn: duckdb.DuckDBPyConnection) -> list[int]:
 
 
 def migrate(conn: duckdb.DuckDBPyConnection) -> list[str]:
-    """Apply the migrations this store lacks, in one transaction: a store is at the schema it had
-    or at this one, never between (and a new store is made in one commit, not one per migration).
-    Returns their names. One that requires a reindex of a store holding files is recorded in
+    """Apply the migrations this store lacks, in the caller's transaction (see `Store`). Returns
+    their names. One that requires a reindex of a store holding files is recorded in
     `_reindex_needed`."""
-    conn.execute("BEGIN TRANSACTION")
-    try:
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS _migrations (id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
-            "applied_at TIMESTAMPTZ NOT NULL DEFAULT current_timestamp)"
-        )
-        conn.execute("CREATE TABLE IF NOT EXISTS _reindex_needed (migration VARCHAR PRIMARY KEY)")
-        done = set(applied(conn))
-        pending = [migration for migration in migrations() if migration.id not in done]
-        for migration in pending:
-            conn.execute(migration.sql)
-            conn.execute("INSERT INTO _migrations (id, name) VALUES (?, ?)", [migration.id, migration.name])
-            if migration.requires_reindex:
-                conn.execute(
-                    "INSERT OR IGNORE INTO _reindex_needed SELECT ? WHERE EXISTS (SELECT 1 FROM files)",
-                    [migration.name],
-                )
-        conn.execute("COMMIT")
-    except duckdb.Error:
-        conn.execute("ROLLBACK")
-        raise
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS _migrations (id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
+        "applied_at TIMESTAMPTZ NOT NULL DEFAULT current_timestamp)"
+    )
+    conn.execute("CREATE TABLE IF NOT EXISTS _reindex_needed (migration VARCHAR PRIMARY KEY)")
+    done = set(applied(conn))
+    pending = [migration for migration in migrations() if migration.id not in done]
+    for migration in pending:
+        conn.execute(migration.sql)
+        conn.execute("INSERT INTO _migrations (id, name) VALUES (?, ?)", [migration.id, migration.name])
+        if migration.requires_reindex:
+            conn.execute(
+                "INSERT OR IGNORE INTO _reindex_needed SELECT ? WHERE EXISTS (SELECT 1 FROM files)",
+                [migration.name],
+            )
     return [migration.name for migration in pending]
 
 
@@ -81,9 +78,9 @@ def reindex_needed(conn: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def install_queries(conn: duckdb.DuckDBPyConnection, reinstall: bool = False) -> None:
-    """Create the query views and macros from `queries/sql/*.sql`, in file-name order, in one
-    transaction, unless the store holds these very ones already (and no `reinstall`: a migration
-    just ran)."""
+    """Create the query views and macros from `queries/sql/*.sql`, in file-name order, unless the
+    store holds these very ones (and no `reinstall`: a migration that changed a table leaves views
+    on it unusable until they are created again). Installing them cost ~50-90 ms an open."""
     folder = resources.files("viewlineage.queries").joinpath("sql")
     texts = [
         entry.read_text()
@@ -91,15 +88,14 @@ def install_queries(conn: duckdb.DuckDBPyConnection, reinstall: bool = False) ->
         if entry.name.endswith(".sql")
     ]
     digest = hashlib.blake2b("\0".join(texts).encode(), digest_size=16).hexdigest()
-    if not reinstall and conn.execute("SELECT digest FROM _installed_queries").fetchall() == [(digest,)]:
+    marker = f"viewlineage queries {digest}"
+    found = conn.execute(
+        "SELECT comment FROM duckdb_views() WHERE database_name = current_database() "
+        "AND schema_name = 'main' AND view_name = ?",
+        [MARKED_VIEW],
+    ).fetchall()
+    if found == [(marker,)] and not reinstall:
         return
-    conn.execute("BEGIN TRANSACTION")
-    try:
-        for text in texts:
-            conn.execute(text)
-        conn.execute("DELETE FROM _installed_queries")
-        conn.execute("INSERT INTO _installed_queries VALUES (?)", [digest])
-        conn.execute("COMMIT")
-    except duckdb.Error:
-        conn.execute("ROLLBACK")
-        raise
+    for text in texts:
+        conn.execute(text)
+    conn.execute(f"COMMENT ON VIEW {MARKED_VIEW} IS '{marker}'")

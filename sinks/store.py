@@ -94,12 +94,7 @@ class Store:
         # keys themselves, which DuckDB looks up in an index (DuckDB's default, 50, is fewer than a
         # follower's batch brings): see `_stored`.
         self.conn.execute(f"SET dynamic_or_filter_threshold = {INDEXED_LOOKUP_KEYS}")
-        migrated = migrate(self.conn)
-        install_queries(self.conn, reinstall=bool(migrated))
-        if set(spans.FILLED_BY) & set(migrated):  # fill the point-in-time indexes from the rows there
-            self.conn.execute("BEGIN TRANSACTION")
-            spans.rebuild(self.conn)
-            self.conn.execute("COMMIT")
+        self._within_memory(self.conn, self._prepare)
         if (stale := reindex_needed(self.conn)) and not rederiving:
             warnings.warn(
                 f"{self.path} was indexed before {', '.join(stale)}: run `viewlineage reindex` to derive "
@@ -116,6 +111,22 @@ class Store:
         follower asks them while its store thread writes the batch before (they see what is
         committed; a miss only costs idempotent work)."""
         self._queries = self.conn.cursor()  # only ever asked for cursors, from any thread
+
+    def _prepare(self) -> None:
+        """Migrations, the query macros and the point-in-time indexes they need, in one
+        transaction: a store is at the schema it had or at this one, never between, and a crash
+        leaves the next writer all of it to do again."""
+        self.conn.execute("BEGIN TRANSACTION")
+        try:
+            migrated = migrate(self.conn)
+            install_queries(self.conn, reinstall=bool(migrated))
+            if set(spans.FILLED_BY) & set(migrated):  # derived from the rows already there
+                spans.rebuild(self.conn)
+            self.conn.execute("COMMIT")
+        except duckdb.Error:
+            with contextlib.suppress(duckdb.Error):
+                self.conn.execute("ROLLBACK")
+            raise
 
     def close(self) -> None:
         if self._dirty:

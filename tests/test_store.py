@@ -65,7 +65,7 @@ def test_previous_schema_version_opens_and_migrates(
         assert conn.execute("SELECT id FROM _migrations").fetchall() == [(1,)]
         before = conn.execute("SELECT count(*) FROM versions").fetchone()
     monkeypatch.undo()
-    with pytest.raises(StoreError, match=r"has schema 1, this viewlineage needs 13: a writer .* migrates it"):
+    with pytest.raises(StoreError, match=r"has schema 1, this viewlineage needs 12: a writer .* migrates it"):
         open_reader(db)
     with (
         pytest.warns(
@@ -89,7 +89,6 @@ def test_previous_schema_version_opens_and_migrates(
             "0010_drops_in_spans",
             "0011_reads_by_key",
             "0012_reads_in_spans",
-            "0013_installed_queries",
         ]
         assert schema.reindex_needed(store.conn) == ["0007_tables_and_materialized_views"]
         keyed = store.conn.execute(
@@ -144,10 +143,28 @@ def test_a_writer_installs_the_query_macros_only_when_the_store_has_others(tmp_p
     assert macro_present()
     with duckdb.connect(str(db)) as conn:
         conn.execute("DROP MACRO TABLE current_versions")
-    assert not macro_present()  # the digest says these macros are there: not installed again
-    with duckdb.connect(str(db)) as conn:
-        conn.execute("UPDATE _installed_queries SET digest = 'an older release'")
+    assert not macro_present()  # the marked view says these queries are there: not installed again
+    with duckdb.connect(str(db)) as conn:  # what any other release's queries do to the marked view
+        conn.execute(f"CREATE OR REPLACE VIEW {schema.MARKED_VIEW} AS SELECT 1 AS one")
     assert macro_present()
+
+
+def test_a_writer_that_fails_while_migrating_leaves_the_store_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "half.duckdb"
+
+    def failing(conn: duckdb.DuckDBPyConnection, reinstall: bool = False) -> None:
+        raise duckdb.IOException("the disk went away")
+
+    monkeypatch.setattr(store_module, "install_queries", failing)
+    with pytest.raises(duckdb.IOException, match="the disk went away"):
+        Store(db, replica_interval=None)
+    monkeypatch.undo()
+    with duckdb.connect(str(db), read_only=True) as conn:
+        assert schema.applied(conn) == []  # no migration kept without its macros and spans
+    with Store(db, replica_interval=None) as store:
+        assert schema.applied(store.conn) == [m.id for m in schema.migrations()]
 
 
 def test_readers_use_the_replica_while_a_writer_holds_the_store(
