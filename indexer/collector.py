@@ -4,7 +4,20 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 from collections.abc import Iterator
+
+
+class _Pauses:
+    """The collector is one per process: it runs again when the last pause in any thread ends."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.active = 0
+        self.resume = False
+
+
+_PAUSES = _Pauses()
 
 
 @contextlib.contextmanager
@@ -12,12 +25,17 @@ def collector_paused() -> Iterator[None]:
     """No cyclic collection inside the block. A batch's parsed files and rows all live until its
     tables are built, and parsing them leaves no cycles (`test_parsing_leaves_no_cyclic_garbage`),
     yet the collector walked them again each time they aged a generation: ~15% of parsing time,
-    measured. Cycles a library does leave wait for the end of the block. SQL analysis is not run
-    inside one: sqlglot's trees point to their parents."""
-    enabled = gc.isenabled()
-    gc.disable()
+    measured. Garbage with cycles made meanwhile, in any thread (sqlglot's trees point to their
+    parents), waits for the end of the last block."""
+    with _PAUSES.lock:
+        if _PAUSES.active == 0:
+            _PAUSES.resume = gc.isenabled()
+            gc.disable()
+        _PAUSES.active += 1
     try:
         yield
     finally:
-        if enabled:
-            gc.enable()
+        with _PAUSES.lock:
+            _PAUSES.active -= 1
+            if _PAUSES.active == 0 and _PAUSES.resume:
+                gc.enable()

@@ -8,12 +8,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from viewlineage.indexer import pipeline
+from viewlineage.indexer.collector import collector_paused
 from viewlineage.indexer.config import ParseConfig
 from viewlineage.indexer.pipeline import Indexer, WorkerPool, index_locations
 from viewlineage.indexer.read import LocalReader
@@ -69,6 +71,25 @@ def test_parsing_leaves_no_cyclic_garbage(tmp_path: Path, sample_warehouse: Path
     finally:
         gc.enable()
     assert collected[1] == 0, collected
+
+
+def test_the_collector_runs_again_when_the_last_pause_in_any_thread_ends() -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    def other_thread() -> None:
+        with collector_paused():
+            entered.set()
+            release.wait(10)
+
+    assert gc.isenabled()
+    thread = threading.Thread(target=other_thread)
+    with collector_paused():
+        thread.start()
+        entered.wait(10)
+    assert not gc.isenabled()  # the other thread's pause goes on
+    release.set()
+    thread.join()
+    assert gc.isenabled()
 
 
 def test_workers_die_with_their_parent() -> None:
