@@ -29,7 +29,7 @@ import pyarrow.ipc as ipc
 from viewlineage.indexer.batches import CHILDREN, SCHEMAS, concatenated
 from viewlineage.indexer.errors import StoreError
 
-from .store import Store
+from .store import Store, out_of_memory
 
 MERGED_TOGETHER = 8
 """Segments stored in one transaction at most (each holds one batch: up to `batch-files` files)."""
@@ -125,7 +125,7 @@ class Spool:
             store.write_tables(tables)
         except StoreError as exc:
             if isinstance(exc.__cause__, duckdb.IOException) or (
-                alone is not None and isinstance(exc.__cause__, duckdb.OutOfMemoryException)
+                alone is not None and out_of_memory(exc.__cause__)
             ):
                 raise
             if alone is not None:

@@ -344,6 +344,36 @@ def test_a_memory_limit_the_key_indexes_outgrow_is_raised_not_fatal(tmp_path: Pa
     assert stored == (30 * 40 + 1,)
 
 
+def test_running_out_of_memory_at_commit_raises_the_limit_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At COMMIT DuckDB reports it as a transaction error, which stopped a 10^6-file `index` (the
+    text is DuckDB's). The batch is stored on the next attempt, under a raised limit."""
+    with Store(tmp_path / "commit.duckdb", replica_interval=None, memory_limit="64MB") as store:
+        transaction = store._transaction
+        attempts = []
+
+        def failing_once(tables: Mapping[str, pa.Table], statements: Mapping[str, list[str]]) -> None:
+            attempts.append(len(attempts))
+            if len(attempts) == 1:
+                raise duckdb.TransactionException(
+                    "TransactionContext Error: Failed to commit: could not allocate block of size "
+                    "256.0 KiB (61.0 MiB/61.0 MiB used)"
+                )
+            transaction(tables, statements)
+
+        monkeypatch.setattr(store, "_transaction", failing_once)
+        with warnings.catch_warnings(record=True) as raised:
+            warnings.simplefilter("always")
+            store.write(Batch(removals=[Removal("/gone/x.metadata.json", 1, "watch")]))
+        stored = store.conn.execute("SELECT location FROM removals").fetchall()
+        limit = store.conn.execute("SELECT current_setting('memory_limit')").fetchall()
+    assert (attempts, stored, limit) == ([0, 1], [("/gone/x.metadata.json",)], [("67.0 MiB",)])
+    assert [str(w.message).split(":")[0] for w in raised] == [
+        "store memory limit raised from 61.0 MiB to 67 MiB"
+    ]
+
+
 def test_a_lookup_that_runs_out_of_memory_raises_the_limit_too(tmp_path: Path) -> None:
     """A writer's lookups (what a listing holds that is not indexed, which lineage is stored) share
     its memory limit with the key indexes its batches loaded: at 10^6 files, `index` stopped on a
