@@ -9,6 +9,7 @@
     │   ├── DecompressionBomb         decompressed size over the configured limit
     │   └── TruncatedGzip             the gzip stream ends early or is corrupt
     ├── StoreError                  the DuckDB store refused a batch or a query      (transient)
+    │   └── StoreAbandoned            a COMMIT failed: the writer stops, a restart resumes
     └── UsageError                  a bad argument: unknown view, ambiguous name, bad time
 
 Terminal errors quarantine the file and the pipeline moves on; transient ones are retried and,
@@ -80,6 +81,12 @@ class TruncatedGzip(QuarantineError):
 
 class StoreError(ViewLineageError, Transient):
     """The store could not take a batch or answer a query."""
+
+
+class StoreAbandoned(StoreError):
+    """A COMMIT failed. DuckDB's state after that cannot be trusted (a writer that went on, then
+    checkpointed, left a store whose rows no longer matched its own filters), so the writer stops
+    without a checkpoint: the files hold every batch committed before, and a restart goes on."""
 
 
 class UsageError(ViewLineageError):

@@ -27,9 +27,9 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from viewlineage.indexer.batches import CHILDREN, SCHEMAS, concatenated
-from viewlineage.indexer.errors import StoreError
+from viewlineage.indexer.errors import StoreAbandoned, StoreError
 
-from .store import Store, out_of_memory
+from .store import Store
 
 MERGED_TOGETHER = 8
 """Segments stored in one transaction at most (each holds one batch: up to `batch-files` files)."""
@@ -119,13 +119,15 @@ class Spool:
 
     def _store(self, store: Store, tables: dict[str, pa.Table], alone: Path | None = None) -> bool:
         """Whether `tables` went into the store; a segment stored `alone` that fails is set aside.
-        A failure of the store itself (I/O; memory, for a segment alone) is raised: the segments
-        wait for a writer."""
+        A failure of the store itself (I/O, a failed COMMIT; memory, for a segment alone) is
+        raised: the segments wait for a writer."""
         try:
             store.write_tables(tables)
         except StoreError as exc:
-            if isinstance(exc.__cause__, duckdb.IOException) or (
-                alone is not None and out_of_memory(exc.__cause__)
+            if (
+                isinstance(exc, StoreAbandoned)
+                or isinstance(exc.__cause__, duckdb.IOException)
+                or (alone is not None and isinstance(exc.__cause__, duckdb.OutOfMemoryException))
             ):
                 raise
             if alone is not None:

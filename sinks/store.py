@@ -20,7 +20,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -33,7 +33,7 @@ from viewlineage.indexer.batches import (
     SCHEMAS,
     Batch,
 )
-from viewlineage.indexer.errors import StoreError
+from viewlineage.indexer.errors import StoreAbandoned, StoreError
 
 from . import spans
 from .readers import replica_path, replicas_directory
@@ -81,6 +81,7 @@ class Store:
         `index` run publishes once, when it closes, not after its first batch too (a CHECKPOINT
         and a copy of the store each). Followers publish when they start (`force`)."""
         self._dirty = False
+        self._abandoned = False
         try:
             # DuckDB's default limit (80% of RAM) lets a long-running writer's cache grow with the
             # store; under `memory_limit` it evicts and spills instead.
@@ -129,7 +130,7 @@ class Store:
             raise
 
     def close(self) -> None:
-        if self._dirty:
+        if self._dirty and not self._abandoned:
             self.publish_replica(force=True)
         self.lookups.close()
         self._queries.close()
@@ -164,6 +165,8 @@ class Store:
         before it could be read)."""
         if not tables:
             return
+        if self._abandoned:
+            raise StoreAbandoned(f"{self.path}: this writer stopped after a failed COMMIT")
         statements = {
             "quarantine": [
                 "INSERT OR IGNORE INTO quarantine SELECT * FROM _batch b "
@@ -218,11 +221,27 @@ class Store:
             removed = [tables["removals"]["location"]] if "removals" in tables else []
             if views or removed:
                 spans.refresh(self.conn, _joined(views), _joined(removed))
-            self.conn.execute("COMMIT")
         except duckdb.Error:
             with contextlib.suppress(duckdb.Error):
                 self.conn.execute("ROLLBACK")
             raise
+        try:
+            self.conn.execute("COMMIT")
+        except duckdb.Error as exc:
+            self._abandon(exc)
+
+    def _abandon(self, error: duckdb.Error) -> NoReturn:
+        """After a failed COMMIT (running out of memory, say) nothing more goes through this
+        DuckDB instance, and it closes without a checkpoint: DuckDB may have kept part of the
+        transaction in memory, and a checkpoint would write it into the store."""
+        self._abandoned = True
+        with contextlib.suppress(duckdb.Error):
+            self.conn.execute("PRAGMA disable_checkpoint_on_shutdown")
+        raise StoreAbandoned(
+            f"{self.path}: a batch's COMMIT failed ({str(error).splitlines()[0]}); this writer stops without "
+            "a checkpoint. The store holds every batch committed before it: run the command again "
+            "(with a larger --store-memory if it ran out of memory) and it goes on from there."
+        ) from error
 
     def _within_memory(self, conn: duckdb.DuckDBPyConnection, run: Callable[[], _Result]) -> _Result:
         """`run`, retried with a raised limit while it runs out of memory under `memory_limit`
@@ -231,8 +250,8 @@ class Store:
         for _ in range(MEMORY_RAISES):
             try:
                 return run()
-            except duckdb.Error as exc:
-                if self.memory_limit is None or not out_of_memory(exc):
+            except duckdb.OutOfMemoryException as exc:
+                if self.memory_limit is None:
                     raise
                 self._raise_memory_limit(conn, exc)
         return run()
@@ -370,15 +389,6 @@ class Store:
         waited = (finished - started) * REPLICA_WAIT_FACTOR if self.replica_interval else 0.0
         self._next_replica = max(started + self.replica_interval, finished + waited)
         self._dirty = False
-
-
-def out_of_memory(error: BaseException | None) -> bool:
-    """DuckDB reports running out of memory as `OutOfMemoryException`, except at COMMIT: there it is
-    a `TransactionException` ("Failed to commit: could not allocate block of size ..."), which
-    stopped a 10^6-file `index` at 798,000 files while its lookups raised the limit beside it."""
-    return isinstance(error, duckdb.OutOfMemoryException) or (
-        isinstance(error, duckdb.TransactionException) and "could not allocate" in str(error)
-    )
 
 
 def _stored(table: str, column: str, columns: str | None = None) -> str:
