@@ -20,7 +20,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import NoReturn, TypeVar
+from typing import TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -123,14 +123,14 @@ class Store:
             install_queries(self.conn, reinstall=bool(migrated))
             if set(spans.FILLED_BY) & set(migrated):  # derived from the rows already there
                 spans.rebuild(self.conn)
-            self.conn.execute("COMMIT")
         except duckdb.Error:
             with contextlib.suppress(duckdb.Error):
                 self.conn.execute("ROLLBACK")
             raise
+        self._commit()
 
     def close(self) -> None:
-        if self._dirty and not self._abandoned:
+        if self._dirty:
             self.publish_replica(force=True)
         self.lookups.close()
         self._queries.close()
@@ -225,23 +225,24 @@ class Store:
             with contextlib.suppress(duckdb.Error):
                 self.conn.execute("ROLLBACK")
             raise
+        self._commit()
+
+    def _commit(self) -> None:
+        """COMMIT, or else abandon this DuckDB instance: after a failed COMMIT (running out of
+        memory, say) nothing more goes through it, and it closes without a checkpoint. DuckDB may
+        have kept part of the transaction in memory, and a checkpoint would write it into the
+        store."""
         try:
             self.conn.execute("COMMIT")
         except duckdb.Error as exc:
-            self._abandon(exc)
-
-    def _abandon(self, error: duckdb.Error) -> NoReturn:
-        """After a failed COMMIT (running out of memory, say) nothing more goes through this
-        DuckDB instance, and it closes without a checkpoint: DuckDB may have kept part of the
-        transaction in memory, and a checkpoint would write it into the store."""
-        self._abandoned = True
-        with contextlib.suppress(duckdb.Error):
-            self.conn.execute("PRAGMA disable_checkpoint_on_shutdown")
-        raise StoreAbandoned(
-            f"{self.path}: a batch's COMMIT failed ({str(error).splitlines()[0]}); this writer stops without "
-            "a checkpoint. The store holds every batch committed before it: run the command again "
-            "(with a larger --store-memory if it ran out of memory) and it goes on from there."
-        ) from error
+            self._abandoned = True
+            with contextlib.suppress(duckdb.Error):
+                self.conn.execute("PRAGMA disable_checkpoint_on_shutdown")
+            raise StoreAbandoned(
+                f"{self.path}: a COMMIT failed ({str(exc).splitlines()[0]}); this writer stops without a "
+                "checkpoint. The store holds every batch committed before it: run the command again "
+                "(with a larger --store-memory if it ran out of memory) and it goes on from there."
+            ) from exc
 
     def _within_memory(self, conn: duckdb.DuckDBPyConnection, run: Callable[[], _Result]) -> _Result:
         """`run`, retried with a raised limit while it runs out of memory under `memory_limit`
@@ -358,7 +359,7 @@ class Store:
         every `replica_interval` seconds and after nine times as long as the last one took
         (`REPLICA_WAIT_FACTOR`); 0 is after every batch, whatever it costs. None disables
         replicas."""
-        if self.replica_interval is None or not (self._dirty or force):
+        if self.replica_interval is None or self._abandoned or not (self._dirty or force):
             return
         started = time.monotonic()
         if not force and started < self._next_replica:
