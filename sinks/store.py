@@ -117,17 +117,11 @@ class Store:
         """Migrations, the query macros and the point-in-time indexes they need, in one
         transaction: a store is at the schema it had or at this one, never between, and a crash
         leaves the next writer all of it to do again."""
-        self.conn.execute("BEGIN TRANSACTION")
-        try:
+        with self._transaction():
             migrated = migrate(self.conn)
             install_queries(self.conn, reinstall=bool(migrated))
             if set(spans.FILLED_BY) & set(migrated):  # derived from the rows already there
                 spans.rebuild(self.conn)
-        except duckdb.Error:
-            with contextlib.suppress(duckdb.Error):
-                self.conn.execute("ROLLBACK")
-            raise
-        self._commit()
 
     def close(self) -> None:
         if self._dirty:
@@ -199,7 +193,7 @@ class Store:
                 f"WHERE NOT EXISTS (SELECT 1 FROM ({stored}) s WHERE {same})"
             ]
         try:
-            self._within_memory(self.conn, lambda: self._transaction(tables, statements))
+            self._within_memory(self.conn, lambda: self._write(tables, statements))
         except duckdb.Error as exc:
             rows = sum(table.num_rows for table in tables.values())
             raise StoreError(f"batch of {rows} rows not stored: {exc}") from exc
@@ -207,9 +201,8 @@ class Store:
         self._quarantine_rows = self._quarantine_rows or "quarantine" in tables
         self.publish_replica()
 
-    def _transaction(self, tables: Mapping[str, pa.Table], statements: Mapping[str, list[str]]) -> None:
-        self.conn.execute("BEGIN TRANSACTION")
-        try:
+    def _write(self, tables: Mapping[str, pa.Table], statements: Mapping[str, list[str]]) -> None:
+        with self._transaction():
             for name in sorted(SCHEMAS, key=lambda table: table not in CHILDREN):
                 if name not in tables:
                     continue
@@ -221,17 +214,20 @@ class Store:
             removed = [tables["removals"]["location"]] if "removals" in tables else []
             if views or removed:
                 spans.refresh(self.conn, _joined(views), _joined(removed))
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """The block in one transaction, rolled back when a statement fails. When COMMIT itself
+        fails (running out of memory, say) this DuckDB instance is abandoned: nothing more goes
+        through it, and it closes without a checkpoint. DuckDB may have kept part of the
+        transaction in memory, and a checkpoint would write it into the store."""
+        self.conn.execute("BEGIN TRANSACTION")
+        try:
+            yield
         except duckdb.Error:
             with contextlib.suppress(duckdb.Error):
                 self.conn.execute("ROLLBACK")
             raise
-        self._commit()
-
-    def _commit(self) -> None:
-        """COMMIT, or else abandon this DuckDB instance: after a failed COMMIT (running out of
-        memory, say) nothing more goes through it, and it closes without a checkpoint. DuckDB may
-        have kept part of the transaction in memory, and a checkpoint would write it into the
-        store."""
         try:
             self.conn.execute("COMMIT")
         except duckdb.Error as exc:
