@@ -5,6 +5,7 @@ import json
 import re
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Mapping
@@ -18,7 +19,7 @@ from viewlineage.indexer.batches import CHILDREN, DEDUPLICATED, PRIMARY_KEYS, SC
 from viewlineage.indexer.config import ParseConfig
 from viewlineage.indexer.errors import StoreAbandoned, StoreError
 from viewlineage.indexer.pipeline import Indexer, index_locations, reindex, with_roots
-from viewlineage.indexer.read import FileRead, LocalReader, listed_table
+from viewlineage.indexer.read import FileRead, ListedFile, LocalReader, listed_table
 from viewlineage.sinks import schema, spans
 from viewlineage.sinks import store as store_module
 from viewlineage.sinks.readers import open_reader, replica_path
@@ -398,6 +399,34 @@ def test_a_lookup_that_runs_out_of_memory_raises_the_limit_too(tmp_path: Path) -
         "store memory limit raised from 19.0 MiB to 20 MiB"
     ]
     assert all("Out of Memory Error" in str(w.message) for w in raised)
+
+
+def test_a_listing_lookup_waits_for_the_transaction_in_progress(tmp_path: Path) -> None:
+    """A lookup of a listing's chunk hashes up to 100,000 locations; beside a COMMIT under the same
+    memory limit it made the COMMIT fail at 10^6 files, which stops a writer. It waits instead."""
+    listing = listed_table([ListedFile("/w/a.metadata.json", 10, 1)])
+    with Store(tmp_path / "locked.duckdb", replica_interval=None) as store:
+        transacting, release = threading.Event(), threading.Event()
+        looked_up: list[list[str]] = []
+
+        def transaction() -> None:
+            with store._transaction():
+                transacting.set()
+                release.wait()
+
+        writer = threading.Thread(target=transaction)
+        writer.start()
+        transacting.wait()
+        lookup = threading.Thread(
+            target=lambda: looked_up.append(store.unindexed(listing)["location"].to_pylist())
+        )
+        lookup.start()
+        lookup.join(0.5)
+        waited = lookup.is_alive()
+        release.set()
+        writer.join()
+        lookup.join()
+    assert (waited, looked_up) == (True, [["/w/a.metadata.json"]])
 
 
 def test_segments_waiting_together_are_stored_in_one_transaction(tmp_path: Path) -> None:
