@@ -2,13 +2,14 @@
 
 DuckDB lets one process open a file for writing, and a writer's lock keeps every other process
 out, readers included. So while a writer runs (`index`, `watch`, `consume`, `reindex`) it publishes
-read-only replicas at most every `replica_interval` seconds (and in at most a tenth of its time)
-after a committed batch: CHECKPOINT, copy to a new file `<store>.replicas/<n>.duckdb`, then point
-the symlink `<store>.replica` at it (atomic rename). A replica file is never modified or replaced,
-only deleted once three newer ones exist and it is five seconds old: DuckDB opens a database by
-path several times while connecting, so a file renamed over a path mid-connect would mix two
-stores. Readers open the store itself when it is free, else the file the symlink names, resolved
-once; they are never blocked, never see a half-written file, and what they see never goes back.
+read-only replicas at most every `replica_interval` seconds (and copying at most a tenth of its
+time) after a committed batch: CHECKPOINT, copy to a new file `<store>.replicas/<n>.duckdb` while
+the writer goes on, then point the symlink `<store>.replica` at it (atomic rename). A replica
+file is never modified or replaced, only deleted once three newer ones exist and it is five
+seconds old: DuckDB opens a database by path several times while connecting, so a file renamed
+over a path mid-connect would mix two stores. Readers open the store itself when it is free, else
+the file the symlink names, resolved once; they are never blocked, never see a half-written file,
+and what they see never goes back.
 """
 
 from __future__ import annotations
@@ -52,10 +53,13 @@ INDEXED_LOOKUP_KEYS = 2048
 
 _Result = TypeVar("_Result")
 
+COPY_COMMAND = ("cp", "--reflink=auto")
+CHECKPOINTS_HELD_OFF = "1000TB"
+"""`checkpoint_threshold` while a replica is copied: no write-ahead log grows that large."""
 REPLICA_WAIT_FACTOR = 9.0
-"""After a publication, the next waits at least this many times as long as it took: publishing
-takes at most a tenth of a writer's time. A copy grows with the store (8 GB at 10^6 files, ~20 s
-here), and at a fixed interval a writer on a large store would do little else."""
+"""After a publication, the next waits at least this many times as long as it took: copies (a
+core and the disk) run at most a tenth of a writer's time. A copy grows with the store (8 GB at
+10^6 files, ~20 s here), and at a fixed interval a writer on a large store would always be copying."""
 KEEP_REPLICAS = 3
 REPLICA_GRACE_SECONDS = 5.0
 """An old replica file is deleted only when this many newer ones exist and it is this old, so a
@@ -83,6 +87,7 @@ class Store:
         and a copy of the store each). Followers publish when they start (`force`)."""
         self._dirty = False
         self._abandoned = False
+        self._copy: ReplicaCopy | None = None
         self._transacting = threading.Lock()
         """Held by a transaction, and by a lookup of a listing's chunk (`unindexed`): the two share
         one memory limit, and a COMMIT that cannot allocate stops the writer (`StoreAbandoned`)."""
@@ -128,6 +133,12 @@ class Store:
                 spans.rebuild(self.conn)
 
     def close(self) -> None:
+        if self._copy is not None:
+            if self._abandoned:
+                self._copy.abandon()
+                self._copy = None
+            else:
+                self._publish_copy()
         if self._dirty:
             self.publish_replica(force=True)
         self.lookups.close()
@@ -363,40 +374,103 @@ class Store:
 
     def publish_replica(self, force: bool = False) -> None:
         """Copy a checkpointed store to `<store>.replica` (atomic rename), unless forced at most
-        every `replica_interval` seconds and after nine times as long as the last one took
+        every `replica_interval` seconds and after nine times as long as the last copy took
         (`REPLICA_WAIT_FACTOR`); 0 is after every batch, whatever it costs. None disables
-        replicas."""
-        if self.replica_interval is None or self._abandoned or not (self._dirty or force):
+        replicas. The copy runs while the writer goes on (`ReplicaCopy`); a forced one, or one at
+        interval 0, is published before this returns."""
+        if self.replica_interval is None or self._abandoned:
             return
+        if self._copy is not None:
+            if not (force or self._copy.done()):
+                return
+            self._publish_copy()
         started = time.monotonic()
-        if not force and started < self._next_replica:
+        if not (self._dirty or force) or (not force and started < self._next_replica):
             return
         self.conn.execute("CHECKPOINT")
-        directory = replicas_directory(self.path)
-        directory.mkdir(exist_ok=True)
-        version = directory / f"{time.time_ns():020d}.duckdb"
-        temporary = directory / f".{version.name}.tmp"
-        # DuckDB's write lock is a POSIX record lock, which a process loses when it closes *any*
-        # descriptor of the file: copying here would open and close one, and hand the store to
-        # other processes. A child process's descriptors do not touch our lock, so `cp` copies.
-        copied = subprocess.run(
-            ["cp", "--reflink=auto", str(self.path), str(temporary)], capture_output=True, text=True
-        )
-        if copied.returncode != 0:
-            temporary.unlink(missing_ok=True)
-            raise StoreError(f"replica of {self.path} not written: {copied.stderr.strip()}")
-        os.rename(temporary, version)
-        link = replica_path(self.path)
-        pending_link = link.with_name(f".{link.name}.{os.getpid()}.tmp")
-        with contextlib.suppress(FileNotFoundError):
-            pending_link.unlink()
-        pending_link.symlink_to(os.path.relpath(version, link.parent))
-        os.replace(pending_link, link)
-        _prune_replicas(directory, version)
-        finished = time.monotonic()
-        waited = (finished - started) * REPLICA_WAIT_FACTOR if self.replica_interval else 0.0
-        self._next_replica = max(started + self.replica_interval, finished + waited)
         self._dirty = False
+        self._copy = ReplicaCopy(self.conn, self.path, started)
+        if force or not self.replica_interval:
+            self._publish_copy()
+
+    def _publish_copy(self) -> None:
+        copy, self._copy = self._copy, None
+        assert copy is not None
+        try:
+            finished = copy.wait(self.conn)
+        except StoreError:
+            self._dirty = True  # what the copy held is in no replica yet
+            raise
+        waited = (finished - copy.started) * REPLICA_WAIT_FACTOR if self.replica_interval else 0.0
+        self._next_replica = max(copy.started + (self.replica_interval or 0.0), finished + waited)
+
+
+class ReplicaCopy:
+    """A copy of the store file as its last CHECKPOINT left it, published as the replica by a
+    thread of its own once whole. Until the next CHECKPOINT, DuckDB changes no block that one
+    wrote: commits go to the write-ahead log, and large ones into blocks it left free. So the
+    writer goes on while `cp` runs, with automatic checkpoints held off (`checkpoint_threshold`)
+    until the writer sees the copy done (`wait`).
+
+    DuckDB's write lock is a POSIX record lock, which a process loses when it closes *any*
+    descriptor of the file: copying in this process would open and close one, and hand the store
+    to other processes. A child process's descriptors do not touch the lock."""
+
+    def __init__(self, conn: duckdb.DuckDBPyConnection, store: Path, started: float) -> None:
+        found = conn.execute("SELECT current_setting('checkpoint_threshold')").fetchone()
+        self.threshold = found[0] if found else "16 MiB"
+        """The writer's own `checkpoint_threshold`, restored once the copy is done."""
+        conn.execute(f"SET checkpoint_threshold = '{CHECKPOINTS_HELD_OFF}'")
+        self.store = store
+        self.started = self.finished = started
+        directory = replicas_directory(store)
+        directory.mkdir(exist_ok=True)
+        self.version = directory / f"{time.time_ns():020d}.duckdb"
+        """The replica file this copy becomes (never replaced: readers resolve the symlink to it)."""
+        self.error: StoreError | None = None
+        self._process = subprocess.Popen(
+            [*COPY_COMMAND, str(store), str(_temporary(self.version))],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self._thread = threading.Thread(target=self._publish, name="replica", daemon=True)
+        self._thread.start()
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def wait(self, conn: duckdb.DuckDBPyConnection) -> float:
+        """Until the copy is published (or failed); then checkpoints happen again. Returns when
+        the copy ended (`time.monotonic`)."""
+        self._thread.join()
+        conn.execute(f"SET checkpoint_threshold = '{self.threshold}'")
+        if self.error is not None:
+            raise self.error
+        return self.finished
+
+    def abandon(self) -> None:
+        self._process.kill()
+        self._thread.join()
+
+    def _publish(self) -> None:
+        _, errors = self._process.communicate()
+        self.finished = time.monotonic()
+        temporary = _temporary(self.version)
+        try:
+            if self._process.returncode != 0:
+                raise OSError(errors.strip() or f"{COPY_COMMAND[0]} exited with {self._process.returncode}")
+            os.rename(temporary, self.version)
+            link = replica_path(self.store)
+            pending_link = link.with_name(f".{link.name}.{os.getpid()}.tmp")
+            with contextlib.suppress(FileNotFoundError):
+                pending_link.unlink()
+            pending_link.symlink_to(os.path.relpath(self.version, link.parent))
+            os.replace(pending_link, link)
+            _prune_replicas(self.version.parent, self.version)
+        except OSError as exc:
+            temporary.unlink(missing_ok=True)
+            self.error = StoreError(f"replica of {self.store} not written: {exc}")
 
 
 def _stored(table: str, column: str, columns: str | None = None) -> str:
@@ -409,6 +483,10 @@ def _stored(table: str, column: str, columns: str | None = None) -> str:
 def _joined(columns: list[pa.ChunkedArray]) -> pa.Array:
     chunks = [chunk for column in columns for chunk in column.chunks]
     return pa.chunked_array(chunks, type=pa.string()).combine_chunks()
+
+
+def _temporary(version: Path) -> Path:
+    return version.with_name(f".{version.name}.tmp")
 
 
 def _prune_replicas(directory: Path, current: Path) -> None:
