@@ -17,7 +17,6 @@ import signal
 import sys
 import threading
 import time
-import zlib
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -48,6 +47,9 @@ KNOWN_CONTENT_LIMIT = 50_000
 """Hashes each memo remembers (~6 MB; the oldest are forgotten first): a view's next file repeats
 its last 10 versions, so this covers 5,000 views changing at once. Each worker keeps its own, and a
 memo full at 200,000 held ~23 MB, a fifth of a worker's memory; forgetting costs parsing again."""
+COUNTED_VERSIONS_LIMIT = 10_000
+"""New versions' hashes the pool's parent remembers to count each once: only two workers' adjacent
+runs parse one version new twice (`contiguous_runs`), a batch or two apart at most."""
 
 
 @dataclass
@@ -71,13 +73,13 @@ class IndexStats:
     lineage_reused: int = 0
 
     def absorb(self, other: IndexStats) -> None:
-        """Add a worker's counts (its `listed` and lineage counts are the caller's own)."""
+        """Add a worker's counts (its `listed` and lineage counts are the caller's own, and its new
+        versions are counted by hash: `Indexer.count_new_versions`)."""
         self.indexed += other.indexed
         self.missing += other.missing
         self.quarantined += other.quarantined
         self.table_files += other.table_files
         self.views |= other.views
-        self.new_versions += other.new_versions
         self.flawed_versions |= other.flawed_versions
         self.findings += other.findings
 
@@ -153,6 +155,7 @@ class Indexer:
         self.known_content = BoundedSet()
         """Hashes of schemas and clean versions whose rows this process has put in a batch: files
         repeating them are parsed by hash only."""
+        self.counted_versions = BoundedSet(COUNTED_VERSIONS_LIMIT)
         self.stats = IndexStats()
 
     def parse(self, read: FileRead) -> ParsedFile | QuarantinedFile:
@@ -259,6 +262,12 @@ class Indexer:
         for lineage in batch.lineage.values():
             self.stats.findings.update(f.code for f in lineage.findings)
 
+    def count_new_versions(self, hashes: Iterable[str]) -> None:
+        """Clean versions a worker parsed new, each counted once."""
+        fresh = [key for key in dict.fromkeys(hashes) if key not in self.counted_versions]
+        self.stats.new_versions += len(fresh)
+        self.counted_versions.update(fresh)
+
     def ingest(
         self,
         items: Iterable[FileRead | ReadFailure],
@@ -326,6 +335,8 @@ class ParsedShard:
     tables: dict[str, pa.Table]
     requests: dict[str, LineageRequest]
     stats: IndexStats
+    new_versions: list[str]
+    """Hashes of the clean versions parsed new (`stats` leaves them to be counted by hash)."""
 
 
 def _start_worker(config: ParseConfig, parent: int) -> None:
@@ -344,7 +355,14 @@ def _parse_shard(items: list[FileRead | ReadFailure], include_source: bool) -> P
     assert _worker is not None, "the pool initializer makes the worker's indexer"
     _worker.stats = IndexStats()
     batch = _worker.build_batch(items, include_source=include_source, defer_lineage=True)
-    return ParsedShard(batch.to_arrow(), batch.lineage_requests, _worker.stats)
+    new_versions = [
+        version.version_hash
+        for item in batch.indexed
+        if item.parsed.view is not None
+        for version in item.parsed.view.versions
+        if isinstance(version, ParsedVersion) and version.clean
+    ]
+    return ParsedShard(batch.to_arrow(), batch.lineage_requests, _worker.stats, new_versions)
 
 
 def _analyse(requests: list[tuple[str, LineageRequest]], config: ParseConfig) -> dict[str, Lineage]:
@@ -352,9 +370,9 @@ def _analyse(requests: list[tuple[str, LineageRequest]], config: ParseConfig) ->
 
 
 class WorkerPool:
-    """Parsing and SQL analysis on several cores. A batch's files are sharded by metadata
-    directory, so one view's files always meet the same worker and its memo of known versions;
-    lineage goes through the main process's memo and the store's before a worker computes it."""
+    """Parsing and SQL analysis on several cores. A batch's files are split into contiguous runs of
+    equal size (`contiguous_runs`); lineage goes through the main process's memo and the store's
+    before a worker computes it, in slices of equal count."""
 
     def __init__(self, config: ParseConfig, workers: int) -> None:
         self.config = config
@@ -365,6 +383,7 @@ class WorkerPool:
             ProcessPoolExecutor(1, initializer=_start_worker, initargs=(config, os.getpid()))
             for _ in range(workers)
         ]
+        self.batches = 0
         # The first task forks a worker: do it now, before reader or consumer threads exist.
         # Frozen objects are left alone by the children's garbage collector, which would otherwise
         # touch (and so copy) every page of what the parent holds, a listing of 10^6 files say.
@@ -388,13 +407,13 @@ class WorkerPool:
     def parse(
         self, items: Sequence[FileRead | ReadFailure], include_source: bool
     ) -> list[Future[ParsedShard]]:
-        shards: list[list[FileRead | ReadFailure]] = [[] for _ in range(self.workers)]
-        for item in items:
-            directory = item.location.rpartition("/")[0]
-            shards[zlib.crc32(directory.encode()) % self.workers].append(item)
+        """The runs go to the workers in order, then in reverse for the next batch: the view a
+        batch ends with starts the next one on the same worker."""
+        self.batches += 1
+        processes = self.processes if self.batches % 2 else self.processes[::-1]
         return [
             process.submit(_parse_shard, shard, include_source)
-            for process, shard in zip(self.processes, shards, strict=True)
+            for process, shard in zip(processes, contiguous_runs(items, self.workers), strict=True)
             if shard
         ]
 
@@ -424,6 +443,24 @@ class WorkerPool:
         }
 
 
+def contiguous_runs(
+    items: Sequence[FileRead | ReadFailure], parts: int
+) -> list[list[FileRead | ReadFailure]]:
+    """`items` in order, in `parts` contiguous runs of about equal bytes (parsing costs about what
+    a file weighs). A listing is sorted, so a view's files stay together and meet one worker's
+    memo of known versions, except where a run ends: the next worker parses that view's last
+    versions once more. (Sharding by directory kept each view on one worker, but a batch holds a
+    few views, and the busier worker had ~62% of the bytes.)"""
+    weights = [len(item.data) if isinstance(item, FileRead) else 1 for item in items]
+    total = sum(weights)
+    runs: list[list[FileRead | ReadFailure]] = [[] for _ in range(parts)]
+    before = 0
+    for item, weight in zip(items, weights, strict=True):
+        runs[min(parts - 1, (2 * before + weight) * parts // (2 * total))].append(item)  # by its middle
+        before += weight
+    return runs
+
+
 @dataclass(frozen=True, slots=True)
 class PendingBatch:
     parsed: list[ParsedShard]
@@ -435,6 +472,7 @@ class PendingBatch:
         lineage = {key: found for future in self.analysed for key, found in future.result().items()}
         for shard in self.parsed:
             indexer.stats.absorb(shard.stats)
+            indexer.count_new_versions(shard.new_versions)
         lineage_batch = Batch(lineage=lineage)
         indexer.count(lineage_batch)
         return concatenated([shard.tables for shard in self.parsed] + [lineage_batch.to_arrow()])

@@ -17,8 +17,9 @@ import pytest
 from viewlineage.indexer import pipeline
 from viewlineage.indexer.collector import collector_paused
 from viewlineage.indexer.config import ParseConfig
-from viewlineage.indexer.pipeline import Indexer, WorkerPool, index_locations
-from viewlineage.indexer.read import LocalReader
+from viewlineage.indexer.errors import ObjectMissing
+from viewlineage.indexer.pipeline import Indexer, ReadFailure, WorkerPool, index_locations
+from viewlineage.indexer.read import FileRead, LocalReader
 
 from .conftest import settings_for
 from .generate import generate
@@ -38,6 +39,23 @@ def test_a_pool_of_workers_indexes_exactly_what_one_process_does(tmp_path: Path)
             12 * 30 + 1,
         )  # views, tables, conflict
     assert snapshot(tmp_path / "1.duckdb") == snapshot(tmp_path / "2.duckdb")
+
+
+def test_a_batch_is_split_into_contiguous_runs_of_equal_bytes() -> None:
+    """Parsing costs about what a file weighs: the runs are balanced by bytes, and each is a
+    stretch of the sorted batch, so a view's files stay together."""
+    sizes = [100, 100, 100, 700, 50, 50, 300, 300, 200, 100]
+    items: list[FileRead | ReadFailure] = [
+        FileRead(f"/w/{n:02d}.metadata.json", b"x" * size, None, None) for n, size in enumerate(sizes)
+    ]
+    items.append(ReadFailure("/w/99.metadata.json", ObjectMissing("/w/99.metadata.json", "gone")))
+    runs = pipeline.contiguous_runs(items, 2)
+    assert [[item.location[3:5] for item in run] for run in runs] == [
+        ["00", "01", "02", "03"],
+        ["04", "05", "06", "07", "08", "09", "99"],
+    ]
+    assert [sum(len(item.data) for item in run if isinstance(item, FileRead)) for run in runs] == [1000, 1000]
+    assert pipeline.contiguous_runs(items[:1], 3) == [[], items[:1], []]  # by its middle
 
 
 def test_workers_start_with_the_parents_objects_frozen() -> None:
