@@ -88,6 +88,8 @@ class Store:
         self._dirty = False
         self._abandoned = False
         self._copy: ReplicaCopy | None = None
+        self._memory_raises = 0
+        self._raising = threading.Lock()
         self._transacting = threading.Lock()
         """Held by a transaction, and by a lookup of a listing's chunk (`unindexed`): the two share
         one memory limit, and a COMMIT that cannot allocate stops the writer (`StoreAbandoned`)."""
@@ -264,18 +266,28 @@ class Store:
         (else the machine itself is out of memory). Lookups need this as much as batches: they
         share the limit with the key indexes the batches loaded."""
         for _ in range(MEMORY_RAISES):
+            raises = self._memory_raises
             try:
                 return run()
             except duckdb.OutOfMemoryException as exc:
                 if self.memory_limit is None:
                     raise
-                self._raise_memory_limit(conn, exc)
+                self._raise_memory_limit(conn, raises, exc)
         return run()
 
-    def _raise_memory_limit(self, conn: duckdb.DuckDBPyConnection, error: duckdb.Error) -> None:
+    def _raise_memory_limit(self, conn: duckdb.DuckDBPyConnection, raises: int, error: duckdb.Error) -> None:
         """DuckDB evicts cached data under its memory limit, but not the parts of the key indexes
         a transaction loaded, which grow with the store: a limit they outgrow is raised by a tenth
-        (reported as a warning) rather than stopping indexing."""
+        (reported as a warning) rather than stopping indexing. Once for two threads that ran out
+        under one limit (`raises`: how often it had been raised when they started): at 10^6 files
+        a batch and a lookup beside it raised it twice."""
+        with self._raising:
+            if self._memory_raises != raises:  # raised meanwhile: the caller tries under that
+                return
+            self._memory_raises += 1
+            self._set_raised_limit(conn, error)
+
+    def _set_raised_limit(self, conn: duckdb.DuckDBPyConnection, error: duckdb.Error) -> None:
         text = conn.execute("SELECT current_setting('memory_limit')").fetchall()
         value, unit = (text[0][0] if text else "0 bytes").split()
         raised = int(float(value) * _BINARY_UNITS[unit] * MEMORY_RAISE)
@@ -284,7 +296,7 @@ class Store:
             f"store memory limit raised from {value} {unit} to {raised // 2**20} MiB: "
             f"{str(error).splitlines()[0]}",
             RuntimeWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
 
     def record_roots(self, roots: Iterable[str]) -> None:

@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -431,6 +431,45 @@ def test_a_lookup_that_runs_out_of_memory_raises_the_limit_too(tmp_path: Path) -
         "store memory limit raised from 19.0 MiB to 20 MiB"
     ]
     assert all("Out of Memory Error" in str(w.message) for w in raised)
+
+
+def test_two_threads_out_of_memory_under_one_limit_raise_it_once(tmp_path: Path) -> None:
+    """At 10^6 files a batch (the store thread) and a lookup of the listing (the main thread) ran
+    out of memory under one limit and each raised it by a tenth: 42 MiB more than either needed."""
+    both_started = threading.Barrier(2)
+
+    def out_of_memory_once() -> Callable[[], str]:
+        calls: list[int] = []
+
+        def run() -> str:
+            calls.append(1)
+            if len(calls) == 1:
+                both_started.wait()
+                raise duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block")
+            return "done"
+
+        return run
+
+    with Store(tmp_path / "raised.duckdb", replica_interval=None, memory_limit="100MiB") as store:
+        results: list[str] = []
+        with warnings.catch_warnings(record=True) as raised:
+            warnings.simplefilter("always")
+            threads = [
+                threading.Thread(
+                    target=lambda: results.append(store._within_memory(store.conn, out_of_memory_once()))
+                )
+                for _ in range(2)
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        limit = store.conn.execute("SELECT current_setting('memory_limit')").fetchall()
+    assert (results, [str(w.message).split(":")[0] for w in raised], limit) == (
+        ["done", "done"],
+        ["store memory limit raised from 100.0 MiB to 110 MiB"],
+        [("110.0 MiB",)],
+    )
 
 
 def test_a_listing_lookup_waits_for_the_transaction_in_progress(tmp_path: Path) -> None:
