@@ -451,7 +451,7 @@ def contiguous_runs(
     memo of known versions, except where a run ends: the next worker parses that view's last
     versions once more. (Sharding by directory kept each view on one worker, but a batch holds a
     few views, and the busier worker had ~62% of the bytes.)"""
-    weights = [len(item.data) if isinstance(item, FileRead) else 1 for item in items]
+    weights = [max(1, len(item.data)) if isinstance(item, FileRead) else 1 for item in items]
     total = sum(weights)
     runs: list[list[FileRead | ReadFailure]] = [[] for _ in range(parts)]
     before = 0

@@ -56,6 +56,10 @@ def test_a_batch_is_split_into_contiguous_runs_of_equal_bytes() -> None:
     ]
     assert [sum(len(item.data) for item in run if isinstance(item, FileRead)) for run in runs] == [1000, 1000]
     assert pipeline.contiguous_runs(items[:1], 3) == [[], items[:1], []]  # by its middle
+    empty: list[FileRead | ReadFailure] = [
+        FileRead(f"/w/{n}.metadata.json", b"", None, None) for n in range(4)
+    ]
+    assert pipeline.contiguous_runs(empty, 2) == [empty[:2], empty[2:]]  # empty files weigh a byte
 
 
 def test_workers_start_with_the_parents_objects_frozen() -> None:
