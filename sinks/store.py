@@ -285,18 +285,15 @@ class Store:
             if self._memory_raises != raises:  # raised meanwhile: the caller tries under that
                 return
             self._memory_raises += 1
-            self._set_raised_limit(conn, error)
-
-    def _set_raised_limit(self, conn: duckdb.DuckDBPyConnection, error: duckdb.Error) -> None:
-        text = conn.execute("SELECT current_setting('memory_limit')").fetchall()
-        value, unit = (text[0][0] if text else "0 bytes").split()
-        raised = int(float(value) * _BINARY_UNITS[unit] * MEMORY_RAISE)
-        conn.execute(f"SET memory_limit = '{raised // 2**20}MiB'")  # global: every connection's
+            text = conn.execute("SELECT current_setting('memory_limit')").fetchall()
+            value, unit = (text[0][0] if text else "0 bytes").split()
+            raised = int(float(value) * _BINARY_UNITS[unit] * MEMORY_RAISE)
+            conn.execute(f"SET memory_limit = '{raised // 2**20}MiB'")  # global: every connection's
         warnings.warn(
             f"store memory limit raised from {value} {unit} to {raised // 2**20} MiB: "
             f"{str(error).splitlines()[0]}",
             RuntimeWarning,
-            stacklevel=5,
+            stacklevel=4,
         )
 
     def record_roots(self, roots: Iterable[str]) -> None:
@@ -439,9 +436,10 @@ class ReplicaCopy:
         directory.mkdir(exist_ok=True)
         self.version = directory / f"{time.time_ns():020d}.duckdb"
         """The replica file this copy becomes (never replaced: readers resolve the symlink to it)."""
+        self.temporary = directory / f".{self.version.name}.tmp"
         self.error: StoreError | None = None
         self._process = subprocess.Popen(
-            [*COPY_COMMAND, str(store), str(_temporary(self.version))],
+            [*COPY_COMMAND, str(store), str(self.temporary)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -468,11 +466,10 @@ class ReplicaCopy:
     def _publish(self) -> None:
         _, errors = self._process.communicate()
         self.finished = time.monotonic()
-        temporary = _temporary(self.version)
         try:
             if self._process.returncode != 0:
                 raise OSError(errors.strip() or f"{COPY_COMMAND[0]} exited with {self._process.returncode}")
-            os.rename(temporary, self.version)
+            os.rename(self.temporary, self.version)
             link = replica_path(self.store)
             pending_link = link.with_name(f".{link.name}.{os.getpid()}.tmp")
             with contextlib.suppress(FileNotFoundError):
@@ -481,7 +478,7 @@ class ReplicaCopy:
             os.replace(pending_link, link)
             _prune_replicas(self.version.parent, self.version)
         except OSError as exc:
-            temporary.unlink(missing_ok=True)
+            self.temporary.unlink(missing_ok=True)
             self.error = StoreError(f"replica of {self.store} not written: {exc}")
 
 
@@ -495,10 +492,6 @@ def _stored(table: str, column: str, columns: str | None = None) -> str:
 def _joined(columns: list[pa.ChunkedArray]) -> pa.Array:
     chunks = [chunk for column in columns for chunk in column.chunks]
     return pa.chunked_array(chunks, type=pa.string()).combine_chunks()
-
-
-def _temporary(version: Path) -> Path:
-    return version.with_name(f".{version.name}.tmp")
 
 
 def _prune_replicas(directory: Path, current: Path) -> None:
