@@ -30,8 +30,10 @@ from .names import (
 )
 
 
-def _version_rows(conn: duckdb.DuckDBPyConnection, view_id: str, version_id: int) -> dict[str, Any]:
-    v = version_copy(conn, view_id, version_id)
+def _version_rows(
+    conn: duckdb.DuckDBPyConnection, version_id: int, v: dict[str, Any] | None
+) -> dict[str, Any]:
+    """Version `version_id` from its `versions` row `v` (None: not stored), with its schema and SQL."""
     if v is None:
         return {"version_id": version_id, "missing": True}
     # Point lookups by key, each through its index: a join would read every schema.
@@ -76,7 +78,13 @@ def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None)
         )
     if state["active_version_id"] is None:
         raise UsageError(f"view {view.name} had no active version at {iso(at) if as_of_ms else 'any time'}")
-    version = _version_rows(conn, view.view_id, state["active_version_id"])
+    stored = (
+        query_rows(conn, "SELECT * FROM versions WHERE version_hash = ?", [state["version_hash"]])
+        if state["version_hash"] is not None
+        else []
+    )
+    version = _version_rows(conn, state["active_version_id"], stored[0] if stored else None)
+    properties = query_rows(conn, "SELECT properties FROM view_files WHERE location = ?", [state["location"]])
     return {
         "view": view.name,
         "view_id": view.view_id,
@@ -86,7 +94,7 @@ def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None)
         "activated_at": iso(state["activated_ms"]),
         "activated_source": "version-log",
         **version,
-        "properties": dict(state["properties"] or {}),
+        "properties": dict(properties[0]["properties"] or {}),
         "properties_file": state["location"],
         "properties_since_ms": state["commit_ms"],
         "properties_since": iso(state["commit_ms"]),
@@ -101,7 +109,7 @@ def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None)
                 state["catalog"],
                 state["active_version_id"],
                 state["activated_ms"],
-                version.get("version_hash"),
+                state["version_hash"],
             ),
         ),
     }
@@ -203,7 +211,10 @@ def history(conn: duckdb.DuckDBPyConnection, ref: str) -> dict[str, Any]:
         [view.view_id],
     )
     versions = {
-        row["version_id"]: _version_rows(conn, view.view_id, row["version_id"]) for row in version_ids
+        row["version_id"]: _version_rows(
+            conn, row["version_id"], version_copy(conn, view.view_id, row["version_id"])
+        )
+        for row in version_ids
     }
     entries = []
     previous: dict[str, Any] | None = None

@@ -17,7 +17,7 @@ import duckdb
 
 from viewlineage.indexer.errors import UsageError
 
-from .names import FOREVER_MS, display_name, iso, query_rows, resolve_table, resolve_view, version_copy
+from .names import FOREVER_MS, display_name, iso, query_rows, resolve_table, resolve_view
 
 FRESH, STALE, UNKNOWN = "FRESH", "STALE", "UNKNOWN"
 MAIN = "main"
@@ -131,19 +131,16 @@ def _head(conn: duckdb.DuckDBPyConnection, view_id: str, at: int) -> ViewHead | 
     """The view at `at`; None before its first version or once dropped."""
     rows = query_rows(
         conn,
-        "SELECT location, catalog, active_version_id, activated_ms, dropped_ms FROM view_at(?1, ?2)",
+        """
+        SELECT location, catalog, active_version_id, activated_ms, version_hash, dropped_ms
+        FROM view_at(?1, ?2)""",
         [view_id, at],
     )
     if not rows or rows[0]["active_version_id"] is None or (rows[0]["dropped_ms"] or FOREVER_MS + 1) <= at:
         return None
     row = rows[0]
-    version = version_copy(conn, view_id, row["active_version_id"])
     return ViewHead(
-        row["location"],
-        row["catalog"],
-        row["active_version_id"],
-        row["activated_ms"],
-        version["version_hash"] if version else None,
+        row["location"], row["catalog"], row["active_version_id"], row["activated_ms"], row["version_hash"]
     )
 
 

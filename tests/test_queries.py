@@ -18,6 +18,7 @@ from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.pipeline import index_locations
 from viewlineage.queries import api
 from viewlineage.queries.cli import cli
+from viewlineage.queries.names import version_copy
 from viewlineage.sinks.readers import open_reader
 
 from .conftest import settings_for
@@ -202,6 +203,25 @@ def _compare_lookups(store: duckdb.DuckDBPyConnection) -> tuple[int, int]:
             ).fetchall()
             assert one_file == [(files[view],)]
             assert one_version == ([current[view]] if view in current else [])
+            # One view's whole state at T from its spans, as `show` reads it.
+            state = store.execute(
+                """
+                SELECT location, active_version_id, activated_ms, version_hash, dropped_location, dropped_ms
+                FROM view_at(?, ?)""",
+                [view, at],
+            ).fetchall()
+            version, since = current.get(view, (None, None))
+            copy = version_copy(store, view, version) if version is not None else None
+            dropped = store.execute("SELECT location, dropped_ms FROM view_drop(?)", [view]).fetchall()
+            assert state == [
+                (
+                    files[view],
+                    version,
+                    since,
+                    copy and copy["version_hash"],
+                    *(dropped[0] if dropped else (None, None)),
+                )
+            ]
     activated = store.execute("SELECT count(DISTINCT timestamp_ms) FROM activations").fetchone()
     return len(views), activated[0] if activated else 0
 

@@ -67,7 +67,7 @@ def test_previous_schema_version_opens_and_migrates(
         assert conn.execute("SELECT id FROM _migrations").fetchall() == [(1,)]
         before = conn.execute("SELECT count(*) FROM versions").fetchone()
     monkeypatch.undo()
-    with pytest.raises(StoreError, match=r"has schema 1, this viewlineage needs 12: a writer .* migrates it"):
+    with pytest.raises(StoreError, match=r"has schema 1, this viewlineage needs 13: a writer .* migrates it"):
         open_reader(db)
     with (
         pytest.warns(
@@ -91,6 +91,7 @@ def test_previous_schema_version_opens_and_migrates(
             "0010_drops_in_spans",
             "0011_reads_by_key",
             "0012_reads_in_spans",
+            "0013_spans_by_view",
         ]
         assert schema.reindex_needed(store.conn) == ["0007_tables_and_materialized_views"]
         keyed = store.conn.execute(
@@ -106,6 +107,7 @@ def test_previous_schema_version_opens_and_migrates(
             ("table_files_by_table",),
             ("versions_by_view",),
             ("view_files_by_view",),
+            ("view_spans_by_view",),
         ]
         assert store.conn.execute("SELECT count(*) FROM versions").fetchone() == before == (21,)
     # The tables migration 5 derived from the old rows hold what today's writer writes.

@@ -54,14 +54,23 @@ CREATE OR REPLACE MACRO view_drop(vid) AS TABLE
 SELECT vid AS view_id, location, min(removed_ms) AS dropped_ms FROM removals
 WHERE location = view_location_as_of(vid, 1::BIGINT << 62) GROUP BY location;
 
--- view_at(vid, t): one view at t in one lookup: its file in force (view_file_as_of), the version
--- current then (active_version_id, activated_ms; NULL before the first activation) and, once its
--- newest file was removed, which and when (dropped_location, dropped_ms; see view_drop).
+-- view_at(vid, t): one view at t from its spans, through their view_id index: the file in force
+-- (location, catalog, name_path, commit_ms, commit_source), the version current then
+-- (active_version_id, activated_ms, and version_hash: the copy that counts; NULL before the first
+-- activation) and, once its newest file (the last span's) was removed, which and when
+-- (dropped_location, dropped_ms; see view_drop). No row for a view without files.
 CREATE OR REPLACE MACRO view_at(vid, t) AS TABLE
-SELECT f.*, c.version_id AS active_version_id, c.activated_ms, d.location AS dropped_location, d.dropped_ms
-FROM view_file_as_of(vid, t) f
-LEFT JOIN view_current_version(vid, t) c ON true
-LEFT JOIN view_drop(vid) d ON true;
+WITH spans AS (
+    SELECT view_id, from_ms, until_ms, location, view_uuid, catalog, name_path, commit_ms, commit_source,
+           version_id, activated_ms, version_hash, dropped_ms
+    FROM view_spans
+    WHERE view_id = vid AND ((from_ms <= t AND t < until_ms) OR until_ms = 9223372036854775807)
+)
+SELECT s.view_id, s.location, s.view_uuid, s.catalog, s.name_path, s.commit_ms, s.commit_source,
+       s.version_id AS active_version_id, s.activated_ms, s.version_hash,
+       newest.location AS dropped_location, newest.dropped_ms
+FROM spans s LEFT JOIN spans newest ON newest.until_ms = 9223372036854775807 AND newest.dropped_ms IS NOT NULL
+WHERE s.from_ms <= t AND t < s.until_ms;
 
 -- view_heads_as_of(t): every view current at t with its version (the copy that counts, and what
 -- it reads, as `read_paths` and `reads`, see view_spans) and the facts of its file in force (see
