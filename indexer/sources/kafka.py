@@ -78,6 +78,9 @@ class EventIngest:
         self.prefixes = prefixes
         self._readers: dict[str, Reader] = {}
         self._recent: OrderedDict[str, None] = OrderedDict()
+        for prefix in prefixes or ("s3://",):  # s3fs's import and client before the first event's read
+            if "://" in prefix:
+                self.reader(prefix)
 
     def reader(self, url: str) -> Reader:
         scheme = url.split("://", 1)[0]
