@@ -19,10 +19,10 @@ from viewlineage.indexer.pipeline import (
     quarantine_read_failure,
     read_with_retries,
 )
-from viewlineage.indexer.read import ListedFile, reader_for
+from viewlineage.indexer.read import DECLINE_AFTER, FsspecReader, ListedFile, reader_for
 
 from ..conftest import settings_for
-from ..servers import SECRET_KEY, SeaweedS3, seaweed_s3
+from ..servers import SECRET_KEY, SeaweedS3, free_port, seaweed_s3
 from ..stores import OBJECT_TIMES, snapshot
 
 pytestmark = pytest.mark.integration
@@ -131,3 +131,36 @@ def test_an_announced_object_shorter_than_its_event_is_retried_not_quarantined(
     assert isinstance(failure, ReadFailure) and isinstance(failure.error, TransientReadError)
     assert quarantine_read_failure(failure, missing_is_quarantine=True).reason == "unreadable"  # type: ignore[union-attr]
     assert reader.read(url, 1 << 26, ListedFile(url, size)).data == whole.data
+
+
+def test_announced_objects_are_read_through_obstore_and_s3fs_takes_a_bucket_it_keeps_failing_on(
+    s3: SeaweedS3, uploaded: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An object an event announced is one GET through obstore, with what a listing through s3fs
+    says of it. Where obstore fails and s3fs reads (here obstore's endpoint refuses connections),
+    each read still succeeds, and after `DECLINE_AFTER` in a row the bucket is left to s3fs."""
+    for key, value in s3.environment.items():
+        monkeypatch.setenv(key, value)
+    urls = [url for url in sorted(uploaded) if url.endswith(".metadata.json")][: DECLINE_AFTER + 1]
+    reader = reader_for(urls[0], s3.endpoint)
+    assert isinstance(reader, FsspecReader) and reader.gets is not None
+    listed = {item.location: item for item in reader.list(PREFIX)}
+    for url in urls:
+        read = reader.read(url, 1 << 26, ListedFile(url))
+        assert (len(read.data), read.modified_ms) == (listed[url].size, listed[url].modified_ms)
+    assert set(reader.gets.stores) == {"lake"} and reader.gets.failures == {}
+
+    elsewhere = reader_for(urls[0], s3.endpoint)
+    assert isinstance(elsewhere, FsspecReader) and elsewhere.gets is not None
+    elsewhere.gets.endpoint = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    with pytest.warns(RuntimeWarning, match=f"obstore failed on {DECLINE_AFTER} objects in a row"):
+        for url in urls[:DECLINE_AFTER]:
+            assert elsewhere.read(url, 1 << 26, ListedFile(url)).data == reader.read(url, 1 << 26).data
+    assert elsewhere.gets.declined == {"lake"}
+
+    def no_more(*args: object) -> None:
+        raise AssertionError("a declined bucket went to obstore")
+
+    monkeypatch.setattr(elsewhere.gets, "get", no_more)
+    last = urls[DECLINE_AFTER]
+    assert elsewhere.read(last, 1 << 26, ListedFile(last)).data == reader.read(last, 1 << 26).data
