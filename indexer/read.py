@@ -212,20 +212,14 @@ class FsspecReader:
         did not. Fewer bytes than the event announced is a transient error: SeaweedFS notifies,
         and serves the object, while the upload is still in flight."""
         bucket, key, version = self.fs.split_path(location)
-        read: FileRead | None = None
         if self.gets is not None and bucket not in self.gets.declined:
             try:
-                read = self.gets.get(location, bucket, key, version, max_bytes)
+                return _whole(self.gets.get(location, bucket, key, version, max_bytes), announced_size)
             except GetFailed as failed:
-                read = self._read_s3_object(location, max_bytes, bucket, key, version)
-                self.gets.failed(bucket, failed)  # s3fs read what obstore could not
-        if read is None:
-            read = self._read_s3_object(location, max_bytes, bucket, key, version)
-        if announced_size is not None and len(read.data) < announced_size:
-            raise TransientReadError(
-                location, f"{len(read.data)} of the {announced_size} bytes announced: still uploading"
-            )
-        return read
+                read = _whole(self._read_s3_object(location, max_bytes, bucket, key, version), announced_size)
+                self.gets.failed(bucket, failed)  # s3fs read, whole, what obstore could not
+                return read
+        return _whole(self._read_s3_object(location, max_bytes, bucket, key, version), announced_size)
 
     def _read_s3_object(
         self, location: str, max_bytes: int, bucket: str, key: str, version: str | None
@@ -339,6 +333,14 @@ class ObjectGets:
                 RuntimeWarning,
                 stacklevel=2,
             )
+
+
+def _whole(read: FileRead, announced_size: int | None) -> FileRead:
+    if announced_size is not None and len(read.data) < announced_size:
+        raise TransientReadError(
+            read.location, f"{len(read.data)} of the {announced_size} bytes announced: still uploading"
+        )
+    return read
 
 
 def _modified_ms(info: Mapping[str, Any]) -> int | None:
