@@ -150,8 +150,9 @@ class LocalReader:
 
 
 class FsspecReader:
-    """Object stores through fsspec (s3fs for `s3://`). Listing returns sizes and LastModified, so
-    reading needs no extra request per object."""
+    """Object stores through fsspec: s3fs lists `s3://`, obstore reads its objects (see
+    `ObjectGets`). Listing returns sizes and LastModified, so reading needs no extra request per
+    object."""
 
     def __init__(self, protocol: str, storage_options: Mapping[str, Any] | None = None) -> None:
         import fsspec
@@ -192,8 +193,8 @@ class FsspecReader:
         return directories, files
 
     def read(self, location: str, max_bytes: int, listed: ListedFile | None = None) -> FileRead:
-        if (listed is None or listed.modified_ms is None) and self.protocol == "s3":
-            return self._read_announced(location, max_bytes, listed.size if listed else None)
+        if self.protocol == "s3":
+            return self._read_s3(location, max_bytes, listed.size if listed else None)
         with mapped_errors(location):
             if listed is None or listed.size is None:
                 info = self.fs.info(location)
@@ -205,12 +206,12 @@ class FsspecReader:
             raise ObjectTooLarge(location, f"grew past the {max_bytes}-byte limit while read")
         return FileRead(location, data, listed.modified_ms, "last-modified")
 
-    def _read_announced(self, location: str, max_bytes: int, announced_size: int | None) -> FileRead:
-        """An object known from an event, not a listing: one GET gives the bytes, the size and
-        LastModified (HEAD then GET would double the requests, and requests are what cap
-        `consume`), through obstore (see `ObjectGets`) unless it failed on this bucket where s3fs
-        did not. Fewer bytes than the event announced is a transient error: SeaweedFS notifies,
-        and serves the object, while the upload is still in flight."""
+    def _read_s3(self, location: str, max_bytes: int, announced_size: int | None) -> FileRead:
+        """One GET gives the bytes, the size and LastModified (an object known from an event has
+        no listing's: HEAD then GET would double the requests, and requests are what cap
+        `consume`), through obstore (see `ObjectGets`) unless it kept failing on this bucket
+        where s3fs did not. Fewer bytes than an event or listing announced is a transient error:
+        SeaweedFS notifies, and serves the object, while the upload is still in flight."""
         bucket, key, version = self.fs.split_path(location)
         if self.gets is not None and bucket not in self.gets.declined:
             try:
