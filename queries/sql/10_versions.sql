@@ -60,11 +60,11 @@ WHERE location = view_location_as_of(vid, 1::BIGINT << 62) GROUP BY location;
 -- activation) and, once its newest file (the last span's) was removed, which and when
 -- (dropped_location, dropped_ms; see view_drop). No row for a view without files.
 CREATE OR REPLACE MACRO view_at(vid, t) AS TABLE
-WITH spans AS (
+WITH spans AS MATERIALIZED (
+    -- The view_id filter alone: DuckDB scans through an index only for a filter on its key.
     SELECT view_id, from_ms, until_ms, location, view_uuid, catalog, name_path, commit_ms, commit_source,
            version_id, activated_ms, version_hash, dropped_ms
-    FROM view_spans
-    WHERE view_id = vid AND ((from_ms <= t AND t < until_ms) OR until_ms = 9223372036854775807)
+    FROM view_spans WHERE view_id = vid
 )
 SELECT s.view_id, s.location, s.view_uuid, s.catalog, s.name_path, s.commit_ms, s.commit_source,
        s.version_id AS active_version_id, s.activated_ms, s.version_hash,
