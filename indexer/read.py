@@ -301,7 +301,7 @@ class ObjectGets:
         }
 
     def get(self, location: str, bucket: str, key: str, version: str | None, max_bytes: int) -> FileRead:
-        """Raises `ObjectMissing`, `ObjectTooLarge`, or `GetFailed` (see `decline`)."""
+        """Raises `ObjectMissing`, `ObjectTooLarge`, or `GetFailed` (see `failed`)."""
         import obstore
 
         try:

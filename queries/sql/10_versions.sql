@@ -61,7 +61,7 @@ WHERE location = view_location_as_of(vid, 1::BIGINT << 62) GROUP BY location;
 -- (dropped_location, dropped_ms; see view_drop). No row for a view without files.
 CREATE OR REPLACE MACRO view_at(vid, t) AS TABLE
 WITH spans AS MATERIALIZED (
-    -- The view_id filter alone: DuckDB scans through an index only for a filter on its key.
+    -- One filter, on the indexed key; the time conditions then pick among the view's ~100 spans.
     SELECT view_id, from_ms, until_ms, location, view_uuid, catalog, name_path, commit_ms, commit_source,
            version_id, activated_ms, version_hash, dropped_ms
     FROM view_spans WHERE view_id = vid
