@@ -166,7 +166,9 @@ def backfill(
         if into_store:
             with (
                 timed("merge"),
-                Store(settings.db, settings.replica_interval, settings.store_memory) as store,
+                Store(
+                    settings.db, settings.replica_interval, settings.store_memory, deferred_spans=True
+                ) as store,
             ):
                 store.record_roots(roots)
                 load_into(store, dataset)

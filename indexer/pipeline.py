@@ -546,7 +546,7 @@ def index_locations(
     config = with_roots(settings.parse_config(), roots)
     with (
         worker_pool(settings, config) as pool,  # forked first: workers inherit none of what follows
-        Store(settings.db, settings.replica_interval, settings.store_memory) as store,
+        Store(settings.db, settings.replica_interval, settings.store_memory, deferred_spans=True) as store,
     ):
         readers = [reader_for(root, settings.s3_endpoint) for root in roots]
         listings = [listed_table(reader.list(root)) for root, reader in zip(roots, readers, strict=True)]
@@ -661,7 +661,9 @@ def gap_batch(
 def reindex(settings: Settings) -> IndexStats:
     """Rebuild every derived row from the stored documents, with the current configuration."""
     config = settings.parse_config()
-    with Store(settings.db, settings.replica_interval, settings.store_memory, rederiving=True) as store:
+    with Store(
+        settings.db, settings.replica_interval, settings.store_memory, rederiving=True, deferred_spans=True
+    ) as store:
         config = with_roots(config, store.roots())
         store.clear_derived()
         reads = (

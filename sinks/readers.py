@@ -137,10 +137,19 @@ def _read_only(path: Path, file: Path) -> duckdb.DuckDBPyConnection:
 
 
 def _current(path: Path, conn: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """`conn` if its store has this version's schema; the queries need every table of it."""
+    """`conn` if its store has this version's schema (the queries need every table of it) and
+    the point-in-time indexes of every view (see `viewlineage.sinks.spans`)."""
     found = max(applied(conn), default=0)
     if found == SCHEMA_VERSION:
-        return conn
+        stale = conn.execute("SELECT count(*) FROM _stale_spans").fetchone()
+        if not (stale and stale[0]):
+            return conn
+        conn.close()
+        raise StoreError(
+            f"store {path}: its last writer stopped before deriving the point-in-time indexes of "
+            f"{stale[0]} views; a writer (`viewlineage index`, `watch`, `consume` or `reindex`) "
+            "derives them when it opens the store"
+        )
     conn.close()
     if found < SCHEMA_VERSION:
         raise StoreError(

@@ -1,11 +1,16 @@
-"""Point-in-time indexes (migrations 0006, 0009, 0010 and 0012), refreshed in every batch's transaction.
+"""Point-in-time indexes (migrations 0006, 0009, 0010 and 0012), derived from the stored rows.
 
 `view_spans` turns "which file and which version held at T, was that file removed by then, and
-what did that version read" into one interval filter. A batch re-derives the spans and preferred
-copies of the views it brings rows or removals for (their files, log entries, versions and
-removals may arrive in any order) from the rows already stored: the result never depends on the
-order batches came in. What a version reads never changes once derived, so the spans a batch
-replaces hand theirs on, and only versions new to the spans are looked up."""
+what did that version read" into one interval filter. The spans and preferred copies of the views
+a batch brings rows or removals for (their files, log entries, versions and removals may arrive in
+any order) are re-derived from the rows already stored: the result never depends on the order
+batches came in. What a version reads never changes once derived, so the spans a derivation
+replaces hand theirs on, and only versions new to the spans are looked up.
+
+A writer whose store something reads while it runs re-derives them in every batch's transaction
+(`refresh`). One that nothing reads meanwhile records the views as stale in the batch's
+transaction (`defer`, migration 0014) and derives them before anything can read them
+(`derive_stale`): a view a run touches in many batches is derived once, not per batch."""
 
 from __future__ import annotations
 
@@ -20,6 +25,9 @@ VIEW_ROWS = ("view_files", "activations", "versions")
 """Store tables whose new rows change their views' spans and preferred copies."""
 FILLED_BY = ("0006_spans", "0009_view_spans", "0010_drops_in_spans", "0012_reads_in_spans")
 """Migrations after which the store derives these tables from the rows already there."""
+STALE_CHUNK = 256
+"""Stale views derived per transaction: each chunk's spans are looked up by key (below
+`INDEXED_LOOKUP_KEYS` views), and a transaction's memory does not grow with the store."""
 
 _VIEW_SPANS = f"""
 INSERT INTO view_spans
@@ -129,11 +137,42 @@ GROUP BY v.view_id, v.version_id"""
 def refresh(conn: duckdb.DuckDBPyConnection, views: pa.Array, removed: pa.Array) -> None:
     """Re-derive the spans of `views` (view ids) and of the views whose files `removed` names
     (locations), in the caller's transaction."""
+    if len(touched := _touched(conn, views, removed)):
+        _derive(conn, touched)
+
+
+def defer(conn: duckdb.DuckDBPyConnection, views: pa.Array, removed: pa.Array) -> None:
+    """Record as stale what `refresh` would re-derive, in the caller's transaction."""
+    if not len(touched := _touched(conn, views, removed)):
+        return
+    conn.register("_touched", pa.table({"view_id": touched}))
+    conn.execute(
+        "INSERT INTO _stale_spans SELECT view_id FROM _touched "
+        "WHERE view_id NOT IN (SELECT view_id FROM _stale_spans)"
+    )
+    conn.unregister("_touched")
+
+
+def stale(conn: duckdb.DuckDBPyConnection) -> pa.Array:
+    """Up to `STALE_CHUNK` stale views."""
+    found = conn.sql(f"SELECT view_id FROM _stale_spans LIMIT {STALE_CHUNK}").to_arrow_table()
+    return found.column(0).combine_chunks().cast(pa.string())
+
+
+def derive_stale(conn: duckdb.DuckDBPyConnection, views: pa.Array) -> None:
+    """Derive the spans of these stale views, no longer stale then, in the caller's transaction."""
+    _derive(conn, views)
+    derived = [views.to_pylist()]
+    conn.execute("DELETE FROM _stale_spans WHERE view_id IN (SELECT unnest(?::VARCHAR[]))", derived)
+
+
+def _touched(conn: duckdb.DuckDBPyConnection, views: pa.Array, removed: pa.Array) -> pa.Array:
     # Distinct: a batch names a view in every row it brings (~4,500 rows for 5 views in 500 files),
     # and past `INDEXED_LOOKUP_KEYS` build rows DuckDB scans each table instead of looking it up.
-    touched = pc.unique(pa.concat_arrays([views, _views_of(conn, removed)]) if len(removed) else views)
-    if not len(touched):  # removals of files no view has (table metadata)
-        return
+    return pc.unique(pa.concat_arrays([views, _views_of(conn, removed)]) if len(removed) else views)
+
+
+def _derive(conn: duckdb.DuckDBPyConnection, touched: pa.Array) -> None:
     conn.register("_touched", pa.table({"view_id": touched}))
     conflicting = conn.sql(_CONFLICTING).to_arrow_table()
     # Rare: ranking copies reads the file rows that list them. A view has preferred copies only
@@ -167,6 +206,7 @@ def rebuild(conn: duckdb.DuckDBPyConnection) -> None:
     """Every view's spans, from the stored rows: none is kept (a migration may have just added a
     column to them)."""
     conn.execute("DELETE FROM view_spans")
+    conn.execute("DELETE FROM _stale_spans")
     views = conn.sql("SELECT DISTINCT view_id FROM view_files").to_arrow_table().column(0)
     if not len(views):  # a new store: nothing to derive (and deriving nothing costs ~0.3 s)
         return

@@ -15,6 +15,7 @@ and what they see never goes back.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import subprocess
 import threading
@@ -75,12 +76,20 @@ class Store:
         replica_interval: float | None = 2.0,
         memory_limit: str | None = None,
         rederiving: bool = False,
+        deferred_spans: bool = False,
     ) -> None:
         """`rederiving`: the caller re-derives every row (`reindex`), so a migration that awaits a
-        reindex is not worth a warning."""
+        reindex is not worth a warning. `deferred_spans`: nothing in this process reads the store
+        while it writes (no `query_connection`), so the point-in-time indexes of the views batches
+        touch are derived once before each replica and on closing, not in every batch (see
+        `viewlineage.sinks.spans`)."""
         self.path = Path(path)
         self.replica_interval = replica_interval
         self.memory_limit = memory_limit
+        self.deferred_spans = deferred_spans
+        self._spans_pending = True
+        """Whether views may await their spans: a writer that stopped before deriving them left
+        them to this one."""
         self._next_replica = time.monotonic() + (replica_interval or 0.0)
         """No replica before this (unless forced). The interval counts from opening: a short
         `index` run publishes once, when it closes, not after its first batch too (a CHECKPOINT
@@ -114,8 +123,8 @@ class Store:
                 RuntimeWarning,
                 stacklevel=2,
             )
-        found = self.conn.execute("SELECT EXISTS (FROM quarantine)").fetchone()
-        self._quarantine_rows = bool(found and found[0])
+        found = self.conn.execute("SELECT EXISTS (FROM quarantine)").fetchall()
+        self._quarantine_rows = bool(found[0][0])
         """Whether the quarantine may hold rows: this writer alone changes the store while it runs,
         so while it holds none, a batch skips the statements that clear superseded ones."""
         self.lookups = self.conn.cursor()
@@ -123,6 +132,7 @@ class Store:
         follower asks them while its store thread writes the batch before (they see what is
         committed; a miss only costs idempotent work)."""
         self._queries = self.conn.cursor()  # only ever asked for cursors, from any thread
+        self._derive_stale_spans()
 
     def _prepare(self) -> None:
         """Migrations, the query macros and the point-in-time indexes they need, in one
@@ -135,23 +145,29 @@ class Store:
                 spans.rebuild(self.conn)
 
     def close(self) -> None:
-        if self._copy is not None:
-            if self._abandoned:
-                self._copy.abandon()
-                self._copy = None
-            else:
-                self._publish_copy()
-        if self._dirty:
-            self.publish_replica(force=True)
-        self.lookups.close()
-        self._queries.close()
-        self.conn.close()
+        try:
+            if self._copy is not None:
+                if self._abandoned:
+                    self._copy.abandon()
+                    self._copy = None
+                else:
+                    self._publish_copy()
+            if not self._abandoned:
+                self._derive_stale_spans()
+            if self._dirty:
+                self.publish_replica(force=True)
+        finally:
+            self.lookups.close()
+            self._queries.close()
+            self.conn.close()
 
     def query_connection(self) -> duckdb.DuckDBPyConnection:
         """A connection of its own for queries, from any thread (the caller closes it): each
         statement, or each transaction the caller opens, sees every batch committed before it
         starts, whatever the writer does meanwhile. Only this package's queries run on it: it
-        could write."""
+        could write. Not with `deferred_spans`: the spans of views may lag the batches."""
+        if self.deferred_spans:
+            raise StoreError(f"{self.path}: a writer that defers spans answers no queries")
         return self._queries.cursor()
 
     def __enter__(self) -> Store:
@@ -230,7 +246,25 @@ class Store:
             views = [tables[name]["view_id"] for name in spans.VIEW_ROWS if name in tables]
             removed = [tables["removals"]["location"]] if "removals" in tables else []
             if views or removed:
-                spans.refresh(self.conn, _joined(views), _joined(removed))
+                derive = spans.defer if self.deferred_spans else spans.refresh
+                derive(self.conn, _joined(views), _joined(removed))
+                self._spans_pending |= self.deferred_spans
+
+    def _derive_stale_spans(self) -> None:
+        """The spans of every stale view, a transaction per `spans.STALE_CHUNK` views."""
+
+        def derive(views: pa.Array) -> None:
+            with self._transaction():
+                spans.derive_stale(self.conn, views)
+
+        while self._spans_pending:
+            views = spans.stale(self.conn)
+            self._spans_pending = bool(len(views))
+            if self._spans_pending:
+                try:
+                    self._within_memory(self.conn, functools.partial(derive, views))
+                except duckdb.Error as exc:
+                    raise StoreError(f"spans of {len(views)} views not derived: {exc}") from exc
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -396,6 +430,7 @@ class Store:
         started = time.monotonic()
         if not (self._dirty or force) or (not force and started < self._next_replica):
             return
+        self._derive_stale_spans()
         self.conn.execute("CHECKPOINT")
         self._dirty = False
         self._copy = ReplicaCopy(self.conn, self.path, started)

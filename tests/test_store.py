@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
 import subprocess
 import sys
@@ -61,13 +62,15 @@ def test_previous_schema_version_opens_and_migrates(
         write_tables(store, chosen, resumable_children)
 
     monkeypatch.setattr(Store, "write_tables", first_columns)
-    monkeypatch.setattr(store_module.spans, "refresh", lambda *args: None)
+    for derivation in ("refresh", "defer"):  # the first schema had no spans
+        monkeypatch.setattr(store_module.spans, derivation, lambda *args: None)
+    monkeypatch.setattr(store_module.spans, "stale", lambda conn: pa.array([], pa.string()))
     index_locations([str(sample_warehouse)], settings_for(db, f"{sample_warehouse}=prod"))
     with duckdb.connect(str(db), read_only=True) as conn:
         assert conn.execute("SELECT id FROM _migrations").fetchall() == [(1,)]
         before = conn.execute("SELECT count(*) FROM versions").fetchone()
     monkeypatch.undo()
-    with pytest.raises(StoreError, match=r"has schema 1, this viewlineage needs 13: a writer .* migrates it"):
+    with pytest.raises(StoreError, match=r"has schema 1, this viewlineage needs 14: a writer .* migrates it"):
         open_reader(db)
     with (
         pytest.warns(
@@ -92,6 +95,7 @@ def test_previous_schema_version_opens_and_migrates(
             "0011_reads_by_key",
             "0012_reads_in_spans",
             "0013_spans_by_view",
+            "0014_stale_spans",
         ]
         assert schema.reindex_needed(store.conn) == ["0007_tables_and_materialized_views"]
         keyed = store.conn.execute(
@@ -592,3 +596,78 @@ def test_files_without_a_commit_time_hold_only_when_no_file_of_their_view_has_on
         (MIXED_UUID, -always, 1_000, "00000", None),
         (MIXED_UUID, 1_000, always, "00000", 1),
     ]
+
+
+def _batches_with_removals(warehouse: Path) -> list[Batch]:
+    """The generated warehouse's files in batches of 40, most recent files first, then a batch
+    removing three files: each view's spans change in several batches."""
+    generated = generate(warehouse, views=6, commits=20, seed=11)
+    config = with_roots(ParseConfig(), [str(warehouse)])
+    reads = [LocalReader().read(str(path), 10**8) for path in reversed(generated.files)]
+    batches = [Indexer(None, config).build_batch(reads[i : i + 40]) for i in range(0, len(reads), 40)]
+    gone = [str(generated.files[n]) for n in (3, 30, 60)]
+    return [*batches, Batch(removals=[Removal(location, 1, "watch") for location in gone])]
+
+
+def _write_deferred(warehouse: str, db: str) -> None:
+    """Run in a process that stops without closing the store (`os._exit`): a crash after its last
+    commit."""
+    store = Store(db, replica_interval=None, deferred_spans=True)
+    for batch in _batches_with_removals(Path(warehouse)):
+        store.write(batch)
+    os._exit(0)
+
+
+def test_spans_deferred_to_the_end_of_a_run_equal_those_derived_in_every_batch(tmp_path: Path) -> None:
+    batches = _batches_with_removals(tmp_path / "wh")
+    with Store(tmp_path / "each.duckdb", replica_interval=None) as each:
+        for batch in batches:
+            each.write(batch)
+    with Store(tmp_path / "deferred.duckdb", replica_interval=None, deferred_spans=True) as deferred:
+        for batch in batches:
+            deferred.write(batch)
+        # Nothing derived yet: every view (the broken one has no rows) awaits its spans, once.
+        stale = deferred.conn.execute("SELECT count(*), count(DISTINCT view_id) FROM _stale_spans")
+        derived = deferred.conn.execute("SELECT count(*) FROM view_spans")
+        assert (stale.fetchall(), derived.fetchall()) == ([(6, 6)], [(0,)])
+        with pytest.raises(StoreError, match="a writer that defers spans answers no queries"):
+            deferred.query_connection()
+    assert _spans(tmp_path / "deferred.duckdb") == _spans(tmp_path / "each.duckdb")
+    assert [len(rows) > 0 for rows in _spans(tmp_path / "each.duckdb")] == [True, True]
+    with duckdb.connect(str(tmp_path / "deferred.duckdb"), read_only=True) as conn:
+        assert conn.execute("SELECT count(*) FROM _stale_spans").fetchone() == (0,)
+
+
+def test_a_replica_of_a_writer_that_defers_spans_holds_them_derived(tmp_path: Path) -> None:
+    batches = _batches_with_removals(tmp_path / "wh")
+    with Store(tmp_path / "each.duckdb", replica_interval=None) as each:
+        for batch in batches:
+            each.write(batch)
+    db = tmp_path / "deferred.duckdb"
+    with Store(db, replica_interval=0, deferred_spans=True) as deferred:
+        for batch in batches:
+            deferred.write(batch)  # a replica after every batch
+        assert deferred.conn.execute("SELECT count(*) FROM _stale_spans").fetchall() == [(0,)]
+        assert _spans(replica_path(db).resolve()) == _spans(tmp_path / "each.duckdb")
+
+
+def test_spans_a_crashed_writer_deferred_are_derived_by_the_next_and_refused_by_readers_until_then(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "crashed.duckdb"
+    arguments = f"{str(tmp_path / 'wh')!r}, {str(db)!r}"
+    code = f"from tests.test_store import _write_deferred; _write_deferred({arguments})"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
+    with duckdb.connect(str(db), read_only=True) as conn:  # every batch committed, no span derived
+        assert conn.execute("SELECT count(*) FROM files").fetchone() == (141,)
+        assert conn.execute("SELECT count(*) FROM view_spans").fetchone() == (0,)
+    with pytest.raises(StoreError, match=r"stopped before deriving the point-in-time indexes of 6 views"):
+        open_reader(db)
+    with Store(db, replica_interval=None):
+        pass
+    with Store(tmp_path / "each.duckdb", replica_interval=None) as each:
+        for batch in _batches_with_removals(tmp_path / "wh"):  # the same files, generated again
+            each.write(batch)
+    unset_times = {"quarantine.modified_ms"}  # the malformed files were written again
+    assert snapshot(db, unset_times) == snapshot(tmp_path / "each.duckdb", unset_times)
+    open_reader(db).close()
