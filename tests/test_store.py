@@ -627,9 +627,9 @@ def test_spans_deferred_to_the_end_of_a_run_equal_those_derived_in_every_batch(t
         for batch in batches:
             deferred.write(batch)
         # Nothing derived yet: every view (the broken one has no rows) awaits its spans, once.
-        stale = deferred.conn.execute("SELECT count(*), count(DISTINCT view_id) FROM _stale_spans")
-        derived = deferred.conn.execute("SELECT count(*) FROM view_spans")
-        assert (stale.fetchall(), derived.fetchall()) == ([(6, 6)], [(0,)])
+        stale = deferred.conn.sql("SELECT count(*), count(DISTINCT view_id) FROM _stale_spans").fetchall()
+        derived = deferred.conn.sql("SELECT count(*) FROM view_spans").fetchall()
+        assert (stale, derived) == ([(6, 6)], [(0,)])
         with pytest.raises(StoreError, match="a writer that defers spans answers no queries"):
             deferred.query_connection()
     assert _spans(tmp_path / "deferred.duckdb") == _spans(tmp_path / "each.duckdb")
