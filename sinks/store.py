@@ -246,8 +246,8 @@ class Store:
             views = [tables[name]["view_id"] for name in spans.VIEW_ROWS if name in tables]
             removed = [tables["removals"]["location"]] if "removals" in tables else []
             if views or removed:
-                derive = spans.defer if self.deferred_spans else spans.refresh
-                derive(self.conn, _joined(views), _joined(removed))
+                update = spans.defer if self.deferred_spans else spans.refresh
+                update(self.conn, _joined(views), _joined(removed))
                 self._spans_pending |= self.deferred_spans
 
     def _derive_stale_spans(self) -> None:
@@ -257,14 +257,14 @@ class Store:
             with self._transaction():
                 spans.derive_stale(self.conn, views)
 
-        while self._spans_pending:
-            views = spans.stale(self.conn)
-            self._spans_pending = bool(len(views))
-            if self._spans_pending:
-                try:
-                    self._within_memory(self.conn, functools.partial(derive, views))
-                except duckdb.Error as exc:
-                    raise StoreError(f"spans of {len(views)} views not derived: {exc}") from exc
+        if not self._spans_pending:
+            return
+        while len(views := spans.stale(self.conn)):
+            try:
+                self._within_memory(self.conn, functools.partial(derive, views))
+            except duckdb.Error as exc:
+                raise StoreError(f"spans of {len(views)} views not derived: {exc}") from exc
+        self._spans_pending = False
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:

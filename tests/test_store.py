@@ -609,6 +609,13 @@ def _batches_with_removals(warehouse: Path) -> list[Batch]:
     return [*batches, Batch(removals=[Removal(location, 1, "watch") for location in gone])]
 
 
+def _write_batch_by_batch(db: Path, batches: list[Batch]) -> None:
+    """A store whose spans are derived in every batch, as a follower's are."""
+    with Store(db, replica_interval=None) as store:
+        for batch in batches:
+            store.write(batch)
+
+
 def _write_deferred(warehouse: str, db: str) -> None:
     """Run in a process that stops without closing the store (`os._exit`): a crash after its last
     commit."""
@@ -620,9 +627,7 @@ def _write_deferred(warehouse: str, db: str) -> None:
 
 def test_spans_deferred_to_the_end_of_a_run_equal_those_derived_in_every_batch(tmp_path: Path) -> None:
     batches = _batches_with_removals(tmp_path / "wh")
-    with Store(tmp_path / "each.duckdb", replica_interval=None) as each:
-        for batch in batches:
-            each.write(batch)
+    _write_batch_by_batch(tmp_path / "each.duckdb", batches)
     with Store(tmp_path / "deferred.duckdb", replica_interval=None, deferred_spans=True) as deferred:
         for batch in batches:
             deferred.write(batch)
@@ -640,9 +645,7 @@ def test_spans_deferred_to_the_end_of_a_run_equal_those_derived_in_every_batch(t
 
 def test_a_replica_of_a_writer_that_defers_spans_holds_them_derived(tmp_path: Path) -> None:
     batches = _batches_with_removals(tmp_path / "wh")
-    with Store(tmp_path / "each.duckdb", replica_interval=None) as each:
-        for batch in batches:
-            each.write(batch)
+    _write_batch_by_batch(tmp_path / "each.duckdb", batches)
     db = tmp_path / "deferred.duckdb"
     with Store(db, replica_interval=0, deferred_spans=True) as deferred:
         for batch in batches:
@@ -665,9 +668,8 @@ def test_spans_a_crashed_writer_deferred_are_derived_by_the_next_and_refused_by_
         open_reader(db)
     with Store(db, replica_interval=None):
         pass
-    with Store(tmp_path / "each.duckdb", replica_interval=None) as each:
-        for batch in _batches_with_removals(tmp_path / "wh"):  # the same files, generated again
-            each.write(batch)
+    # The same files, generated again.
+    _write_batch_by_batch(tmp_path / "each.duckdb", _batches_with_removals(tmp_path / "wh"))
     unset_times = {"quarantine.modified_ms"}  # the malformed files were written again
     assert snapshot(db, unset_times) == snapshot(tmp_path / "each.duckdb", unset_times)
     open_reader(db).close()
