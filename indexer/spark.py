@@ -1,11 +1,13 @@
 """`backfill --engine spark`: the bulk stages as Spark tasks (needs `viewlineage[spark]`).
 
 Stage 1 runs `bulk.index_files` per partition of listed files through `mapInArrow`; each task
-emits an envelope (store table name, Arrow IPC bytes of its rows), persisted so it is computed once.
-Each store table is decoded from the envelope, deduplicated by its key and written as Parquet.
-Lineage requests are deduplicated by key across the job, repartitioned, and stage 2 runs
-`bulk.analyse_lineage` per partition the same way. Accumulators count the tasks that parsed files
-and the tasks that listed prefixes.
+emits envelopes (store table name, Arrow IPC bytes of at most ~8 MiB of its rows), written once to
+`<dataset>/_envelopes/files/table=<name>/`. Each store table is then read from its own directory,
+decoded, deduplicated by its key and written as Parquet: no pass reads another table's rows, and
+no executor holds more than a cell of them (an envelope persisted in memory ran a 3 GiB executor
+out of heap at 10^5 files). Lineage requests are deduplicated by key across the job,
+repartitioned, and stage 2 runs `bulk.analyse_lineage` per partition the same way. Accumulators
+count the tasks that parsed files and the tasks that listed prefixes.
 
 Listing: on the driver (`--listing driver`), or, for large warehouses (`tasks`), the driver lists
 the roots' immediate sub-directories (namespaces) and each is listed by a task: object-store
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -34,28 +37,50 @@ if TYPE_CHECKING:
 ENVELOPE = pa.schema([("table", pa.string()), ("rows", pa.binary())])
 TASK_LISTING_THRESHOLD = 16
 FILES_PER_TASK = 2_000
+LINEAGE_TABLES = ("lineage", "table_references", "lineage_findings")
+ENVELOPE_CELL_BYTES = 8 * 2**20
+"""A JVM copies an envelope cell whole into one row buffer: cells stay small beside any heap."""
 
 
-def _pack(tables: dict[str, pa.Table]) -> pa.RecordBatch:
+def _pack(tables: dict[str, pa.Table], cell_bytes: int = ENVELOPE_CELL_BYTES) -> pa.RecordBatch:
+    """One envelope row per slice of a table of about `cell_bytes` of Arrow data (one row at least)."""
     names, payloads = [], []
     for name, table in tables.items():
-        if table.num_rows:
+        if not table.num_rows:
+            continue
+        rows_per_cell = max(1, table.num_rows * cell_bytes // max(table.nbytes, 1))
+        for start in range(0, table.num_rows, rows_per_cell):
             sink = io.BytesIO()
             with ipc.new_stream(sink, table.schema) as writer:
-                writer.write_table(table)
+                writer.write_table(table.slice(start, rows_per_cell))
             names.append(name)
             payloads.append(sink.getvalue())
     return pa.record_batch([pa.array(names, pa.string()), pa.array(payloads, pa.binary())], schema=ENVELOPE)
 
 
-def _unpack(name: str, schema: pa.Schema) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+def _unpack(schema: pa.Schema) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Envelope cells (a `rows` column) back into rows of `schema`."""
+
     def unpack(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            for table, payload in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True):
-                if table == name:
-                    yield from ipc.open_stream(payload).read_all().cast(schema).to_batches()
+            for payload in batch.column("rows").to_pylist():
+                yield from ipc.open_stream(payload).read_all().cast(schema).to_batches()
 
     return unpack
+
+
+def _stage(envelopes: Any, directory: str) -> None:
+    """Write envelopes to disk, one sub-directory per store table (Spark's `table=<name>`)."""
+    envelopes.write.mode("overwrite").partitionBy("table").parquet(directory)
+
+
+def _staged(spark: Any, directory: str, name: str, schema: pa.Schema) -> Any:
+    """One store table's rows from a staged directory; only its own sub-directory is read."""
+    from pyspark.sql.functions import col
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    cells = spark.read.schema(from_arrow_schema(ENVELOPE)).parquet(directory).where(col("table") == name)
+    return cells.select("rows").mapInArrow(_unpack(schema), from_arrow_schema(schema))
 
 
 def _spark_session(master: str, partitions: int, conf: dict[str, str]) -> Any:
@@ -118,10 +143,12 @@ def run_spark(
 
     from .backfill import timed_analyse_lineage, timed_index_files
 
+    staging = f"{dataset}/_envelopes"
     spark = _spark_session(master, partitions or 4, spark_conf)
     context = spark.sparkContext
     parsing_tasks = context.accumulator(0)
     listing_tasks = context.accumulator(0)
+    lineage_requests = context.accumulator(0)
     read_seconds, parse_seconds, lineage_seconds = (context.accumulator(0.0) for _ in range(3))
     try:
         with timed("listing"):
@@ -154,22 +181,18 @@ def run_spark(
             tables, reading, parsing = timed_index_files(listed_rows, settings, config)
             read_seconds.add(reading)
             parse_seconds.add(parsing)
+            lineage_requests.add(tables["lineage_requests"].num_rows)
             yield _pack(tables)
 
         with timed("read+parse"):
-            envelope = files.mapInArrow(parse_partition, from_arrow_schema(ENVELOPE))
-            envelope = envelope.persist(StorageLevel.MEMORY_AND_DISK)
-            envelope.count()
+            _stage(files.mapInArrow(parse_partition, from_arrow_schema(ENVELOPE)), f"{staging}/files")
         with timed("write"):
             for name in SCHEMAS:
-                if name in ("lineage", "table_references", "lineage_findings"):
-                    continue
-                _write(envelope, name, dataset, partitions)
+                if name not in LINEAGE_TABLES:
+                    _write(_staged(spark, f"{staging}/files", name, SCHEMAS[name]), name, dataset, partitions)
         with timed("lineage"):
             requests = (
-                envelope.mapInArrow(
-                    _unpack("lineage_requests", LINEAGE_REQUESTS), from_arrow_schema(LINEAGE_REQUESTS)
-                )
+                _staged(spark, f"{staging}/files", "lineage_requests", LINEAGE_REQUESTS)
                 .dropDuplicates(["lineage_key"])
                 .repartition(partitions, "lineage_key")
                 .persist(StorageLevel.MEMORY_AND_DISK)
@@ -182,10 +205,9 @@ def run_spark(
                 lineage_seconds.add(seconds)
                 yield _pack(tables)
 
-            lineage = requests.mapInArrow(lineage_partition, from_arrow_schema(ENVELOPE))
-            lineage = lineage.persist(StorageLevel.MEMORY_AND_DISK)
-            for name in ("lineage", "table_references", "lineage_findings"):
-                _write(lineage, name, dataset, partitions)
+            _stage(requests.mapInArrow(lineage_partition, from_arrow_schema(ENVELOPE)), f"{staging}/lineage")
+            for name in LINEAGE_TABLES:
+                _write(_staged(spark, f"{staging}/lineage", name, SCHEMAS[name]), name, dataset, partitions)
         counts = (
             spark.read.parquet(f"{dataset}/files").count(),
             spark.read.parquet(f"{dataset}/quarantine").count(),
@@ -193,6 +215,7 @@ def run_spark(
         stats.indexed, stats.quarantined = counts
         stats.parsing_tasks = parsing_tasks.value
         stats.listing_tasks = listing_tasks.value
+        stats.lineage_requests = lineage_requests.value
         stats.task_seconds = {
             "read": read_seconds.value,
             "parse": parse_seconds.value,
@@ -200,11 +223,9 @@ def run_spark(
         }
     finally:
         spark.stop()
+        shutil.rmtree(staging, ignore_errors=True)
 
 
-def _write(envelope: Any, name: str, dataset: str, partitions: int) -> None:
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    rows = envelope.mapInArrow(_unpack(name, SCHEMAS[name]), from_arrow_schema(SCHEMAS[name]))
+def _write(rows: Any, name: str, dataset: str, partitions: int) -> None:
     rows = rows.dropDuplicates(list(PRIMARY_KEYS[name]))
     rows.coalesce(max(1, partitions // 4)).write.mode("overwrite").parquet(f"{dataset}/{name}")
