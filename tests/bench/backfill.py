@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from viewlineage.indexer.backfill import BackfillStats, backfill
-from viewlineage.indexer.config import load_settings
+from viewlineage.indexer.config import Settings, load_settings
 from viewlineage.indexer.pipeline import index_locations
 
 from ..generate import generate
@@ -42,18 +42,20 @@ def main() -> None:
     generation = time.perf_counter() - started
     print(f"warehouse: {files} files, {size / 2**20:.0f} MiB stored, generated in {generation:.0f}s")
 
-    def settings(name: str) -> object:
+    def settings(name: str) -> Settings:
         return load_settings(environ={}, flags={"db": str(work / f"{name}.duckdb")})
 
     started = time.perf_counter()
-    index_locations([str(work / "wh")], settings("index"))  # type: ignore[arg-type]
+    index_settings = settings("index")
+    index_locations([str(work / "wh")], index_settings)
     index_seconds = time.perf_counter() - started
-    print(f"index          {files / index_seconds:8.0f} files/s  ({index_seconds:.0f}s, one process)")
+    workers = index_settings.worker_count
+    print(f"index          {files / index_seconds:8.0f} files/s  ({index_seconds:.0f}s, {workers} workers)")
     results: dict[str, BackfillStats] = {}
     for engine in ("local", "spark"):
         started = time.perf_counter()
         stats = backfill(
-            [str(work / "wh")], settings(engine), engine, None, True,  # type: ignore[arg-type]
+            [str(work / "wh")], settings(engine), engine, None, True,
             master="local[2]", listing="tasks", spark_conf={"spark.driver.memory": "3g"},
         )  # fmt: skip
         seconds = time.perf_counter() - started
