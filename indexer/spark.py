@@ -49,10 +49,10 @@ def _pack(tables: dict[str, pa.Table], cell_bytes: int = ENVELOPE_CELL_BYTES) ->
         if not table.num_rows:
             continue
         rows_per_cell = max(1, table.num_rows * cell_bytes // max(table.nbytes, 1))
-        for start in range(0, table.num_rows, rows_per_cell):
+        for cell in table.to_batches(max_chunksize=rows_per_cell):
             sink = io.BytesIO()
             with ipc.new_stream(sink, table.schema) as writer:
-                writer.write_table(table.slice(start, rows_per_cell))
+                writer.write_batch(cell)
             names.append(name)
             payloads.append(sink.getvalue())
     return pa.record_batch([pa.array(names, pa.string()), pa.array(payloads, pa.binary())], schema=ENVELOPE)
@@ -144,6 +144,7 @@ def run_spark(
     from .backfill import timed_analyse_lineage, timed_index_files
 
     staging = f"{dataset}/_envelopes"
+    file_cells, lineage_cells = f"{staging}/files", f"{staging}/lineage"
     spark = _spark_session(master, partitions or 4, spark_conf)
     context = spark.sparkContext
     parsing_tasks = context.accumulator(0)
@@ -185,14 +186,14 @@ def run_spark(
             yield _pack(tables)
 
         with timed("read+parse"):
-            _stage(files.mapInArrow(parse_partition, from_arrow_schema(ENVELOPE)), f"{staging}/files")
+            _stage(files.mapInArrow(parse_partition, from_arrow_schema(ENVELOPE)), file_cells)
         with timed("write"):
             for name in SCHEMAS:
                 if name not in LINEAGE_TABLES:
-                    _write(_staged(spark, f"{staging}/files", name, SCHEMAS[name]), name, dataset, partitions)
+                    _write(_staged(spark, file_cells, name, SCHEMAS[name]), name, dataset, partitions)
         with timed("lineage"):
             requests = (
-                _staged(spark, f"{staging}/files", "lineage_requests", LINEAGE_REQUESTS)
+                _staged(spark, file_cells, "lineage_requests", LINEAGE_REQUESTS)
                 .dropDuplicates(["lineage_key"])
                 .repartition(partitions, "lineage_key")
                 .persist(StorageLevel.MEMORY_AND_DISK)
@@ -205,9 +206,9 @@ def run_spark(
                 lineage_seconds.add(seconds)
                 yield _pack(tables)
 
-            _stage(requests.mapInArrow(lineage_partition, from_arrow_schema(ENVELOPE)), f"{staging}/lineage")
+            _stage(requests.mapInArrow(lineage_partition, from_arrow_schema(ENVELOPE)), lineage_cells)
             for name in LINEAGE_TABLES:
-                _write(_staged(spark, f"{staging}/lineage", name, SCHEMAS[name]), name, dataset, partitions)
+                _write(_staged(spark, lineage_cells, name, SCHEMAS[name]), name, dataset, partitions)
         counts = (
             spark.read.parquet(f"{dataset}/files").count(),
             spark.read.parquet(f"{dataset}/quarantine").count(),
