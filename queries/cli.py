@@ -594,13 +594,6 @@ def _without_pandas() -> None:
         sys.meta_path.insert(0, _PandasNotLoaded())
 
 
-def indexing_process() -> None:
-    """What a process that indexes sets up first (`index`, `reindex`, the followers, the benchmarks
-    that time them): the system allocator, and pandas refused."""
-    _system_allocator()
-    _without_pandas()
-
-
 M_ARENA_MAX = -8  # glibc's malloc.h
 MALLOC_ARENAS = 2
 
@@ -610,9 +603,10 @@ def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
 
     glibc gives each thread that allocates an arena of its own, up to 8 per core, and keeps what
     each one freed: with an arena per read thread, the store thread and the main thread, indexing
-    10^5 files peaked ~35 MiB higher (BENCHMARKS.md, target 6). DuckDB and Arrow allocate through
-    jemalloc, so only Python's own objects share these arenas. A `MALLOC_ARENA_MAX` in the
-    environment is the operator's choice and wins; other C libraries have no such setting.
+    10^5 files peaked ~35 MiB higher (BENCHMARKS.md, target 6). Python's objects and Arrow's
+    buffers (on the system allocator) live in these arenas; DuckDB has jemalloc of its own. A
+    `MALLOC_ARENA_MAX` in the environment is the operator's choice and wins; other C libraries
+    have no such setting.
     """
     if "MALLOC_ARENA_MAX" in os.environ or not sys.platform.startswith("linux"):
         return False
@@ -623,8 +617,16 @@ def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
     return bool(mallopt(M_ARENA_MAX, arenas))
 
 
+def indexing_process() -> None:
+    """What a process that indexes sets up first, before it starts a thread (`index`, `reindex`,
+    the followers, the benchmarks that time them): two malloc arenas, the system allocator, and
+    pandas refused. Forked workers inherit all three."""
+    limit_malloc_arenas()
+    _system_allocator()
+    _without_pandas()
+
+
 def main() -> None:
-    limit_malloc_arenas()  # before any thread allocates; forked workers inherit it
     cli(prog_name="viewlineage")
 
 
