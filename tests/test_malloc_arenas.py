@@ -11,8 +11,10 @@ import pytest
 # Eight threads allocate at the same time, then glibc's malloc_stats() reports its arenas on stderr.
 THREADS_ALLOCATING = """
 import ctypes, sys, threading
-from viewlineage.queries.cli import limit_malloc_arenas
+from viewlineage.queries.cli import indexing_process, limit_malloc_arenas
 print(limit_malloc_arenas() if sys.argv[1] == "limited" else None)
+if sys.argv[1] == "indexing process":
+    indexing_process()
 barrier = threading.Barrier(8)
 def allocate():
     kept = [bytearray(4096) for _ in range(256)]
@@ -37,6 +39,10 @@ def _arenas(mode: str, **environment: str) -> tuple[str, int]:
 def test_threads_share_two_arenas_once_limited() -> None:
     assert _arenas("unlimited") == ("None", 9)  # the main thread's arena and one per thread
     assert _arenas("limited") == ("True", 2)
+
+
+def test_an_indexing_process_is_limited() -> None:
+    assert _arenas("indexing process") == ("None", 2)
 
 
 def test_the_operators_malloc_arena_max_wins() -> None:
