@@ -1,4 +1,4 @@
-"""The CLI process caps glibc's malloc arenas: threads share two heaps instead of one each."""
+"""An indexing process caps glibc's malloc arenas: threads share two heaps instead of one each."""
 
 from __future__ import annotations
 
