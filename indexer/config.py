@@ -1,29 +1,28 @@
 """Settings: one table of (name, default, help) read from a TOML file, then `VIEWLINEAGE_*`
 environment variables, then command-line flags, later sources overriding earlier ones.
 
-`Settings` is the boundary model; `ParseConfig` and `LineageConfig` are the small frozen value
-objects the pure stages take, derived from it once.
+`Settings` is the boundary model; the pure stages take small frozen value objects derived from it
+once: `ParseConfig` (`indexer/parse/config.py`) and `LineageConfig` (`indexer/lineage/config.py`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .dialects import canonical_dialect
-from .errors import UsageError
-from .locations import normalize_location
+from viewlineage.indexer.errors import UsageError
+from viewlineage.indexer.lineage.config import LineageConfig
+from viewlineage.indexer.lineage.dialects import canonical_dialect
+from viewlineage.indexer.parse.config import CatalogMapEntry, MiB, ParseConfig
+from viewlineage.indexer.parse.locations import normalize_location
 
 ENV_PREFIX = "VIEWLINEAGE_"
-MiB = 1024 * 1024
 
 
 class Settings(BaseModel):
@@ -175,54 +174,6 @@ def load_settings(
         return Settings.model_validate({k: v for k, v in values.items()}, by_name=True)
     except ValidationError as exc:
         raise UsageError(f"invalid settings: {exc}") from exc
-
-
-@dataclass(frozen=True, slots=True)
-class CatalogMapEntry:
-    prefix: str
-    catalog: str | None
-    """None for an indexed root that no --catalog-map entry covers: names are relative to it."""
-
-
-@dataclass(frozen=True, slots=True)
-class LineageConfig:
-    """What SQL resolution needs beyond the SQL and the version's defaults."""
-
-    aliases: Mapping[tuple[str, str], str] = field(default_factory=dict)
-    """(canonical dialect, engine catalog name) -> catalog, all lower-case."""
-    catalogs: frozenset[str] = frozenset()
-    """Catalogs known from the catalog map: a name's first part is a catalog only if known."""
-
-    def fingerprint(self) -> str:
-        """A short stable digest, part of the lineage memo key."""
-        text = repr((sorted(self.aliases.items()), sorted(self.catalogs)))
-        return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class ParseConfig:
-    """Everything the pure parse stage depends on besides the bytes."""
-
-    max_decompressed_bytes: int = 256 * MiB
-    catalog_map: tuple[CatalogMapEntry, ...] = ()
-    lineage: LineageConfig = field(default_factory=LineageConfig)
-
-    def __post_init__(self) -> None:
-        catalogs = frozenset(entry.catalog for entry in self.catalog_map if entry.catalog)
-        if not catalogs <= self.lineage.catalogs:
-            lineage = LineageConfig(aliases=self.lineage.aliases, catalogs=self.lineage.catalogs | catalogs)
-            object.__setattr__(self, "lineage", lineage)
-
-    def catalog_for(self, location: str) -> CatalogMapEntry | None:
-        """The catalog-map entry with the longest prefix that contains `location`."""
-        best: CatalogMapEntry | None = None
-        for entry in self.catalog_map:
-            prefix = entry.prefix
-            if (location == prefix or location.startswith(prefix + "/")) and (
-                best is None or len(prefix) > len(best.prefix)
-            ):
-                best = entry
-        return best
 
 
 def parse_catalog_map(entries: tuple[str, ...]) -> tuple[CatalogMapEntry, ...]:

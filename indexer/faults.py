@@ -9,7 +9,7 @@ import signal
 from collections import Counter
 from collections.abc import Mapping
 
-from .errors import UsageError
+from viewlineage.indexer.errors import UsageError
 
 ENVIRONMENT_VARIABLE = "VIEWLINEAGE_FAULTS"
 

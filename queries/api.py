@@ -13,10 +13,9 @@ from typing import Any
 import duckdb
 
 from viewlineage.indexer.errors import UsageError
-from viewlineage.indexer.locations import normalize_location
-
-from . import mviews
-from .names import (
+from viewlineage.indexer.parse.locations import normalize_location
+from viewlineage.queries import mviews
+from viewlineage.queries.names import (
     FOREVER_MS,
     ResolvedTable,
     ResolvedView,

@@ -20,14 +20,13 @@ import click
 
 from viewlineage.indexer.config import Settings, load_settings
 from viewlineage.indexer.errors import UsageError, ViewLineageError
+from viewlineage.queries import api, mviews
+from viewlineage.queries.output import JsonOutput, Output, TextOutput
 from viewlineage.sinks.readers import Readers, open_reader
 
-from . import api, mviews
-from .output import JsonOutput, Output, TextOutput
-
 if TYPE_CHECKING:
-    from viewlineage.indexer.health import Health
-    from viewlineage.indexer.pipeline import IndexStats
+    from viewlineage.indexer.pipeline.health import Health
+    from viewlineage.indexer.pipeline.indexer import IndexStats
 
 # The indexing commands import the pipeline (pyarrow, sqlglot, the workers) when they run: a query
 # command is a short-lived process, and those imports cost it more than its query.
@@ -164,7 +163,7 @@ def index(
     context: click.Context, /, locations: tuple[str, ...], fmt: str, progress: bool | None, **flags: Any
 ) -> None:
     """Index every metadata file under LOCATIONS (paths or s3:// URLs)."""
-    from viewlineage.indexer.pipeline import index_locations
+    from viewlineage.indexer.pipeline.runs import index_locations
 
     indexing_process()
     settings = settings_from(context, **flags)
@@ -192,7 +191,7 @@ def index(
 @handle_errors
 def watch(context: click.Context, /, root: str, **flags: Any) -> None:
     """Index ROOT, then follow it: every metadata file closed or moved into it is indexed."""
-    from viewlineage.indexer.sources.watch import watch_directory
+    from viewlineage.indexer.followers.watch import watch_directory
 
     indexing_process()
     settings = settings_from(context, **flags)
@@ -209,7 +208,7 @@ def consume(context: click.Context, /, **flags: Any) -> None:
     every metadata file they announce; deletes are recorded as history. Credentials for the object
     store come from the usual AWS environment variables or profile."""
     from viewlineage.indexer.faults import Faults
-    from viewlineage.indexer.sources.kafka import Consumer
+    from viewlineage.indexer.followers.consume import Consumer
 
     indexing_process()
     settings = settings_from(context, **flags)
@@ -242,9 +241,8 @@ def _following(source: str, settings: Settings) -> Iterator[tuple[Health, thread
     """What a long-running follower needs: its health and the query API (`/api/...`, answered from
     its own store while it writes it), both served on --metrics-port when given, and a stop event
     (`_until_signalled`)."""
-    from viewlineage.indexer.health import Health
-
-    from .service import query_app
+    from viewlineage.indexer.pipeline.health import Health
+    from viewlineage.queries.service import query_app
 
     health = Health(source, settings.log_format)
     readers = Readers(settings.db)
@@ -267,9 +265,8 @@ def serve(context: click.Context, port: int, host: str) -> None:
     Ctrl-C. Each request reads the newest replica (every writer publishes one, as it runs and as it
     finishes), so a server keeps no writer out; the store itself only while it has none. A
     follower's --metrics-port serves the same API from the store it writes."""
-    from viewlineage.indexer.health import start_http_server
-
-    from .service import query_app
+    from viewlineage.indexer.pipeline.health import start_http_server
+    from viewlineage.queries.service import query_app
 
     db = settings_from(context).db
     with _until_signalled() as stop:
@@ -328,7 +325,7 @@ def backfill(
 ) -> None:
     """Index whole warehouses in parallel (local processes or Spark) into the store and/or a Parquet
     dataset. With --out and no --db, only the dataset is written."""
-    from viewlineage.indexer.backfill import backfill as run_backfill
+    from viewlineage.indexer.backfill.run import backfill as run_backfill
 
     _system_allocator()
     settings = settings_from(context, **flags)
@@ -356,7 +353,7 @@ def backfill(
 @handle_errors
 def reindex_command(context: click.Context, /, fmt: str, **flags: Any) -> None:
     """Rebuild every derived row from the raw documents in the store."""
-    from viewlineage.indexer.pipeline import reindex
+    from viewlineage.indexer.pipeline.runs import reindex
 
     indexing_process()
     _print_summary(reindex(settings_from(context, **flags)), fmt)
@@ -501,7 +498,7 @@ def impact(
 ) -> None:
     """The views current at a time that use a column of TABLE, directly or through other views, and
     how (projected, filter, join key, aggregate, ...): what a column change would break."""
-    from . import impact as impact_module  # sqlglot: only this command analyses SQL
+    from viewlineage.queries import impact as impact_module
 
     change = impact_module.parse_change(drop, rename, change_type)
     with _reader(context) as conn:

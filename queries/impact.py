@@ -2,7 +2,7 @@
 through other views, with how each uses it.
 
 Candidate views come from table lineage (`uses_as_of`); each one's SQL is analysed column by column
-(`viewlineage.indexer.columns`) against the schemas known at T: tables' current schemas from their
+(`viewlineage.indexer.lineage.columns`) against the schemas known at T: tables' current schemas from their
 metadata, views' schemas from their current versions, so `SELECT *` expands. A use that flows into
 a view's output column carries the question on to the views reading that column.
 """
@@ -16,12 +16,11 @@ from typing import Any
 
 import duckdb
 
-from viewlineage.indexer.columns import ColumnLineage, TableKey, column_lineage, schema_columns
-from viewlineage.indexer.config import LineageConfig
 from viewlineage.indexer.errors import UsageError
-from viewlineage.indexer.lineage import LineageRequest
-
-from .names import FOREVER_MS, display_name, iso, query_rows, resolve_table
+from viewlineage.indexer.lineage.columns import ColumnLineage, TableKey, column_lineage, schema_columns
+from viewlineage.indexer.lineage.config import LineageConfig
+from viewlineage.indexer.lineage.tables import LineageRequest
+from viewlineage.queries.names import FOREVER_MS, display_name, iso, query_rows, resolve_table
 
 DROP, RENAME, CHANGE_TYPE = "drop-column", "rename-column", "change-type"
 _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")

@@ -16,8 +16,7 @@ from typing import Any
 import duckdb
 
 from viewlineage.indexer.errors import UsageError
-
-from .names import FOREVER_MS, display_name, iso, query_rows, resolve_table, resolve_view
+from viewlineage.queries.names import FOREVER_MS, display_name, iso, query_rows, resolve_table, resolve_view
 
 FRESH, STALE, UNKNOWN = "FRESH", "STALE", "UNKNOWN"
 MAIN = "main"

@@ -11,7 +11,7 @@ from typing import Any
 import duckdb
 
 from viewlineage.indexer.errors import UsageError
-from viewlineage.indexer.locations import normalize_location
+from viewlineage.indexer.parse.locations import normalize_location
 
 FOREVER_MS = 2**62
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")

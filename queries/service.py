@@ -29,10 +29,9 @@ from urllib.parse import parse_qs
 import duckdb
 
 from viewlineage.indexer.errors import StoreError, UsageError
-from viewlineage.indexer.health import WsgiApp
-
-from . import api, mviews
-from . import impact as impact_module
+from viewlineage.indexer.pipeline.health import WsgiApp
+from viewlineage.queries import api, mviews
+from viewlineage.queries import impact as impact_module
 
 Reader = Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
 """Opens a connection for one request and closes it after."""

@@ -22,9 +22,8 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from viewlineage.indexer.batches import CHILDREN, PRIMARY_KEYS, SCHEMAS
-
-from .store import Store
+from viewlineage.sinks.store import Store
+from viewlineage.sinks.tables import CHILDREN, PRIMARY_KEYS, SCHEMAS
 
 LOAD_BATCH_ROWS = 50_000
 

@@ -13,16 +13,12 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import duckdb
 
 from viewlineage.indexer.errors import StoreError
-
-from .schema import SCHEMA_VERSION, applied
-
-if TYPE_CHECKING:
-    from .store import Store
+from viewlineage.sinks.schema import SCHEMA_VERSION, applied
 
 READER_CONFIG = {
     "enable_external_access": False,
@@ -41,6 +37,12 @@ def replicas_directory(path: str | os.PathLike[str]) -> Path:
     return Path(f"{os.fspath(path)}.replicas")
 
 
+class QueryableStore(Protocol):
+    """The writer's side that `Readers` uses (`viewlineage.sinks.store.Store`)."""
+
+    def query_connection(self) -> duckdb.DuckDBPyConnection: ...
+
+
 DETACH_WAIT_SECONDS = 10.0
 """How long a store being closed waits for the requests reading it to finish."""
 
@@ -57,11 +59,11 @@ class Readers:
     def __init__(self, path: str | os.PathLike[str], store_without_replica: bool = False) -> None:
         self.path = Path(path)
         self.store_without_replica = store_without_replica
-        self._store: Store | None = None
+        self._store: QueryableStore | None = None
         self._in_use = 0
         self._changed = threading.Condition()
 
-    def attach(self, store: Store | None) -> None:
+    def attach(self, store: QueryableStore | None) -> None:
         """This process now writes `store`; None: no longer, and the store may close once the
         requests reading it are done (waited for, up to `DETACH_WAIT_SECONDS`)."""
         with self._changed:
@@ -70,7 +72,7 @@ class Readers:
                 self._changed.wait_for(lambda: self._in_use == 0, timeout=DETACH_WAIT_SECONDS)
 
     @contextlib.contextmanager
-    def attached(self, store: Store) -> Iterator[None]:
+    def attached(self, store: QueryableStore) -> Iterator[None]:
         self.attach(store)
         try:
             yield

@@ -26,10 +26,9 @@ import duckdb
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from viewlineage.indexer.batches import CHILDREN, SCHEMAS, concatenated
 from viewlineage.indexer.errors import StoreAbandoned, StoreError
-
-from .store import Store
+from viewlineage.sinks.store import Store
+from viewlineage.sinks.tables import CHILDREN, SCHEMAS, concatenated
 
 MERGED_TOGETHER = 8
 """Segments stored in one transaction at most (each holds one batch: up to `batch-files` files)."""

@@ -23,24 +23,16 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import NoReturn, TypeVar
+from typing import NoReturn, Protocol, TypeVar
 
 import duckdb
 import pyarrow as pa
 
-from viewlineage.indexer.batches import (
-    CHILDREN,
-    DEDUPLICATED,
-    DERIVED_TABLES,
-    PRIMARY_KEYS,
-    SCHEMAS,
-    Batch,
-)
 from viewlineage.indexer.errors import StoreAbandoned, StoreError
-
-from . import spans
-from .readers import replica_path, replicas_directory
-from .schema import install_queries, migrate, reindex_needed
+from viewlineage.sinks import spans
+from viewlineage.sinks.readers import replica_path, replicas_directory
+from viewlineage.sinks.schema import install_queries, migrate, reindex_needed
+from viewlineage.sinks.tables import CHILDREN, DEDUPLICATED, DERIVED_TABLES, PRIMARY_KEYS, SCHEMAS
 
 MEMORY_RAISE = 1.1
 """A limit the key indexes outgrow is raised by this factor: in small steps, because the cache
@@ -65,6 +57,12 @@ KEEP_REPLICAS = 3
 REPLICA_GRACE_SECONDS = 5.0
 """An old replica file is deleted only when this many newer ones exist and it is this old, so a
 reader that resolved the symlink just before it moved still connects to a whole file."""
+
+
+class ArrowBatch(Protocol):
+    """What a writer hands the store: rows as Arrow tables named as store tables (`tables.py`)."""
+
+    def to_arrow(self) -> dict[str, pa.Table]: ...
 
 
 class Store:
@@ -176,7 +174,7 @@ class Store:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def write(self, batch: Batch) -> None:
+    def write(self, batch: ArrowBatch) -> None:
         """Insert a batch in one transaction (see `write_tables`)."""
         self.write_tables(batch.to_arrow())
 

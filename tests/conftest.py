@@ -50,7 +50,7 @@ def settings_for(db: Path, *catalog_map: str, **extra: object) -> Settings:
 
 @pytest.fixture(scope="session")
 def sample_store(sample_warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    from viewlineage.indexer.pipeline import index_locations
+    from viewlineage.indexer.pipeline.runs import index_locations
 
     db = tmp_path_factory.mktemp("store") / "sample.duckdb"
     index_locations([str(sample_warehouse)], settings_for(db, f"{sample_warehouse}=prod"))
@@ -58,7 +58,7 @@ def sample_store(sample_warehouse: Path, tmp_path_factory: pytest.TempPathFactor
 
 
 def _scenario_store(factory: pytest.TempPathFactory, build: Callable[[Path], None]) -> Path:
-    from viewlineage.indexer.pipeline import index_locations
+    from viewlineage.indexer.pipeline.runs import index_locations
 
     root = factory.mktemp("scenario") / "warehouse"
     build(root)

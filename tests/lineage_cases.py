@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from viewlineage.indexer.config import LineageConfig
-from viewlineage.indexer.lineage import LineageRequest, TableReference
+from viewlineage.indexer.lineage.config import LineageConfig
+from viewlineage.indexer.lineage.tables import LineageRequest, TableReference
 
 CASES = Path(__file__).parent / "fixtures" / "lineage" / "cases.sql"
 

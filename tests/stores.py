@@ -7,8 +7,8 @@ from pathlib import Path
 
 import duckdb
 
-from viewlineage.indexer.batches import SCHEMAS
 from viewlineage.sinks import spans
+from viewlineage.sinks.tables import SCHEMAS
 
 BOOKKEEPING = {"ingested_at", "quarantined_at", "computed_at"}
 OBJECT_TIMES = {

@@ -9,11 +9,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from viewlineage.indexer.config import ParseConfig
 from viewlineage.indexer.errors import DecompressionBomb, ObjectTooLarge, QuarantineError, TruncatedGzip
-from viewlineage.indexer.parse import decompress, parse_metadata
-from viewlineage.indexer.pipeline import index_locations
-from viewlineage.indexer.read import LocalReader
+from viewlineage.indexer.parse.config import ParseConfig
+from viewlineage.indexer.parse.metadata import decompress, parse_metadata
+from viewlineage.indexer.pipeline.runs import index_locations
+from viewlineage.indexer.sources.read import LocalReader
 
 from .conftest import CONFORMANCE, settings_for
 

@@ -1,13 +1,13 @@
-"""Column lineage of one SQL text (`indexer.columns`): the kind of each use and the output it
+"""Column lineage of one SQL text (`indexer/lineage/columns.py`): the kind of each use and the output it
 flows into, through scalar subqueries, CTEs and output aliases."""
 
 from __future__ import annotations
 
 import pytest
 
-from viewlineage.indexer.columns import column_lineage
-from viewlineage.indexer.config import LineageConfig
-from viewlineage.indexer.lineage import LineageRequest
+from viewlineage.indexer.lineage.columns import column_lineage
+from viewlineage.indexer.lineage.config import LineageConfig
+from viewlineage.indexer.lineage.tables import LineageRequest
 
 EVENTS = ("prod", ("db",), "events")
 OTHER = ("prod", ("db",), "other")

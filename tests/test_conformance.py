@@ -7,13 +7,18 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from viewlineage.indexer.config import ParseConfig
 from viewlineage.indexer.errors import QuarantineError
-from viewlineage.indexer.findings import Finding
-from viewlineage.indexer.mv_model import StorageTableIdentifier
-from viewlineage.indexer.mviews import FORMAT_REFRESH_STATE, FORMAT_TRINO, RecordedRefresh, table_refreshes
-from viewlineage.indexer.parse import ParsedVersion, parse_metadata
-from viewlineage.indexer.pipeline import index_locations
+from viewlineage.indexer.parse.config import ParseConfig
+from viewlineage.indexer.parse.materialized_view import (
+    FORMAT_REFRESH_STATE,
+    FORMAT_TRINO,
+    RecordedRefresh,
+    table_refreshes,
+)
+from viewlineage.indexer.parse.metadata import ParsedVersion, parse_metadata
+from viewlineage.indexer.pipeline.runs import index_locations
+from viewlineage.indexer.spec.findings import Finding
+from viewlineage.indexer.spec.materialized_view import StorageTableIdentifier
 
 from .conftest import CONFORMANCE, settings_for
 

@@ -9,10 +9,10 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from viewlineage.indexer.batches import SCHEMAS
 from viewlineage.indexer.config import Settings
-from viewlineage.indexer.pipeline import index_locations
+from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries.cli import cli
+from viewlineage.sinks.tables import SCHEMAS
 
 from .conftest import settings_for
 

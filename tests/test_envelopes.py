@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from viewlineage.indexer.spark import ENVELOPE, _pack, _unpack
+from viewlineage.indexer.backfill.spark import ENVELOPE, _pack, _unpack
 
 DOCUMENTS = pa.schema([("content_hash", pa.string()), ("document", pa.binary())])
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from viewlineage.indexer.events import (
+from viewlineage.indexer.sources.events import (
     EventDecodeError,
     EventKind,
     EventNotification,

@@ -13,11 +13,12 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from viewlineage.indexer import pipeline
-from viewlineage.indexer.batches import Batch
-from viewlineage.indexer.config import ParseConfig
-from viewlineage.indexer.pipeline import Indexer, index_locations, reindex, with_roots
-from viewlineage.indexer.read import LocalReader
+from viewlineage.indexer.parse.config import ParseConfig
+from viewlineage.indexer.pipeline import runs
+from viewlineage.indexer.pipeline.indexer import Indexer
+from viewlineage.indexer.pipeline.rows import Batch
+from viewlineage.indexer.pipeline.runs import index_locations, reindex, with_roots
+from viewlineage.indexer.sources.read import LocalReader
 from viewlineage.queries import mviews
 from viewlineage.sinks.readers import open_reader
 from viewlineage.sinks.store import Store
@@ -92,7 +93,7 @@ def test_a_listing_handed_out_in_chunks_skips_what_is_indexed(
     index_in_order(sorted(files)[::3], root, db)
     with duckdb.connect(str(db), read_only=True) as conn:
         (indexed_before,) = conn.execute("SELECT count(*) FROM files").fetchall()[0]
-    monkeypatch.setattr(pipeline, "LISTED_CHUNK", 50)
+    monkeypatch.setattr(runs, "LISTED_CHUNK", 50)
     progress: list[int] = []
     stats = index_locations([str(root)], settings_for(db), progress=progress.append)
     assert stats.listed == len(files)
@@ -113,7 +114,7 @@ def test_many_roots_share_their_lookups(
     index_locations([str(root)], settings_for(reference, f"{root}=prod"))
     directories = sorted({str(path.parent) for path in files})
     assert len(directories) >= 20
-    monkeypatch.setattr(pipeline, "LISTED_CHUNK", 100)
+    monkeypatch.setattr(runs, "LISTED_CHUNK", 100)
     lookups: list[int] = []
     unindexed = Store.unindexed
 

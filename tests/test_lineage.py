@@ -4,8 +4,8 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from viewlineage.indexer.config import LineageConfig
-from viewlineage.indexer.lineage import LineageRequest, extract_lineage
+from viewlineage.indexer.lineage.config import LineageConfig
+from viewlineage.indexer.lineage.tables import LineageRequest, extract_lineage
 
 from .lineage_cases import LineageCase, load_cases, render
 

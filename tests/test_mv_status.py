@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from viewlineage.indexer.errors import UsageError
-from viewlineage.indexer.pipeline import index_locations
+from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries import mviews
 from viewlineage.queries.cli import cli
 from viewlineage.sinks.readers import open_reader

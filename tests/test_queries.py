@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from viewlineage.indexer.errors import UsageError
-from viewlineage.indexer.pipeline import index_locations
+from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries import api
 from viewlineage.queries.cli import cli
 from viewlineage.queries.names import version_copy

@@ -9,9 +9,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from viewlineage.indexer.batches import Batch, QuarantinedFile, Removal
 from viewlineage.indexer.errors import UsageError
-from viewlineage.indexer.pipeline import index_locations
+from viewlineage.indexer.pipeline.rows import Batch, QuarantinedFile, Removal
+from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries import api
 from viewlineage.sinks.readers import open_reader
 from viewlineage.sinks.store import Store

@@ -19,9 +19,9 @@ from wsgiref.util import setup_testing_defaults
 import duckdb
 import pytest
 
-from viewlineage.indexer.batches import Batch, Removal
 from viewlineage.indexer.errors import StoreError
-from viewlineage.indexer.pipeline import index_locations
+from viewlineage.indexer.pipeline.rows import Batch, Removal
+from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries import api, mviews
 from viewlineage.queries.impact import impact, parse_change
 from viewlineage.queries.service import ROUTES, query_app

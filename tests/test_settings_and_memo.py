@@ -8,7 +8,7 @@ import pytest
 
 from viewlineage.indexer.config import load_settings
 from viewlineage.indexer.errors import UsageError
-from viewlineage.indexer.pipeline import index_locations
+from viewlineage.indexer.pipeline.runs import index_locations
 
 from .conftest import CONFORMANCE, settings_for
 

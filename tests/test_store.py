@@ -17,16 +17,18 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from viewlineage.indexer.batches import CHILDREN, DEDUPLICATED, PRIMARY_KEYS, SCHEMAS, Batch, Removal
-from viewlineage.indexer.config import ParseConfig
 from viewlineage.indexer.errors import StoreAbandoned, StoreError
-from viewlineage.indexer.pipeline import Indexer, index_locations, reindex, with_roots
-from viewlineage.indexer.read import FileRead, ListedFile, LocalReader, listed_table
+from viewlineage.indexer.parse.config import ParseConfig
+from viewlineage.indexer.pipeline.indexer import Indexer
+from viewlineage.indexer.pipeline.rows import Batch, Removal
+from viewlineage.indexer.pipeline.runs import index_locations, reindex, with_roots
+from viewlineage.indexer.sources.read import FileRead, ListedFile, LocalReader, listed_table
 from viewlineage.sinks import schema, spans
 from viewlineage.sinks import store as store_module
 from viewlineage.sinks.readers import open_reader, replica_path
 from viewlineage.sinks.spool import Spool
 from viewlineage.sinks.store import Store
+from viewlineage.sinks.tables import CHILDREN, DEDUPLICATED, PRIMARY_KEYS, SCHEMAS
 
 from .conftest import settings_for
 from .generate import generate

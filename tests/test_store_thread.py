@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 
-from viewlineage.indexer.batches import Batch
-from viewlineage.indexer.health import Health
-from viewlineage.indexer.pipeline import Indexer, with_roots
-from viewlineage.indexer.read import LocalReader
-from viewlineage.indexer.sources.watch import _Loop
-from viewlineage.indexer.store_thread import StoreThread
+from viewlineage.indexer.followers.watch import _Loop
+from viewlineage.indexer.pipeline.health import Health
+from viewlineage.indexer.pipeline.indexer import Indexer
+from viewlineage.indexer.pipeline.rows import Batch
+from viewlineage.indexer.pipeline.runs import with_roots
+from viewlineage.indexer.pipeline.store_thread import StoreThread
+from viewlineage.indexer.sources.read import LocalReader
 from viewlineage.sinks.store import Store
 
 from .conftest import settings_for

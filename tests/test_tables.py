@@ -10,11 +10,11 @@ import duckdb
 import orjson
 import pytest
 
-from viewlineage.indexer.config import CatalogMapEntry, ParseConfig
 from viewlineage.indexer.errors import UsageError
-from viewlineage.indexer.parse import parse_metadata
-from viewlineage.indexer.pipeline import index_locations
-from viewlineage.indexer.tables import KnownSnapshot, ParsedRef, ParsedTable
+from viewlineage.indexer.parse.config import CatalogMapEntry, ParseConfig
+from viewlineage.indexer.parse.metadata import parse_metadata
+from viewlineage.indexer.parse.table import KnownSnapshot, ParsedRef, ParsedTable
+from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries import api
 from viewlineage.sinks.readers import open_reader
 

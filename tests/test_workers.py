@@ -14,12 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from viewlineage.indexer import pipeline
-from viewlineage.indexer.collector import collector_paused
-from viewlineage.indexer.config import ParseConfig
 from viewlineage.indexer.errors import ObjectMissing
-from viewlineage.indexer.pipeline import Indexer, ReadFailure, WorkerPool, index_locations
-from viewlineage.indexer.read import FileRead, LocalReader
+from viewlineage.indexer.parse.config import ParseConfig
+from viewlineage.indexer.pipeline import indexer as indexing_loop
+from viewlineage.indexer.pipeline.collector import collector_paused
+from viewlineage.indexer.pipeline.indexer import Indexer
+from viewlineage.indexer.pipeline.reads import ReadFailure
+from viewlineage.indexer.pipeline.runs import index_locations
+from viewlineage.indexer.pipeline.workers import WorkerPool, contiguous_runs
+from viewlineage.indexer.sources.read import FileRead, LocalReader
 
 from .conftest import settings_for
 from .generate import generate
@@ -49,17 +52,17 @@ def test_a_batch_is_split_into_contiguous_runs_of_equal_bytes() -> None:
         FileRead(f"/w/{n:02d}.metadata.json", b"x" * size, None, None) for n, size in enumerate(sizes)
     ]
     items.append(ReadFailure("/w/99.metadata.json", ObjectMissing("/w/99.metadata.json", "gone")))
-    runs = pipeline.contiguous_runs(items, 2)
+    runs = contiguous_runs(items, 2)
     assert [[item.location[3:5] for item in run] for run in runs] == [
         ["00", "01", "02", "03"],
         ["04", "05", "06", "07", "08", "09", "99"],
     ]
     assert [sum(len(item.data) for item in run if isinstance(item, FileRead)) for run in runs] == [1000, 1000]
-    assert pipeline.contiguous_runs(items[:1], 3) == [[], items[:1], []]  # by its middle
+    assert contiguous_runs(items[:1], 3) == [[], items[:1], []]  # by its middle
     empty: list[FileRead | ReadFailure] = [
         FileRead(f"/w/{n}.metadata.json", b"", None, None) for n in range(4)
     ]
-    assert pipeline.contiguous_runs(empty, 2) == [empty[:2], empty[2:]]  # empty files weigh a byte
+    assert contiguous_runs(empty, 2) == [empty[:2], empty[2:]]  # empty files weigh a byte
 
 
 def test_workers_start_with_the_parents_objects_frozen() -> None:
@@ -117,8 +120,8 @@ def test_the_collector_runs_again_when_the_last_pause_in_any_thread_ends() -> No
 def test_workers_die_with_their_parent() -> None:
     script = (
         "import os, sys, time\n"
-        "from viewlineage.indexer.config import ParseConfig\n"
-        "from viewlineage.indexer.pipeline import WorkerPool\n"
+        "from viewlineage.indexer.parse.config import ParseConfig\n"
+        "from viewlineage.indexer.pipeline.workers import WorkerPool\n"
         "pool = WorkerPool(ParseConfig(), 2)\n"
         "print(' '.join(str(p) for e in pool.processes for p in e._processes), flush=True)\n"
         "time.sleep(60)\n"
@@ -153,7 +156,7 @@ def test_followers_analyse_new_sql_on_the_pool(tmp_path: Path, monkeypatch: pyte
     alone = Indexer(None, config).build_batch(reads)
     with WorkerPool(config, 2) as pool:
         # Forked before the patch, the workers keep the real analysis; this process must not run it.
-        monkeypatch.setattr(pipeline, "extract_lineage", _not_here)
+        monkeypatch.setattr(indexing_loop, "extract_lineage", _not_here)
         pooled = Indexer(None, config, pool).build_batch(reads)
     assert len(alone.lineage) == 16
     assert pooled.lineage == alone.lineage

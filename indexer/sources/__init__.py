@@ -1,1 +1,5 @@
-"""Event sources: where file reads come from (a directory watch; Kafka in a later module)."""
+"""Where bytes and events come from: the one seam that lists and reads metadata files (local
+paths, S3 and other fsspec filesystems) and the decoding of object-store notifications.
+
+May import `parse.locations` and `errors`; nothing of the pipeline, the followers or the sinks.
+"""

@@ -18,9 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from viewlineage.indexer.backfill import BackfillStats, backfill
+from viewlineage.indexer.backfill.run import backfill
+from viewlineage.indexer.backfill.stages import BackfillStats
 from viewlineage.indexer.config import Settings, load_settings
-from viewlineage.indexer.pipeline import index_locations
+from viewlineage.indexer.pipeline.runs import index_locations
 
 from ..generate import generate
 

@@ -26,8 +26,8 @@ from typing import Any
 import duckdb
 
 from viewlineage.indexer.config import load_settings
-from viewlineage.indexer.pipeline import Indexer
-from viewlineage.indexer.read import FileRead
+from viewlineage.indexer.pipeline.indexer import Indexer
+from viewlineage.indexer.sources.read import FileRead
 from viewlineage.sinks.store import Store
 
 from .latency import percentile

@@ -34,10 +34,13 @@ from pathlib import Path
 import duckdb
 import sqlglot
 
-from viewlineage.indexer.config import ParseConfig, load_settings
-from viewlineage.indexer.lineage import extract_lineage
-from viewlineage.indexer.pipeline import Indexer, IndexStats, WorkerPool, index_locations
-from viewlineage.indexer.read import LocalReader
+from viewlineage.indexer.config import load_settings
+from viewlineage.indexer.lineage.tables import extract_lineage
+from viewlineage.indexer.parse.config import ParseConfig
+from viewlineage.indexer.pipeline.indexer import Indexer, IndexStats
+from viewlineage.indexer.pipeline.runs import index_locations
+from viewlineage.indexer.pipeline.workers import WorkerPool
+from viewlineage.indexer.sources.read import LocalReader
 from viewlineage.queries.cli import indexing_process
 from viewlineage.sinks.store import Store
 

@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from viewlineage.indexer.pipeline import index_locations
+from viewlineage.indexer.pipeline.runs import index_locations
 
 from ..conftest import ROOT, settings_for
 from ..generate import Generated, generate

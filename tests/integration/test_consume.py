@@ -25,7 +25,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer
 
 from viewlineage.indexer.errors import UsageError
-from viewlineage.indexer.pipeline import index_locations
+from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries import api
 from viewlineage.sinks.readers import open_reader
 

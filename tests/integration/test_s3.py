@@ -13,13 +13,9 @@ import duckdb
 import pytest
 
 from viewlineage.indexer.errors import TransientReadError
-from viewlineage.indexer.pipeline import (
-    ReadFailure,
-    index_locations,
-    quarantine_read_failure,
-    read_with_retries,
-)
-from viewlineage.indexer.read import DECLINE_AFTER, FsspecReader, ListedFile, reader_for
+from viewlineage.indexer.pipeline.reads import ReadFailure, quarantine_read_failure, read_with_retries
+from viewlineage.indexer.pipeline.runs import index_locations
+from viewlineage.indexer.sources.read import DECLINE_AFTER, FsspecReader, ListedFile, reader_for
 
 from ..conftest import settings_for
 from ..servers import SECRET_KEY, SeaweedS3, free_port, seaweed_s3

@@ -2,15 +2,15 @@
 them (https://iceberg.apache.org/spec/#table-metadata): identity, schemas, snapshots, refs and
 logs. Partition specs, sort orders and statistics stay in the stored document.
 
-As for views (`model.py`), unknown fields are kept and lists are validated element by element in
-`tables.py`, so one broken snapshot does not hide the others.
+As for views (`view.py`), unknown fields are kept and lists are validated element by element in
+`indexer/parse/table.py`, so one broken snapshot does not hide the others.
 """
 
 from __future__ import annotations
 
 from pydantic import Field
 
-from .model import IcebergModel
+from viewlineage.indexer.spec.base import IcebergModel
 
 
 class Snapshot(IcebergModel):

@@ -16,10 +16,19 @@ from typing import Any
 import orjson
 from pydantic import TypeAdapter, ValidationError
 
-from . import rules
-from .config import ParseConfig
-from .dialects import canonical_dialect, unknown_dialect_hint
-from .elements import (
+from viewlineage.indexer.errors import DecompressionBomb, QuarantineError, TruncatedGzip
+from viewlineage.indexer.lineage.dialects import canonical_dialect, unknown_dialect_hint
+from viewlineage.indexer.parse.config import ParseConfig
+from viewlineage.indexer.parse.locations import CatalogName, catalog_name, check_location, sequence_number
+from viewlineage.indexer.parse.materialized_view import (
+    MVDefinition,
+    RecordedRefresh,
+    storage_table,
+    view_materialization,
+)
+from viewlineage.indexer.parse.table import ParsedTable, parse_table
+from viewlineage.indexer.spec import rules
+from viewlineage.indexer.spec.elements import (
     ParsedSchema,
     content_hash,
     digest,
@@ -29,19 +38,15 @@ from .elements import (
     validated_header,
     validation_findings,
 )
-from .errors import DecompressionBomb, QuarantineError, TruncatedGzip
-from .findings import Finding, Severity
-from .locations import CatalogName, catalog_name, sequence_number
-from .model import (
+from viewlineage.indexer.spec.findings import Finding, Severity
+from viewlineage.indexer.spec.materialized_view import StorageTableIdentifier
+from viewlineage.indexer.spec.view import (
     REQUIRED_TOP_LEVEL,
     SQLViewRepresentation,
     ViewHistoryEntry,
     ViewMetadataHeader,
     ViewVersion,
 )
-from .mv_model import StorageTableIdentifier
-from .mviews import MVDefinition, RecordedRefresh, storage_table, view_materialization
-from .tables import ParsedTable, parse_table
 
 GZIP_MAGIC = b"\x1f\x8b"
 _VIEW_KEYS = frozenset({"view-uuid", "versions", "version-log", "current-version-id"})
@@ -236,7 +241,7 @@ def _parse_view(
                 "$.current-schema-id",
             )
         )
-    findings.extend(rules.check_location(header.location, location))
+    findings.extend(check_location(header.location, location))
 
     schema_hashes, schemas = parse_schemas(
         elements(document, "schemas", findings), "$.schemas", known, findings

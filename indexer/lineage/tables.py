@@ -18,9 +18,9 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, SqlglotError, TokenError
 from sqlglot.optimizer.scope import traverse_scope
 
-from .config import LineageConfig
-from .dialects import CASE_INSENSITIVE
-from .findings import Finding, Severity
+from viewlineage.indexer.lineage.config import LineageConfig
+from viewlineage.indexer.lineage.dialects import CASE_INSENSITIVE
+from viewlineage.indexer.spec.findings import Finding, Severity
 
 LINEAGE_RULES_VERSION = 1
 """Bump when extraction or resolution changes: it is part of the memo key, so stored results of

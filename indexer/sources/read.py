@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
-from .errors import ObjectMissing, ObjectTooLarge, ReadError, TransientReadError
-from .locations import is_metadata_file_name, normalize_location
+from viewlineage.indexer.errors import ObjectMissing, ObjectTooLarge, ReadError, TransientReadError
+from viewlineage.indexer.parse.locations import is_metadata_file_name, normalize_location
 
 if TYPE_CHECKING:
     from obstore.store import S3Credential, S3Store

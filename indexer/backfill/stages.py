@@ -13,16 +13,21 @@ Both return `{store table: Arrow table}`; `--engine local` moves them between pr
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
-from .batches import Batch
-from .config import ParseConfig, Settings
-from .lineage import LineageRequest, extract_lineage
-from .pipeline import Indexer, ReadFailure, read_all
-from .read import FileRead, ListedFile, Reader, reader_for
+from viewlineage.indexer.config import Settings
+from viewlineage.indexer.lineage.tables import LineageRequest, extract_lineage
+from viewlineage.indexer.parse.config import ParseConfig
+from viewlineage.indexer.pipeline.indexer import Indexer
+from viewlineage.indexer.pipeline.reads import ReadFailure, read_all
+from viewlineage.indexer.pipeline.rows import Batch
+from viewlineage.indexer.sources.read import FileRead, ListedFile, Reader, listed_table, reader_for
 
 LINEAGE_REQUESTS = pa.schema(
     [
@@ -83,3 +88,71 @@ def analyse_lineage(requests: pa.Table, config: ParseConfig) -> dict[str, pa.Tab
         )
         batch.lineage[row["lineage_key"]] = extract_lineage(request, config.lineage)
     return batch.to_arrow()
+
+
+@dataclass
+class BackfillStats:
+    listed: int = 0
+    indexed: int = 0
+    quarantined: int = 0
+    lineage_requests: int = 0
+    lineage_computed: int = 0
+    parsing_tasks: int = 0
+    listing_tasks: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+    """Wall time per stage."""
+    task_seconds: dict[str, float] = field(default_factory=dict)
+    """Time inside tasks, summed over tasks: read, parse, lineage (what more cores divide)."""
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "files": self.listed,
+            "indexed": self.indexed,
+            "quarantined": self.quarantined,
+            "lineage_requests": self.lineage_requests,
+            "lineage_computed": self.lineage_computed,
+            "parsing_tasks": self.parsing_tasks,
+            "listing_tasks": self.listing_tasks,
+            "seconds": {stage: round(value, 3) for stage, value in self.seconds.items()},
+            "task_seconds": {stage: round(value, 3) for stage, value in self.task_seconds.items()},
+        }
+
+    def add_task_time(self, stage: str, seconds: float) -> None:
+        self.task_seconds[stage] = self.task_seconds.get(stage, 0.0) + seconds
+
+
+def list_on_driver(roots: list[str], settings: Settings) -> pa.Table:
+    return listed_table(item for root in roots for item in reader_for(root, settings.s3_endpoint).list(root))
+
+
+def timed_index_files(
+    listed: pa.Table, settings: Settings, config: ParseConfig
+) -> tuple[dict[str, pa.Table], float, float]:
+    """Stage 1 with its read and parse times, for both engines' accounting."""
+    started = time.perf_counter()
+    reads = read_listed(listed, settings)
+    read_at = time.perf_counter()
+    tables = index_files(reads, config)
+    return tables, read_at - started, time.perf_counter() - read_at
+
+
+def timed_analyse_lineage(requests: pa.Table, config: ParseConfig) -> tuple[dict[str, pa.Table], float]:
+    started = time.perf_counter()
+    tables = analyse_lineage(requests, config)
+    return tables, time.perf_counter() - started
+
+
+class StageTimer:
+    """Adds each stage's wall time to the stats and reports it."""
+
+    def __init__(self, stats: BackfillStats, progress: Callable[[str], None]) -> None:
+        self.stats = stats
+        self.progress = progress
+
+    @contextlib.contextmanager
+    def __call__(self, stage: str) -> Iterator[None]:
+        started = time.monotonic()
+        yield
+        seconds = self.stats.seconds.get(stage, 0.0) + time.monotonic() - started
+        self.stats.seconds[stage] = seconds
+        self.progress(f"{stage}: {seconds:.1f}s")

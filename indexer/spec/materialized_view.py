@@ -1,6 +1,6 @@
 """Pydantic models of the materialized-view formats an indexer meets, one class per object of
 each proposal, in the proposal's order. None is a released spec, so the models keep unknown
-fields and `mviews.py` reports what breaks them as findings.
+fields and `indexer/parse/materialized_view.py` reports what breaks them as findings.
 
 1. The original proposal (view property and storage-table property `materialized_view_metadata`).
 2. The Iceberg MV spec draft, apache/iceberg PR #11041 (`storage-table` on view versions,
@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from .model import IcebergModel
+from viewlineage.indexer.spec.base import IcebergModel
 
 # Format 1: the original proposal.
 

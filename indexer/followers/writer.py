@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import time
 
+from viewlineage.indexer.config import Settings
+from viewlineage.indexer.errors import StoreError
+from viewlineage.indexer.pipeline.health import Health
 from viewlineage.sinks.readers import Readers
 from viewlineage.sinks.spool import Spool
 from viewlineage.sinks.store import Store
-
-from ..config import Settings
-from ..errors import StoreError
-from ..health import Health
 
 ACQUIRE_RETRY_SECONDS = 1.0
 

@@ -1,5 +1,5 @@
 """Table metadata (Iceberg table spec v1-v3) -> `ParsedTable`: a pure function of the loaded
-document, its location and the configuration, like view metadata in `parse.py`.
+document, its location and the configuration, like view metadata in `metadata.py`.
 
 Snapshots are what a table's files repeat (every file lists the snapshots not yet expired), so a
 snapshot whose hash the caller already knows is identified, not validated again.
@@ -11,13 +11,26 @@ from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any
 
-from . import rules
-from .config import ParseConfig
-from .elements import ParsedSchema, content_hash, elements, parse_schemas, validated, validated_header
-from .findings import Finding, Severity
-from .locations import CatalogName, catalog_name
-from .mviews import RecordedRefresh, table_refreshes
-from .table_model import MetadataLogEntry, Snapshot, SnapshotLogEntry, SnapshotReference, TableMetadataHeader
+from viewlineage.indexer.parse.config import ParseConfig
+from viewlineage.indexer.parse.locations import CatalogName, catalog_name
+from viewlineage.indexer.parse.materialized_view import RecordedRefresh, table_refreshes
+from viewlineage.indexer.spec import rules
+from viewlineage.indexer.spec.elements import (
+    ParsedSchema,
+    content_hash,
+    elements,
+    parse_schemas,
+    validated,
+    validated_header,
+)
+from viewlineage.indexer.spec.findings import Finding, Severity
+from viewlineage.indexer.spec.table import (
+    MetadataLogEntry,
+    Snapshot,
+    SnapshotLogEntry,
+    SnapshotReference,
+    TableMetadataHeader,
+)
 
 MAIN_BRANCH = "main"
 

@@ -26,13 +26,14 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from .batches import PRIMARY_KEYS, SCHEMAS
-from .bulk import LINEAGE_REQUESTS
-from .config import ParseConfig, Settings
-from .read import LISTED, ListedFile, listed_table, reader_for
+from viewlineage.indexer.backfill.stages import LINEAGE_REQUESTS
+from viewlineage.indexer.config import Settings
+from viewlineage.indexer.parse.config import ParseConfig
+from viewlineage.indexer.sources.read import LISTED, ListedFile, listed_table, reader_for
+from viewlineage.sinks.tables import PRIMARY_KEYS, SCHEMAS
 
 if TYPE_CHECKING:
-    from .backfill import BackfillStats, StageTimer
+    from viewlineage.indexer.backfill.stages import BackfillStats, StageTimer
 
 ENVELOPE = pa.schema([("table", pa.string()), ("rows", pa.binary())])
 TASK_LISTING_THRESHOLD = 16
@@ -108,7 +109,7 @@ def _spark_session(master: str, partitions: int, conf: dict[str, str]) -> Any:
 def _split_listing(roots: list[str], settings: Settings, listing: str) -> tuple[list[str], pa.Table]:
     """(prefixes for listing tasks, files the driver lists): with `tasks`, each root's immediate
     sub-directories go to tasks and only the files directly in it are listed here."""
-    from .backfill import list_on_driver
+    from viewlineage.indexer.backfill.stages import list_on_driver
 
     if listing == "driver":
         return [], list_on_driver(roots, settings)
@@ -141,7 +142,7 @@ def run_spark(
     from pyspark import StorageLevel
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from .backfill import timed_analyse_lineage, timed_index_files
+    from viewlineage.indexer.backfill.stages import timed_analyse_lineage, timed_index_files
 
     staging = f"{dataset}/_envelopes"
     file_cells, lineage_cells = f"{staging}/files", f"{staging}/lineage"

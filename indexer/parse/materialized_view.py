@@ -1,5 +1,5 @@
 """Materialized views in parsed metadata -> what each refresh recorded: pure functions of a view's
-or table's parsed fields, run by `parse.py`.
+or table's parsed fields, run by `metadata.py`.
 
 A refresh names the base tables (or views) it read and the snapshot (or version) of each; which
 view version it materialized where the format says. Where the format keeps it with the storage
@@ -17,10 +17,10 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from .elements import content_hash, validation_findings
-from .findings import Finding, Severity
-from .model import IcebergModel
-from .mv_model import (
+from viewlineage.indexer.spec.base import IcebergModel
+from viewlineage.indexer.spec.elements import content_hash, validation_findings
+from viewlineage.indexer.spec.findings import Finding, Severity
+from viewlineage.indexer.spec.materialized_view import (
     DeltaFilesystemTable,
     IcebergFilesystemTable,
     MaterializedViewMetadata,

@@ -27,7 +27,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError, Message
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import ViewLineageError
+from viewlineage.indexer.errors import ViewLineageError
 
 
 class EventDecodeError(ViewLineageError):

@@ -10,9 +10,8 @@ import re
 from collections import Counter
 from typing import Any
 
-from .findings import Finding, Severity
-from .locations import normalize_location
-from .model import ViewHistoryEntry
+from viewlineage.indexer.spec.findings import Finding, Severity
+from viewlineage.indexer.spec.view import ViewHistoryEntry
 
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 LEGACY_SUMMARY_KEYS = ("operation", "engineVersion")
@@ -139,27 +138,6 @@ def check_log_versions_present(log: list[ViewHistoryEntry], version_ids: set[int
         )
         for ordinal, entry in enumerate(log)
         if entry.version_id not in version_ids
-    ]
-
-
-def check_location(metadata_location: str | None, file_location: str) -> list[Finding]:
-    """A file in a `metadata/` directory should sit under its document's `location`."""
-    directory = file_location.rsplit("/", 1)[0]
-    if metadata_location is None or not directory.endswith("/metadata"):
-        return []
-    try:
-        expected = normalize_location(metadata_location).rstrip("/") + "/metadata"
-    except ValueError:
-        expected = metadata_location
-    if expected == directory:
-        return []
-    return [
-        Finding(
-            "location-mismatch",
-            Severity.WARNING,
-            f"location {metadata_location!r} does not contain the file's directory {directory!r}",
-            "$.location",
-        )
     ]
 
 

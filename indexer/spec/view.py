@@ -2,47 +2,18 @@
 order (https://iceberg.apache.org/view-spec/).
 
 Unlike a catalog, an indexer must not refuse a document for one broken rule: unknown fields are
-kept (`extra="allow"`), cross-field rules live in `rules.py` and yield findings, and `parse.py`
-validates each list element on its own so that one bad version does not hide the others.
+kept (`extra="allow"`), cross-field rules live in `rules.py` and yield findings, and
+`indexer/parse/metadata.py` validates each list element on its own so that one bad version does not
+hide the others.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-
-class IcebergModel(BaseModel):
-    """Spec names contain dashes, so every field has its spec name as alias; populate by either.
-    Frozen, because parsed metadata is a value. Unknown fields are kept: writers add fields the
-    spec does not (yet) name, such as the materialized-view `storage-table`."""
-
-    model_config = ConfigDict(populate_by_name=True, frozen=True, extra="allow")
-
-
-class NestedField(IcebergModel):
-    id: int
-    """Unique field ID within the schema"""
-    name: str
-    """Field name"""
-    type: str | dict[str, Any]
-    """Primitive type name, or a nested struct/list/map type object"""
-    required: bool
-    """Whether the field is required"""
-    doc: str | None = None
-    """Optional field documentation"""
-
-
-class Schema(IcebergModel):
-    type: str = "struct"
-    """Always `struct`"""
-    schema_id: int = Field(alias="schema-id")
-    """ID of the schema, referenced by view versions"""
-    identifier_field_ids: list[int] | None = Field(default=None, alias="identifier-field-ids")
-    """Optional identifier fields"""
-    fields: list[NestedField]
-    """The schema's columns"""
+from viewlineage.indexer.spec.base import IcebergModel
 
 
 class SQLViewRepresentation(IcebergModel):
@@ -64,7 +35,7 @@ class ViewVersion(IcebergModel):
     summary: dict[str, str]
     """A string to string map of summary metadata about the version"""
     representations: list[dict[str, Any]]
-    """A list of representations for the view definition (validated one by one in `parse.py`)"""
+    """A list of representations for the view definition (each validated on its own in `parse/`)"""
     default_catalog: str | None = Field(default=None, alias="default-catalog")
     """Catalog name to use when a reference in the SELECT does not contain a catalog"""
     default_namespace: list[str] = Field(alias="default-namespace")

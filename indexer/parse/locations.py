@@ -1,6 +1,7 @@
 """Locations and file names: normalising URLs, recognising metadata files, deriving view names.
 
-Pure string functions; nothing here touches a filesystem.
+Pure string functions; nothing here touches a filesystem. `check_location` is the one rule about
+where a file sits, so it lives beside them rather than with the document rules (`spec/rules.py`).
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ import os
 import posixpath
 import re
 from dataclasses import dataclass
+
+from viewlineage.indexer.spec.findings import Finding, Severity
 
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 _METADATA_SUFFIXES = (".metadata.json", ".metadata.json.gz")
@@ -105,3 +108,24 @@ def catalog_name(location: str, prefix: str, catalog: str | None) -> CatalogName
         return None
     parts = [part[:-3] if part.endswith(".db") and len(part) > 3 else part for part in relative.split("/")]
     return CatalogName(catalog, tuple(part.lower() for part in parts))
+
+
+def check_location(metadata_location: str | None, file_location: str) -> list[Finding]:
+    """A file in a `metadata/` directory should sit under its document's `location`."""
+    directory = file_location.rsplit("/", 1)[0]
+    if metadata_location is None or not directory.endswith("/metadata"):
+        return []
+    try:
+        expected = normalize_location(metadata_location).rstrip("/") + "/metadata"
+    except ValueError:
+        expected = metadata_location
+    if expected == directory:
+        return []
+    return [
+        Finding(
+            "location-mismatch",
+            Severity.WARNING,
+            f"location {metadata_location!r} does not contain the file's directory {directory!r}",
+            "$.location",
+        )
+    ]

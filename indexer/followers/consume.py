@@ -24,20 +24,22 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from viewlineage.indexer.config import Settings, load_kafka_config
+from viewlineage.indexer.errors import ReadError, UsageError
+from viewlineage.indexer.faults import Faults
+from viewlineage.indexer.followers.writer import StoreWriter
+from viewlineage.indexer.parse.locations import is_metadata_file_name, normalize_location
+from viewlineage.indexer.pipeline.health import Health
+from viewlineage.indexer.pipeline.indexer import Indexer
+from viewlineage.indexer.pipeline.reads import ReadFailure, read_all
+from viewlineage.indexer.pipeline.rows import Batch, QuarantinedFile, Removal
+from viewlineage.indexer.pipeline.runs import gap_batch
+from viewlineage.indexer.pipeline.store_thread import StoreThread
+from viewlineage.indexer.pipeline.workers import worker_pool
+from viewlineage.indexer.sources.events import EventDecodeError, EventKind, decode_message
+from viewlineage.indexer.sources.read import FileRead, ListedFile, Reader, reader_for
 from viewlineage.sinks.readers import Readers
 from viewlineage.sinks.spool import Spool
-
-from ..batches import Batch, QuarantinedFile, Removal
-from ..config import Settings, load_kafka_config
-from ..errors import ReadError, UsageError
-from ..events import EventDecodeError, EventKind, decode_message
-from ..faults import Faults
-from ..health import Health
-from ..locations import is_metadata_file_name, normalize_location
-from ..pipeline import Indexer, ReadFailure, gap_batch, read_all, worker_pool
-from ..read import FileRead, ListedFile, Reader, reader_for
-from ..store_thread import StoreThread
-from .writer import StoreWriter
 
 RECENT_LOCATIONS = 100_000
 """How many indexed locations a process remembers to spot re-deliveries without the store."""

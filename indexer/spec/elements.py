@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from .findings import Finding, Severity
-from .model import NestedField, Schema
+from viewlineage.indexer.spec.findings import Finding, Severity
+from viewlineage.indexer.spec.schema import NestedField, Schema
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 

@@ -1,5 +1,5 @@
 """SQL of one representation + the schemas of the tables it reads -> which columns it uses, how,
-and which output column each one flows into: a pure function, like table lineage (`lineage.py`).
+and which output column each one flows into: a pure function, like table lineage (`tables.py`).
 
 Tables are resolved as table lineage resolves them, then renamed to placeholders so that sqlglot's
 `qualify` can expand `*` and qualify every column against a one-level schema, whatever the depth of
@@ -22,9 +22,9 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import MappingSchema
 
-from .config import LineageConfig
-from .findings import Finding, Severity
-from .lineage import LineageRequest, TableReference, _Resolver
+from viewlineage.indexer.lineage.config import LineageConfig
+from viewlineage.indexer.lineage.tables import LineageRequest, TableReference, _Resolver
+from viewlineage.indexer.spec.findings import Finding, Severity
 
 TableKey = tuple[str | None, tuple[str, ...], str]
 """(catalog, namespace, name) as table lineage resolves a reference."""

@@ -34,18 +34,20 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 
+from viewlineage.indexer.config import Settings
+from viewlineage.indexer.errors import ObjectMissing, ReadError
+from viewlineage.indexer.parse.locations import is_metadata_file_name, normalize_location
+from viewlineage.indexer.parse.metadata import ParsedFile
+from viewlineage.indexer.pipeline.health import Health
+from viewlineage.indexer.pipeline.indexer import Indexer
+from viewlineage.indexer.pipeline.reads import ReadFailure
+from viewlineage.indexer.pipeline.rows import Batch, QuarantinedFile, Removal
+from viewlineage.indexer.pipeline.runs import gap_batch, with_roots
+from viewlineage.indexer.pipeline.store_thread import StoreThread
+from viewlineage.indexer.pipeline.workers import worker_pool
+from viewlineage.indexer.sources.read import FileRead, LocalReader
 from viewlineage.sinks.readers import Readers
 from viewlineage.sinks.store import Store
-
-from ..batches import Batch, QuarantinedFile, Removal
-from ..config import Settings
-from ..errors import ObjectMissing, ReadError
-from ..health import Health
-from ..locations import is_metadata_file_name, normalize_location
-from ..parse import ParsedFile
-from ..pipeline import Indexer, ReadFailure, gap_batch, with_roots, worker_pool
-from ..read import FileRead, LocalReader
-from ..store_thread import StoreThread
 
 IDLE_POLL_SECONDS = 0.05
 T = TypeVar("T")

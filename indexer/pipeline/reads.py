@@ -1,0 +1,103 @@
+"""Reading files in parallel with bounded retries: listed or announced locations -> `FileRead`s,
+or `ReadFailure`s that become quarantine rows."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+
+from viewlineage.indexer.config import Settings
+from viewlineage.indexer.errors import ObjectMissing, ObjectTooLarge, ReadError
+from viewlineage.indexer.pipeline.rows import QuarantinedFile
+from viewlineage.indexer.sources.read import (
+    FileRead,
+    ListedFile,
+    Reader,
+)
+
+READ_ATTEMPTS = 3
+ANNOUNCED_ATTEMPTS = 6
+BULK_READS_PER_TASK = 16
+"""Files each read task of `index` takes (see `read_all`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadFailure:
+    """A location that could not be turned into bytes."""
+
+    location: str
+    error: ReadError
+
+
+def quarantine_read_failure(
+    failure: ReadFailure, missing_is_quarantine: bool = False
+) -> QuarantinedFile | None:
+    """A read failure's quarantine row. A missing object is only quarantined (`object-missing`)
+    when an event said it was created: a listing that races a delete has nothing to keep."""
+    if isinstance(failure.error, ObjectMissing):
+        if not missing_is_quarantine:
+            return None
+        return QuarantinedFile(failure.location, "object-missing", str(failure.error), None, None)
+    reason = "over-size-limit" if isinstance(failure.error, ObjectTooLarge) else "unreadable"
+    return QuarantinedFile(failure.location, reason, str(failure.error), None, None)
+
+
+def read_with_retries(
+    read: Callable[[], FileRead], location: str, attempts: int = READ_ATTEMPTS, announced: bool = False
+) -> FileRead | ReadFailure:
+    """Bounded retries for transient errors; terminal ones fail at once. An `announced` object (an
+    event said it was created) that is missing is retried too: SeaweedFS publishes its notification
+    before the PUT has finished, so the first GET can come too early; it gets a few seconds."""
+    attempts = max(attempts, ANNOUNCED_ATTEMPTS) if announced else attempts
+    for attempt in range(attempts):
+        try:
+            return read()
+        except ObjectMissing as exc:
+            if not announced or attempt == attempts - 1:
+                return ReadFailure(location, exc)
+            time.sleep(0.1 * 2**attempt)
+        except ObjectTooLarge as exc:
+            return ReadFailure(location, exc)
+        except ReadError as exc:
+            if attempt == attempts - 1:
+                return ReadFailure(location, exc)
+            time.sleep(0.1 * 2**attempt)
+    raise AssertionError("unreachable")
+
+
+def read_all(
+    todo: Iterable[tuple[Reader, ListedFile]],
+    settings: Settings,
+    announced: bool = False,
+    files_per_task: int = 1,
+) -> Iterator[FileRead | ReadFailure]:
+    """Read files in parallel (`read_workers` threads), in order, with bounded retries. At most
+    `batch_files` reads run ahead of the consumer, so memory stays flat whatever the listing's size.
+    A bulk listing reads several files per task (`files_per_task`): from the page cache a read
+    costs less than handing it to a thread."""
+
+    def read_some(entries: list[tuple[Reader, ListedFile]]) -> list[FileRead | ReadFailure]:
+        return [
+            read_with_retries(
+                functools.partial(reader.read, listed.location, settings.max_file_bytes, listed),
+                listed.location,
+                announced=announced,
+            )
+            for reader, listed in entries
+        ]
+
+    window = max(settings.batch_files, settings.read_workers * 4) // files_per_task or 1
+    entries = iter(todo)
+    with ThreadPoolExecutor(settings.read_workers) as pool:
+        ahead: deque[Future[list[FileRead | ReadFailure]]] = deque()
+        while chunk := list(itertools.islice(entries, files_per_task)):
+            ahead.append(pool.submit(read_some, chunk))
+            if len(ahead) >= window:
+                yield from ahead.popleft().result()
+        while ahead:
+            yield from ahead.popleft().result()

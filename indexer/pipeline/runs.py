@@ -1,0 +1,153 @@
+"""The runs over a whole listing or store: `index` (list, read what is new, store), `reindex`
+(re-derive every row from the stored documents) and the followers' reconciliation (`gap_batch`)."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
+
+import pyarrow as pa
+
+from viewlineage.indexer.config import Settings
+from viewlineage.indexer.parse.config import CatalogMapEntry, ParseConfig
+from viewlineage.indexer.parse.locations import normalize_location
+from viewlineage.indexer.pipeline.indexer import Indexer, IndexStats
+from viewlineage.indexer.pipeline.reads import BULK_READS_PER_TASK, read_all
+from viewlineage.indexer.pipeline.rows import Batch, Removal
+from viewlineage.indexer.pipeline.workers import worker_pool
+from viewlineage.indexer.sources.read import (
+    LISTED_CHUNK,
+    FileRead,
+    ListedFile,
+    Reader,
+    listed_files,
+    listed_table,
+    reader_for,
+)
+from viewlineage.sinks.store import Store
+
+
+def with_roots(config: ParseConfig, roots: Iterable[str]) -> ParseConfig:
+    """Add a catalog-less catalog-map entry for each indexed root no entry covers, so views under
+    it are named relative to it."""
+    extra = tuple(
+        CatalogMapEntry(root.rstrip("/"), None) for root in roots if config.catalog_for(root) is None
+    )
+    return replace(config, catalog_map=config.catalog_map + extra) if extra else config
+
+
+def index_locations(
+    locations: Iterable[str],
+    settings: Settings,
+    on_listed: Callable[[int], None] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> IndexStats:
+    """List every metadata file under `locations`, read the new ones in parallel and store them.
+    `progress` hears of skipped files from this thread and of stored ones from the store thread,
+    one call at a time."""
+    if progress is not None:
+        progress = _one_at_a_time(progress)
+    roots = [normalize_location(location) for location in locations]
+    config = with_roots(settings.parse_config(), roots)
+    with (
+        worker_pool(settings, config) as pool,  # forked first: workers inherit none of what follows
+        Store(settings.db, settings.replica_interval, settings.store_memory, deferred_spans=True) as store,
+    ):
+        readers = [reader_for(root, settings.s3_endpoint) for root in roots]
+        listings = [listed_table(reader.list(root)) for root, reader in zip(roots, readers, strict=True)]
+        store.record_roots(roots)
+        indexer = Indexer(store, config, pool)
+        indexer.stats.listed = sum(table.num_rows for table in listings)
+        if on_listed is not None:
+            on_listed(indexer.stats.listed)
+        chunks = deque(
+            chunk.append_column("root", pa.repeat(pa.scalar(number, pa.int32()), chunk.num_rows))
+            for number, table in enumerate(listings)
+            for chunk in table.to_batches(LISTED_CHUNK)
+        )
+        del listings
+        todo = _unindexed_files(store, readers, chunks, indexer.stats, progress)
+        reads = read_all(todo, settings, files_per_task=BULK_READS_PER_TASK)
+        return indexer.ingest(reads, settings.batch_files, progress)
+
+
+def _one_at_a_time(callback: Callable[[int], None]) -> Callable[[int], None]:
+    lock = threading.Lock()
+
+    def serialised(value: int) -> None:
+        with lock:
+            callback(value)
+
+    return serialised
+
+
+def _unindexed_files(
+    store: Store,
+    readers: list[Reader],
+    chunks: deque[pa.RecordBatch],
+    stats: IndexStats,
+    progress: Callable[[int], None] | None,
+) -> Iterator[tuple[Reader, ListedFile]]:
+    """The listing's files not indexed yet, with the reader of their root (`root`: its position),
+    looked up up to `LISTED_CHUNK` at a time across roots: a lookup costs ~10 ms on any store,
+    and a run over each of a warehouse's namespaces or views names many small roots. Each chunk is
+    dropped once its files are handed out, so the listing (10^6 locations: ~120 MB of Arrow)
+    shrinks as the run goes instead of living, with a copy of its unindexed rows, to the end."""
+    while chunks:
+        group = [chunks.popleft()]
+        rows = group[0].num_rows
+        while chunks and rows + chunks[0].num_rows <= LISTED_CHUNK:
+            group.append(chunks.popleft())
+            rows += group[-1].num_rows
+        listed = pa.Table.from_batches(group)
+        del group
+        unindexed = store.unindexed(listed)
+        known = listed.num_rows - unindexed.num_rows
+        del listed
+        stats.already_indexed += known
+        if progress is not None and known:
+            progress(known)
+        for root, item in zip(unindexed.column("root").to_pylist(), listed_files(unindexed), strict=True):
+            yield readers[root], item
+
+
+def gap_batch(
+    indexer: Indexer, reader: Reader, prefix: str, settings: Settings, now_ms: int
+) -> tuple[Batch, Counter[str]]:
+    """Reconciliation: list `prefix` again, read the metadata files the store lacks, and record as
+    removed (at `now_ms`, source `reconcile`) the stored ones that are gone and had no removal yet.
+    Needs the store: only the process holding it reconciles."""
+    store = indexer.store
+    assert store is not None, "reconciling needs the store"
+    listed = {item.location: item for item in reader.list(prefix)}
+    known = store.indexed(listed)
+    reads = list(read_all([(reader, item) for loc, item in listed.items() if loc not in known], settings))
+    batch = indexer.build_batch(reads)
+    vanished = store.without_removal(prefix) - set(listed)
+    batch.removals.extend(Removal(location, now_ms, "reconcile") for location in sorted(vanished))
+    outcomes = Counter({"reconciled": len(batch.indexed), "removed": len(vanished)})
+    outcomes["quarantined"] += len(batch.quarantined)
+    return batch, outcomes
+
+
+def reindex(settings: Settings) -> IndexStats:
+    """Rebuild every derived row from the stored documents, with the current configuration."""
+    config = settings.parse_config()
+    with Store(
+        settings.db, settings.replica_interval, settings.store_memory, rederiving=True, deferred_spans=True
+    ) as store:
+        config = with_roots(config, store.roots())
+        store.clear_derived()
+        reads = (
+            FileRead(location, document, modified_ms, source)
+            for chunk in store.stored_documents(settings.batch_files)
+            for location, document, modified_ms, source in chunk
+        )
+        with worker_pool(settings, config) as pool:
+            indexer = Indexer(store, config, pool)
+            indexer.ingest(reads, settings.batch_files, include_source=False)
+        store.reindexed()
+        indexer.stats.listed = indexer.stats.indexed
+        return indexer.stats
