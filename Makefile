@@ -33,6 +33,7 @@ lint: setup
 	$(BIN)/ruff check indexer sinks queries tests
 	$(BIN)/ruff format --check indexer sinks queries tests
 	MYPYPATH=$$(ls -d build/__editable__.viewlineage-*) $(BIN)/mypy -p viewlineage
+	$(BIN)/lint-imports --no-cache
 
 bench: setup  ## every suite, one table each: ~45 minutes on 2 cores (BENCHMARKS.md)
 	$(BIN)/python -m tests.bench.run

@@ -1,0 +1,198 @@
+"""The code layout's rules (README, "Code layout"): rooms with docstrings, imports that run one way
+(the import contracts in pyproject.toml, checked by import-linter), and a wheel that holds every
+room and runs from a fresh environment, Spark executors included."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import site
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT
+from .stores import snapshot
+
+ROOMS = ("indexer", "sinks", "queries")
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def _lint_imports(cwd: Path, pythonpath: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(pythonpath)} if pythonpath else None
+    return subprocess.run(
+        [str(LINT_IMPORTS), str(cwd / "pyproject.toml"), "--no-cache"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+
+
+def test_import_contracts_hold() -> None:
+    result = _lint_imports(ROOT)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "Contracts: 4 kept, 0 broken." in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "planted", "broken"),
+    [
+        (
+            "indexer/parse/metadata.py",
+            "import duckdb",
+            "The pure rooms do no I/O and know nothing of the rooms that do",
+        ),
+        (
+            "indexer/lineage/tables.py",
+            "from viewlineage.indexer.pipeline.rows import Batch",
+            "The pure rooms do no I/O and know nothing of the rooms that do",
+        ),
+        (
+            "sinks/store.py",
+            "from viewlineage.indexer.sources.read import FileRead",
+            "The sinks take Arrow tables and know nothing of who builds them",
+        ),
+        (
+            "indexer/sources/read.py",
+            "from viewlineage.indexer.pipeline.reads import ReadFailure",
+            "Imports run one way: from the queries down through the processes and the sinks to the pure core",
+        ),
+        (
+            # The cycle the store and its readers had: an import for type checking is an import.
+            "sinks/readers.py",
+            "if TYPE_CHECKING:\n    from viewlineage.sinks.store import Store",
+            "No import cycle between the modules or packages of any package",
+        ),
+    ],
+)
+def test_import_contracts_catch_a_planted_import(
+    tmp_path: Path, module: str, planted: str, broken: str
+) -> None:
+    """Each contract fails on the kind of import it forbids, planted in a copy of the code."""
+    package = tmp_path / "viewlineage"
+    for room in ROOMS:
+        shutil.copytree(ROOT / room, package / room, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    target = package / module
+    source = target.read_text()
+    anchor = "from __future__ import annotations\n"
+    target.write_text(source.replace(anchor, f"{anchor}from typing import TYPE_CHECKING\n{planted}\n", 1))
+    result = _lint_imports(tmp_path, pythonpath=tmp_path)
+    assert result.returncode == 1, result.stdout[-4000:] + result.stderr[-2000:]
+    assert f"{broken} BROKEN" in " ".join(result.stdout.split())
+
+
+def _packages() -> list[Path]:
+    return sorted({path.parent for room in ROOMS for path in (ROOT / room).rglob("*.py")})
+
+
+def test_every_module_has_a_room_with_a_docstring_that_says_what_it_may_import() -> None:
+    indexer_modules = sorted(path.name for path in (ROOT / "indexer").glob("*.py"))
+    assert indexer_modules == ["__init__.py", "config.py", "errors.py", "faults.py"]
+    for package in _packages():
+        init = package / "__init__.py"
+        assert init.exists(), f"{package.relative_to(ROOT)} is no package"
+        docstring = ast.get_docstring(ast.parse(init.read_text())) or ""
+        assert "import" in docstring, f"{init.relative_to(ROOT)} does not say what the room may import"
+
+
+def test_every_package_is_listed_for_packaging() -> None:
+    import tomllib
+
+    listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    found = ["viewlineage." + ".".join(package.relative_to(ROOT).parts) for package in _packages()]
+    assert sorted(listed) == found
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel built from what a clean clone holds (the build never touches the checkout)."""
+    source = tmp_path_factory.mktemp("source")
+    for room in ROOMS:
+        shutil.copytree(ROOT / room, source / room, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source)
+    dist = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "--no-build-isolation", "-qw", str(dist)],
+        cwd=source,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (built,) = dist.glob("viewlineage-*.whl")
+    return built
+
+
+def test_the_wheel_holds_every_module_and_data_file(wheel: Path) -> None:
+    expected = {
+        f"viewlineage/{path.relative_to(ROOT).as_posix()}"
+        for room in ROOMS
+        for path in (ROOT / room).rglob("*")
+        if path.suffix in (".py", ".sql", ".typed")
+    }
+    with zipfile.ZipFile(wheel) as archive:
+        packaged = {name for name in archive.namelist() if name.startswith("viewlineage/")}
+    assert packaged == expected
+
+
+@pytest.mark.integration
+@pytest.mark.spark
+def test_the_installed_wheel_indexes_and_backfills_on_spark(
+    wheel: Path, sample_warehouse: Path, sample_store: Path, tmp_path: Path
+) -> None:
+    """A fresh environment with the wheel and nothing of the checkout: `index` and `backfill
+    --engine spark` (whose executors run that environment's Python) build the store the
+    checkout's code builds."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    # The dependencies come from the test environment's site-packages, listed as plain paths: the
+    # .pth files in them (the checkout's editable install) are not processed.
+    purelib = Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}))
+    (purelib / "test-environment.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    work = tmp_path / "elsewhere"  # not the checkout: nothing of it is importable from here
+    work.mkdir()
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "PYSPARK_PYTHON")}
+
+    where = subprocess.run(
+        [str(python), "-c", "import viewlineage.indexer.backfill.spark as m; print(m.__file__)"],
+        cwd=work, env=env, capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    assert Path(where.stdout.strip()).is_relative_to(purelib)
+
+    cli = [str(venv / "bin" / "viewlineage")]
+    catalog_map = ["--catalog-map", f"{sample_warehouse}=prod"]
+    indexed_db, backfilled_db = tmp_path / "index.duckdb", tmp_path / "spark.duckdb"
+    index = subprocess.run(
+        [*cli, "--db", str(indexed_db), "index", str(sample_warehouse), *catalog_map, "--no-progress"],
+        cwd=work, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert index.returncode == 0, index.stderr[-4000:]
+    backfill = subprocess.run(
+        [
+            *cli, "--db", str(backfilled_db), "backfill", str(sample_warehouse), *catalog_map,
+            "--engine", "spark", "--master", "local[2]", "--partitions", "2", "--format", "json",
+        ],
+        cwd=work, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert backfill.returncode == 0, backfill.stderr[-4000:]
+    summary = json.loads(backfill.stdout.strip().splitlines()[-1])
+    expected = snapshot(sample_store)
+    assert (summary["files"], summary["parsing_tasks"]) == (len(expected["files"]), 2)
+    assert snapshot(indexed_db) == expected
+    assert snapshot(backfilled_db) == expected
