@@ -11,6 +11,7 @@ import posixpath
 import re
 from dataclasses import dataclass
 
+from viewlineage.indexer.spec.base import LONG_RANGE
 from viewlineage.indexer.spec.findings import Finding, Severity
 
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
@@ -76,7 +77,8 @@ def sequence_number(location: str) -> int | None:
     match = _SEQUENCE.match(posixpath.basename(location))
     if match is None:
         return None
-    return int(match.group(1) or match.group(2))
+    number = int(match.group(1) or match.group(2))
+    return number if number <= LONG_RANGE[1] else None  # a name of 20 digits or more numbers nothing
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from viewlineage.indexer.spec.base import IcebergModel
+from viewlineage.indexer.spec.base import IcebergModel, long_from_text
 from viewlineage.indexer.spec.elements import content_hash, validation_findings
 from viewlineage.indexer.spec.findings import Finding, Severity
 from viewlineage.indexer.spec.materialized_view import (
@@ -198,7 +198,8 @@ def _presto_refresh(view_id: str, properties: Mapping[str, str], findings: list[
     for identifier in names:
         namespace, name = _dotted(identifier)
         snapshot = snapshots.get(identifier)
-        if snapshot is not None and not snapshot.lstrip("-").isdigit():
+        base_snapshot = long_from_text(snapshot) if snapshot is not None else None
+        if snapshot is not None and base_snapshot is None:
             findings.append(
                 Finding(
                     "invalid-mv-snapshot",
@@ -207,12 +208,7 @@ def _presto_refresh(view_id: str, properties: Mapping[str, str], findings: list[
                     f"$.properties.{PRESTO_BASE_SNAPSHOT}{identifier}",
                 )
             )
-            snapshot = None
-        sources.append(
-            RecordedSource(
-                "table", identifier, None, namespace, name, snapshot_id=int(snapshot) if snapshot else None
-            )
-        )
+        sources.append(RecordedSource("table", identifier, None, namespace, name, snapshot_id=base_snapshot))
     record = {key: properties[key] for key in sorted(properties)}
     return _refresh(
         view_id, FORMAT_PRESTO, record, sources, unknown_reason=None if sources else "no base tables recorded"
@@ -337,7 +333,8 @@ def _trino_refresh(
     else:
         for entry in filter(None, (part.strip() for part in depends.split(","))):
             identifier, _, snapshot = entry.rpartition("=")
-            if not identifier or not snapshot.lstrip("-").isdigit():
+            base_snapshot = long_from_text(snapshot)
+            if not identifier or base_snapshot is None:
                 findings.append(
                     Finding(
                         "invalid-trino-dependency",
@@ -350,7 +347,7 @@ def _trino_refresh(
                 continue
             namespace, name = _dotted(identifier)
             sources.append(
-                RecordedSource("table", identifier, None, namespace, name, snapshot_id=int(snapshot))
+                RecordedSource("table", identifier, None, namespace, name, snapshot_id=base_snapshot)
             )
     if summary.get(TRINO_TABLE_FUNCTIONS, "").lower() == "true":
         reasons.append("it reads table functions")

@@ -1,8 +1,21 @@
-"""The base of every spec model: the policy for spec names, values and unknown fields, set once."""
+"""The base of every spec model (the policy for spec names, values and unknown fields, set once)
+and the spec's integer types."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+import re
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+INT_RANGE = (-(2**31), 2**31 - 1)
+LONG_RANGE = (-(2**63), 2**63 - 1)
+
+Int = Annotated[int, Field(ge=INT_RANGE[0], le=INT_RANGE[1])]
+"""The spec's `int`, 32-bit signed: ids of versions, schemas and fields; format versions. A value
+out of range is a broken field (a finding), never a value the store cannot hold."""
+Long = Annotated[int, Field(ge=LONG_RANGE[0], le=LONG_RANGE[1])]
+"""The spec's `long`, 64-bit signed: timestamps, snapshot ids, sequence numbers."""
 
 
 class IcebergModel(BaseModel):
@@ -11,3 +24,19 @@ class IcebergModel(BaseModel):
     spec does not (yet) name, such as the materialized-view `storage-table`."""
 
     model_config = ConfigDict(populate_by_name=True, frozen=True, extra="allow")
+
+
+_DECIMAL = re.compile(r"-?[0-9]+")
+
+
+def long_from_text(text: str) -> int | None:
+    """A long written as text (Trino's and PrestoDB's snapshot ids live in string maps), or None
+    when it is not ASCII digits with an optional minus, or out of range.
+
+    >>> long_from_text("-42"), long_from_text("9223372036854775808"), long_from_text("\u00b2")
+    (-42, None, None)
+    """
+    if _DECIMAL.fullmatch(text) is None:
+        return None
+    value = int(text)
+    return value if LONG_RANGE[0] <= value <= LONG_RANGE[1] else None

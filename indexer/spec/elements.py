@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from viewlineage.indexer.spec.base import INT_RANGE
 from viewlineage.indexer.spec.findings import Finding, Severity
 from viewlineage.indexer.spec.schema import NestedField, Schema
 
@@ -130,6 +131,7 @@ def _flatten_field(
 ) -> None:
     """Append a field and its descendants. A module function, not a closure: a recursive closure
     is a reference cycle, left for the cyclic collector with everything it holds."""
+    _check_nested(field_id, path[-1], required, doc)
     if not isinstance(kind, dict):
         flat.append(SchemaField(field_id, parent, path, str(kind), required, doc))
         return
@@ -153,6 +155,19 @@ def _flatten_field(
         )
 
 
+def _check_nested(field_id: Any, name: Any, required: Any, doc: Any) -> None:
+    """A nested field's values as the spec types them (top-level columns are validated by `Schema`):
+    raises `TypeError` naming the first that is not."""
+    if type(field_id) is not int or not INT_RANGE[0] <= field_id <= INT_RANGE[1]:
+        raise TypeError(f"field id {field_id!r:.40} is not an int")
+    if not isinstance(name, str):
+        raise TypeError(f"field name {name!r:.40} is not a string")
+    if type(required) is not bool:
+        raise TypeError(f"'required' {required!r:.40} is not a boolean")
+    if doc is not None and not isinstance(doc, str):
+        raise TypeError(f"'doc' {doc!r:.40} is not a string")
+
+
 def parse_schemas(
     raw: list[Any], path: str, known: Container[str], findings: list[Finding]
 ) -> tuple[dict[int, str], list[ParsedSchema]]:
@@ -170,11 +185,10 @@ def parse_schemas(
             continue
         try:
             nested = tuple(flatten(schema.fields))
-        except (KeyError, TypeError) as exc:  # a nested type missing a spec field: top level only
+        except (KeyError, TypeError) as exc:  # a nested type missing or mistyping a field: top level only
+            problem = f"without {exc}" if isinstance(exc, KeyError) else f"with {exc}"
             findings.append(
-                Finding(
-                    "invalid-nested-type", Severity.ERROR, f"nested type without {exc}", f"{where}.fields"
-                )
+                Finding("invalid-nested-type", Severity.ERROR, f"nested type {problem}", f"{where}.fields")
             )
             nested = ()
         columns = tuple(

@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from viewlineage.indexer.spec.base import IcebergModel
+from viewlineage.indexer.spec.base import IcebergModel, Int, Long
 
 # Format 1: the original proposal.
 
@@ -34,7 +34,7 @@ class MaterializedViewMetadata(IcebergModel):
 class _BaseTable(IcebergModel):
     identifier: str
     """Catalog identifier of the base table: [catalog.]namespace.table"""
-    snapshot_reference: int = Field(alias="snapshot-reference")
+    snapshot_reference: Long = Field(alias="snapshot-reference")
     """The base table's snapshot id (a Delta table's version) the refresh read"""
 
 
@@ -62,10 +62,10 @@ BaseTable = Annotated[
 
 class Refresh(IcebergModel):
     refresh_id: str = Field(alias="refresh-id")
-    version_id: int = Field(alias="version-id")
+    version_id: Int = Field(alias="version-id")
     """The view version the refresh materialized"""
     base_tables: list[BaseTable] = Field(alias="base-tables")
-    sequence_number: int | None = Field(default=None, alias="sequence-number")
+    sequence_number: Long | None = Field(default=None, alias="sequence-number")
 
 
 class StorageTableMetadata(IcebergModel):
@@ -95,14 +95,14 @@ class _SourceState(IcebergModel):
 
 class TableSourceState(_SourceState):
     type: Literal["table"]
-    snapshot_id: int = Field(alias="snapshot-id")
+    snapshot_id: Long = Field(alias="snapshot-id")
     ref: str | None = None
     """The branch or tag read; `main` when absent"""
 
 
 class ViewSourceState(_SourceState):
     type: Literal["view"]
-    version_id: int = Field(alias="version-id")
+    version_id: Int = Field(alias="version-id")
 
 
 SourceState = Annotated[TableSourceState | ViewSourceState, Field(discriminator="type")]
@@ -111,6 +111,6 @@ SourceState = Annotated[TableSourceState | ViewSourceState, Field(discriminator=
 class RefreshState(IcebergModel):
     """The storage table's snapshot summary `refresh-state`, a JSON-encoded string."""
 
-    view_version_id: int = Field(alias="view-version-id")
-    refresh_start_timestamp_ms: int = Field(alias="refresh-start-timestamp-ms")
+    view_version_id: Int = Field(alias="view-version-id")
+    refresh_start_timestamp_ms: Long = Field(alias="refresh-start-timestamp-ms")
     source_states: list[SourceState] = Field(alias="source-states")

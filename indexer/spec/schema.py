@@ -7,11 +7,11 @@ from typing import Any
 
 from pydantic import Field
 
-from viewlineage.indexer.spec.base import IcebergModel
+from viewlineage.indexer.spec.base import IcebergModel, Int
 
 
 class NestedField(IcebergModel):
-    id: int
+    id: Int
     """Unique field ID within the schema"""
     name: str
     """Field name"""
@@ -26,9 +26,9 @@ class NestedField(IcebergModel):
 class Schema(IcebergModel):
     type: str = "struct"
     """Always `struct`"""
-    schema_id: int = Field(alias="schema-id")
+    schema_id: Int = Field(alias="schema-id")
     """ID of the schema, referenced by view versions"""
-    identifier_field_ids: list[int] | None = Field(default=None, alias="identifier-field-ids")
+    identifier_field_ids: list[Int] | None = Field(default=None, alias="identifier-field-ids")
     """Optional identifier fields"""
     fields: list[NestedField]
     """The schema's columns"""

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import Field
 
-from viewlineage.indexer.spec.base import IcebergModel
+from viewlineage.indexer.spec.base import IcebergModel, Int, Long
 
 
 class SQLViewRepresentation(IcebergModel):
@@ -26,11 +26,11 @@ class SQLViewRepresentation(IcebergModel):
 
 
 class ViewVersion(IcebergModel):
-    version_id: int = Field(alias="version-id")
+    version_id: Int = Field(alias="version-id")
     """ID for the version"""
-    schema_id: int = Field(alias="schema-id")
+    schema_id: Int = Field(alias="schema-id")
     """ID of the schema for the view version"""
-    timestamp_ms: int = Field(alias="timestamp-ms")
+    timestamp_ms: Long = Field(alias="timestamp-ms")
     """Timestamp when the version was created (ms from epoch)"""
     summary: dict[str, str]
     """A string to string map of summary metadata about the version"""
@@ -43,9 +43,9 @@ class ViewVersion(IcebergModel):
 
 
 class ViewHistoryEntry(IcebergModel):
-    timestamp_ms: int = Field(alias="timestamp-ms")
+    timestamp_ms: Long = Field(alias="timestamp-ms")
     """Timestamp when the view's current-version-id was updated (ms from epoch)"""
-    version_id: int = Field(alias="version-id")
+    version_id: Int = Field(alias="version-id")
     """ID that current-version-id was set to"""
 
 
@@ -54,11 +54,11 @@ class ViewMetadataHeader(IcebergModel):
 
     view_uuid: str | None = Field(default=None, alias="view-uuid")
     """A UUID that identifies the view, generated when the view is created"""
-    format_version: int | None = Field(default=None, alias="format-version")
+    format_version: Int | None = Field(default=None, alias="format-version")
     """An integer version number for the view format; must be 1"""
     location: str | None = None
     """The view's base location; used to create metadata file locations"""
-    current_version_id: int | None = Field(default=None, alias="current-version-id")
+    current_version_id: Int | None = Field(default=None, alias="current-version-id")
     """ID of the current version of the view (`version-id`)"""
     properties: dict[str, str] = Field(default_factory=dict)
     """A string to string map of view properties"""
