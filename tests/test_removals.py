@@ -92,7 +92,9 @@ def test_deleted_before_read_is_not_quarantine_in_either_order(tmp_path: Path, o
     ordered = {
         "removal first": batches,
         "quarantine first": batches[::-1],
-        "one transaction": [Batch.merged(batches)],  # into a store that held no quarantine row
+        "one transaction": [
+            Batch(quarantined=[missing, never_deleted], removals=[removal])
+        ],  # no quarantine row yet
     }
     with Store(tmp_path / "s.duckdb", replica_interval=None) as store:
         for batch in ordered[order]:

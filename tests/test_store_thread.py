@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from viewlineage.indexer.followers.watch import _Loop
@@ -72,22 +73,22 @@ def test_watch_parses_the_next_batches_while_the_last_one_is_stored(tmp_path: Pa
     log = io.StringIO()
     with Store(settings.db, replica_interval=None) as store:
         indexer = Indexer(store, with_roots(settings.parse_config(), [str(root)]))
-        build, write = indexer.build_batch, store.write
+        build, write = indexer.build_batch, store.write_tables
 
         def timed_build(*args: Any, **kwargs: Any) -> Batch:
             batch = build(*args, **kwargs)
             events.append(("built", time.monotonic()))
             return batch
 
-        def slow_write(batch: Batch) -> None:
+        def slow_write(tables: dict[str, pa.Table], resumable_children: bool = False) -> None:
             events.append(("write started", time.monotonic()))
             time.sleep(0.5)
-            write(batch)
-            written.append(len(batch.indexed))
+            write(tables, resumable_children)
+            written.append(tables["files"].num_rows)
             events.append(("write ended", time.monotonic()))
 
         indexer.build_batch = timed_build  # type: ignore[method-assign]
-        store.write = slow_write  # type: ignore[method-assign]
+        store.write_tables = slow_write  # type: ignore[method-assign]
         loop = _Loop(indexer, store, LocalReader(), str(root), settings, Health("watch", stream=log))
         for chunk in (files[:12], files[12:18], files[18:]):
             loop._batch(chunk, [])

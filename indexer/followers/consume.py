@@ -298,7 +298,11 @@ class Consumer:
             for sent in sends:
                 sent.get(timeout=30)
         spooled = time.monotonic()
+        indexed = len(built.batch.indexed)
         spool.put(built.batch.to_arrow())
+        # A file whose rows the conversion had to quarantine (`Batch.to_arrow`) counts so.
+        built.outcomes["indexed"] -= indexed - len(built.batch.indexed)
+        built.outcomes["quarantined"] += indexed - len(built.batch.indexed)
         self.faults.point("after-spool")
         offsets = {
             tp: OffsetAndMetadata(max(r.offset for r in records) + 1, "", -1)

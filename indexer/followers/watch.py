@@ -48,6 +48,7 @@ from viewlineage.indexer.pipeline.workers import worker_pool
 from viewlineage.indexer.sources.read import FileRead, LocalReader
 from viewlineage.sinks.readers import Readers
 from viewlineage.sinks.store import Store
+from viewlineage.sinks.tables import concatenated
 
 IDLE_POLL_SECONDS = 0.05
 T = TypeVar("T")
@@ -251,7 +252,8 @@ class _Loop:
 
     def _store(self, built: list[_Built]) -> None:
         """On the store thread: the batches built since the last transaction, in one."""
-        self.store.write(Batch.merged([each.batch for each in built]))
+        # Each batch converted on its own: a file it quarantines there is counted so below.
+        self.store.write_tables(concatenated([each.batch.to_arrow() for each in built]))
         for batch, outcomes, started in built:
             for item in batch.quarantined:
                 self.health.log(

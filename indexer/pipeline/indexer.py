@@ -242,6 +242,14 @@ class Indexer:
         for lineage in batch.lineage.values():
             self.stats.findings.update(f.code for f in lineage.findings)
 
+    def tables(self, batch: Batch) -> dict[str, pa.Table]:
+        """`batch.to_arrow()`; a file it quarantines there counts as quarantined, not indexed."""
+        indexed = len(batch.indexed)
+        tables = batch.to_arrow()
+        self.stats.indexed -= indexed - len(batch.indexed)
+        self.stats.quarantined += indexed - len(batch.indexed)
+        return tables
+
     def count_new_versions(self, hashes: Iterable[str]) -> None:
         """Clean versions a worker parsed new, each counted once."""
         fresh = [key for key in dict.fromkeys(hashes) if key not in self.counted_versions]
@@ -271,7 +279,7 @@ class Indexer:
             if pool is None:
                 for chunk in chunks:
                     batch = self.build_batch(chunk, include_source=include_source)
-                    writes.submit((batch.to_arrow(), len(chunk)))
+                    writes.submit((self.tables(batch), len(chunk)))
                 return self.stats
             parsing: deque[tuple[list[Future[ParsedShard]], int]] = deque()
             analysing: deque[PendingBatch] = deque()

@@ -8,7 +8,7 @@ Rows are built column-wise in plain lists, the cheapest way to feed `pa.table`.
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -68,29 +68,40 @@ class Batch:
     def __len__(self) -> int:
         return len(self.indexed) + len(self.quarantined) + len(self.removals)
 
-    @classmethod
-    def merged(cls, batches: Sequence[Batch]) -> Batch:
-        """Several batches as one (one transaction stores them all)."""
-        if len(batches) == 1:
-            return batches[0]
-        if len({batch.include_source for batch in batches}) > 1:
-            raise ValueError("batches re-derived from stored documents merge only with their own kind")
-        merged = cls(include_source=batches[0].include_source)
-        for batch in batches:
-            merged.indexed += batch.indexed
-            merged.quarantined += batch.quarantined
-            merged.removals += batch.removals
-            merged.lineage.update(batch.lineage)
-            merged.lineage_requests.update(batch.lineage_requests)
-        return merged
-
     def to_arrow(self, now: datetime | None = None) -> dict[str, pa.Table]:
-        with collector_paused():
-            return self._tables(now)
-
-    def _tables(self, now: datetime | None) -> dict[str, pa.Table]:
-        rows: dict[str, list[tuple[object, ...]]] = {name: [] for name in SCHEMAS}
+        """The batch's rows as one Arrow table per store table. Should one file's rows fail to build
+        or convert, each file is converted on its own, and those that fail alone move from `indexed`
+        to `quarantined` (`internal-error`): one file never fails the others."""
         now = now or datetime.now(UTC)
+        with collector_paused():
+            try:
+                return self._tables(now)
+            except Exception:  # a bug or a value no validation foresaw; isolated below
+                self._quarantine_unconvertible(now)
+                return self._tables(now)
+
+    def _quarantine_unconvertible(self, now: datetime) -> None:
+        kept = []
+        for item in self.indexed:
+            try:
+                Batch([item], include_source=self.include_source)._tables(now)
+            except Exception as exc:  # as in `Indexer.parse`: this file's alone
+                message = f"rows: {type(exc).__name__}: {str(exc)[:200]}"
+                self.quarantined.append(
+                    QuarantinedFile(
+                        item.read.location,
+                        "internal-error",
+                        message,
+                        len(item.read.data),
+                        item.read.modified_ms,
+                    )
+                )
+            else:
+                kept.append(item)
+        self.indexed = kept
+
+    def _tables(self, now: datetime) -> dict[str, pa.Table]:
+        rows: dict[str, list[tuple[object, ...]]] = {name: [] for name in SCHEMAS}
         for item in self.indexed:
             _add_file(rows, item, now, self.include_source)
         for q in self.quarantined:

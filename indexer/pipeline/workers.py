@@ -46,6 +46,7 @@ def _parse_shard(items: list[FileRead | ReadFailure], include_source: bool) -> P
     assert _worker is not None, "the pool initializer makes the worker's indexer"
     _worker.stats = IndexStats()
     batch = _worker.build_batch(items, include_source=include_source, defer_lineage=True)
+    tables = _worker.tables(batch)
     new_versions = [
         version.version_hash
         for item in batch.indexed
@@ -53,7 +54,7 @@ def _parse_shard(items: list[FileRead | ReadFailure], include_source: bool) -> P
         for version in item.parsed.view.versions
         if isinstance(version, ParsedVersion) and version.clean
     ]
-    return ParsedShard(batch.to_arrow(), batch.lineage_requests, _worker.stats, new_versions)
+    return ParsedShard(tables, batch.lineage_requests, _worker.stats, new_versions)
 
 
 def _analyse(requests: list[tuple[str, LineageRequest]], config: ParseConfig) -> dict[str, Lineage]:

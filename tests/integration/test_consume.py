@@ -29,7 +29,7 @@ from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries import api
 from viewlineage.sinks.readers import open_reader
 
-from ..conftest import settings_for
+from ..conftest import CONFORMANCE, settings_for
 from ..data.restore_mtimes import SAMPLE
 from ..realwriter.scenario_checks import load_steps
 from ..servers import SECRET_KEY, SeaweedS3, seaweed_s3, tansu_broker
@@ -45,6 +45,8 @@ URL_PREFIX = f"s3://{BUCKET}/{PREFIX}"
 BIG_DAYS_OLD = "4314fa7c-bbf3-4c33-9cd2-a483e994ddf4"
 GHOST = f"{PREFIX}/db/ghost/metadata/00001-5e2b0c1d-0000-4000-8000-000000000001.gz.metadata.json"
 GHOST_DELETED_MS = STEPS[39] + 1000
+UUID = "fa6506c3-7681-40c8-86dc-e36561f83385"
+"""The view-spec example's uuid."""
 # Where a file came from is expected to differ: LastModified of the upload against the file's mtime.
 
 
@@ -535,3 +537,31 @@ def test_reconciliation_fills_lost_events(
         if record["event"] == "reconciled":
             reconciled.update(record["outcomes"])
     assert (reconciled["reconciled"], reconciled["removed"]) == (len(metadata), 1)
+
+
+def test_an_integer_past_its_type_stops_nothing(broker: str, plain_s3: SeaweedS3, tmp_path: Path) -> None:
+    """One object with a version-id past 32 bits once stopped `consume` for good; now it is indexed
+    with a finding on the field, and so is the good object after it."""
+    valid = (CONFORMANCE / "iceberg-spec" / "view-spec__appendixA__00001-metadata.json").read_bytes()
+    document = json.loads(valid)
+    document["versions"][0]["version-id"] = 2**31
+    wide, good = (f"{PREFIX}/db/{name}/metadata/00001-{UUID}.metadata.json" for name in ("wide", "good"))
+    client = plain_s3.client()
+    client.put_object(Bucket=BUCKET, Key=wide, Body=json.dumps(document).encode())
+    client.put_object(Bucket=BUCKET, Key=good, Body=valid)
+    created = [notification("aws", True, BUCKET, key, STEPS[39], 10) for key in (wide, good)]
+    produce(
+        broker, "wide", [Sent(key.encode(), value) for key, value in zip((wide, good), created, strict=True)]
+    )
+    run = consume(tmp_path, "wide", broker, "wide", plain_s3)
+    try:
+        run.wait_for_messages(2)
+    finally:
+        run.stop()
+    assert run.outcomes() == Counter({"indexed": 2})
+    with duckdb.connect(str(run.db), read_only=True) as conn:
+        findings = conn.execute(
+            "SELECT code, path FROM file_findings WHERE location = ? AND code LIKE 'invalid-field:%'",
+            [f"s3://{BUCKET}/{wide}"],
+        ).fetchall()
+    assert findings == [("invalid-field:version-id", "$.versions[0].version-id")]

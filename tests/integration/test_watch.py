@@ -173,3 +173,23 @@ def test_watch_answers_queries_over_http_from_its_own_store(tmp_path: Path) -> N
         assert (code, missing["error"].split(";")[0]) == (404, "no such endpoint: /api/nothing")
     finally:
         watch.stop()
+
+
+def test_an_integer_past_its_type_stops_nothing(watched: tuple[Path, Watch]) -> None:
+    """A view file with a version-id past 32 bits once killed `watch`, and again at every restart;
+    now it is indexed with a finding on the field, and `watch` goes on to the next file."""
+    root, watch = watched
+    document = json.loads(VALID)
+    document["versions"][0]["version-id"] = 2**31
+    wide = root / "db" / "wide" / "metadata" / f"00001-{VALID_UUID}.metadata.json"
+    wide.parent.mkdir(parents=True)
+    wide.write_text(json.dumps(document))
+    good = root / "db" / "good" / "metadata" / f"00001-{VALID_UUID}.metadata.json"
+    good.parent.mkdir(parents=True)
+    good.write_bytes(VALID)
+    watch.wait_until("SELECT count(*) FROM files", 2)
+    assert watch.process.poll() is None
+    code = "invalid-field:version-id"
+    assert (
+        watch.count(f"SELECT count(*) FROM file_findings WHERE location = '{wide}' AND code = '{code}'") == 1
+    )
