@@ -6,6 +6,8 @@ is accepted as is. Anything else is unknown: its representation gets `unknown-di
 
 from __future__ import annotations
 
+import functools
+
 DIALECT_ALIASES: dict[str, str] = {
     "spark-sql": "spark",
     "sparksql": "spark",
@@ -70,8 +72,10 @@ CASE_INSENSITIVE = frozenset(
 fold). Lower-casing is the canonical form: Iceberg catalogs store these names lower-case."""
 
 
+@functools.lru_cache(maxsize=4096)
 def canonical_dialect(name: str) -> str | None:
-    """The sqlglot dialect for a writer's dialect name, or None when unknown.
+    """The sqlglot dialect for a writer's dialect name, or None when unknown. Resolved once per
+    process and name: sqlglot looks an unknown name up in its plugins' entry points (~3.6 ms).
 
     >>> canonical_dialect(" Spark-SQL "), canonical_dialect("trino"), canonical_dialect("cobol")
     ('spark', 'trino', None)
@@ -91,6 +95,7 @@ def canonical_dialect(name: str) -> str | None:
     return folded
 
 
+@functools.lru_cache(maxsize=4096)
 def unknown_dialect_hint(name: str) -> str:
     """sqlglot's own message for an unknown dialect, with its "Did you mean" suggestion."""
     from sqlglot.dialects.dialect import Dialect
