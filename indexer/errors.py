@@ -4,6 +4,7 @@
     ├── ReadError                   a location could not be turned into bytes
     │   ├── ObjectMissing             the object does not exist (any more)
     │   ├── ObjectTooLarge            stored size over the configured limit        (terminal)
+    │   ├── NotRegularFile            a FIFO, socket or device named like a metadata file (terminal)
     │   └── TransientReadError        network / throttling / partial write         (transient)
     ├── QuarantineError             the bytes cannot be indexed at all                (terminal)
     │   ├── DecompressionBomb         decompressed size over the configured limit
@@ -50,6 +51,10 @@ class ObjectMissing(ReadError, Terminal):
 
 class ObjectTooLarge(ReadError, Terminal):
     """The stored object is larger than `max-file-bytes`."""
+
+
+class NotRegularFile(ReadError, Terminal):
+    """A local name that is no regular file (a FIFO would block the read that opened it)."""
 
 
 class TransientReadError(ReadError, Transient):

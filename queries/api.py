@@ -13,7 +13,7 @@ from typing import Any
 import duckdb
 
 from viewlineage.indexer.errors import UsageError
-from viewlineage.indexer.parse.locations import normalize_location
+from viewlineage.indexer.parse.locations import escape_undecodable, normalize_location
 from viewlineage.queries import mviews
 from viewlineage.queries.names import (
     FOREVER_MS,
@@ -432,7 +432,7 @@ def _file_status(asked: str, row: dict[str, Any]) -> dict[str, Any]:
     indexed = row["ingested_at"]
     return {
         "location": row["location"],
-        "asked": asked,
+        "asked": escape_undecodable(asked),  # a shell's non-UTF-8 path bytes, as the store spells them
         "status": status,
         "kind": row["kind"],
         "id": row["id"],

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -149,3 +152,49 @@ def test_each_unknown_dialect_name_is_resolved_once(monkeypatch: pytest.MonkeyPa
     )
     assert [f.code for f in parsed.findings].count("unknown-dialect") == 5_000
     assert looked_up.count("foo-5000") == 2  # once to resolve it, once for sqlglot's suggestion
+
+
+def _cli(db: Path, *args: str | bytes, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    command: list[str | bytes] = [sys.executable, "-m", "viewlineage.queries.cli", "--db", str(db), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+
+
+def test_a_fifo_named_like_a_metadata_file_is_quarantined_not_opened(tmp_path: Path) -> None:
+    """A read thread blocked in `open` on a FIFO hung `index` for good."""
+    root = tmp_path / "warehouse"
+    good = root / "db" / "good" / "metadata" / "00001-fa6506c3-7681-40c8-86dc-e36561f83385.metadata.json"
+    fifo = root / "db" / "fifo" / "metadata" / "00001-0d7c0c7e-0000-4000-8000-000000000001.metadata.json"
+    for path in (good, fifo):
+        path.parent.mkdir(parents=True)
+    good.write_bytes(VALID)
+    os.mkfifo(fifo)
+    db = tmp_path / "store.duckdb"
+    result = _cli(db, "index", str(root), "--no-progress", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert (summary["indexed"], summary["quarantined"]) == (1, 1)
+    with duckdb.connect(str(db), read_only=True) as conn:
+        assert conn.execute("SELECT location, reason FROM quarantine").fetchall() == [
+            (str(fifo), "not-a-regular-file")
+        ]
+
+
+def test_a_name_that_is_not_utf8_is_a_percent_encoded_location_that_round_trips(tmp_path: Path) -> None:
+    """`b'00000-\\xff.metadata.json'` stopped `index` with UnicodeEncodeError."""
+    root = tmp_path / "warehouse"
+    directory = root / "db" / "v" / "metadata"
+    directory.mkdir(parents=True)
+    raw = os.fsencode(directory) + b"/00000-\xff.metadata.json"
+    with open(raw, "wb") as handle:
+        handle.write(VALID)
+    location = f"{directory}/00000-%FF.metadata.json"
+    db = tmp_path / "store.duckdb"
+    first = index_locations([str(root)], settings_for(db))
+    again = index_locations([str(root)], settings_for(db))  # a re-list finds the stored file
+    assert (first.indexed, again.indexed, again.already_indexed) == (1, 0, 1)
+    with duckdb.connect(str(db), read_only=True) as conn:
+        assert conn.execute("SELECT location FROM files").fetchall() == [(location,)]
+    for asked in (raw, location.encode()):  # the path as the shell passes it, and as stored
+        found = _cli(db, "files", asked, "--format", "json")
+        assert found.returncode == 0, found.stderr
+        assert [(f["location"], f["status"]) for f in json.loads(found.stdout)] == [(location, "indexed")]

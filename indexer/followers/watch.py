@@ -35,7 +35,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 
 from viewlineage.indexer.config import Settings
-from viewlineage.indexer.errors import ObjectMissing, ReadError
+from viewlineage.indexer.errors import NotRegularFile, ObjectMissing, ReadError
 from viewlineage.indexer.parse.locations import is_metadata_file_name, normalize_location
 from viewlineage.indexer.parse.metadata import ParsedFile
 from viewlineage.indexer.pipeline.health import Health
@@ -45,7 +45,7 @@ from viewlineage.indexer.pipeline.rows import Batch, QuarantinedFile, Removal
 from viewlineage.indexer.pipeline.runs import gap_batch, with_roots
 from viewlineage.indexer.pipeline.store_thread import StoreThread
 from viewlineage.indexer.pipeline.workers import worker_pool
-from viewlineage.indexer.sources.read import FileRead, LocalReader
+from viewlineage.indexer.sources.read import FileRead, LocalReader, local_path
 from viewlineage.sinks.readers import Readers
 from viewlineage.sinks.store import Store
 from viewlineage.sinks.tables import concatenated
@@ -104,9 +104,9 @@ class _Attempt:
     stat: tuple[int, int] | None
 
 
-def _stat(path: str) -> tuple[int, int] | None:
+def _stat(location: str) -> tuple[int, int] | None:
     try:
-        info = os.stat(path)
+        info = os.stat(local_path(location))
     except OSError:
         return None
     return info.st_size, info.st_mtime_ns
@@ -233,6 +233,10 @@ class _Loop:
                 self.retries.pop(location, None)
                 outcomes["deleted-before-read"] += 1  # its deletion is queued as a removal
                 continue
+            except NotRegularFile as exc:  # no write will make it one
+                self.retries.pop(location, None)
+                ready.append(ReadFailure(location, exc))
+                continue
             except ReadError as exc:
                 if _retry(self.retries, location, before, self.settings.settle_seconds):
                     continue
@@ -297,7 +301,7 @@ def _retry(retries: dict[str, _Attempt], location: str, stat: tuple[int, int] | 
 def _expand_directories(paths: list[str], reader: LocalReader) -> list[str]:
     expanded: list[str] = []
     for path in paths:
-        if os.path.isdir(path):
+        if os.path.isdir(local_path(path)):
             expanded.extend(listed.location for listed in reader.list(path))
         else:
             expanded.append(path)

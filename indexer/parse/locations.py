@@ -19,6 +19,18 @@ _METADATA_SUFFIXES = (".metadata.json", ".metadata.json.gz")
 _TEMPORARY = re.compile(rf"^{_UUID}\.metadata\.json$|\.(tmp|temp|inprogress|partial)$|~$", re.IGNORECASE)
 _SEQUENCE = re.compile(r"^(?:(\d+)-|v(\d+)\.)")
 _S3_SCHEMES = ("s3://", "s3a://", "s3n://")
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
+
+
+def escape_undecodable(path: str) -> str:
+    """A path whose bytes are not all UTF-8, which Python decodes to lone surrogates (PEP 383),
+    with those bytes as `%XX`: a location the store can hold, and that reading maps back
+    (`viewlineage.indexer.sources.read.local_path`).
+
+    >>> escape_undecodable("/w/v/metadata/00000-\udcff.metadata.json")
+    '/w/v/metadata/00000-%FF.metadata.json'
+    """
+    return _UNDECODABLE.sub(lambda match: f"%{ord(match.group()) - 0xDC00:02X}", path)
 
 
 def normalize_location(location: str) -> str:
@@ -30,7 +42,7 @@ def normalize_location(location: str) -> str:
     >>> normalize_location("file:/tmp/wh/./v")
     '/tmp/wh/v'
     """
-    location = location.strip()
+    location = escape_undecodable(location.strip())
     for scheme in _S3_SCHEMES:
         if location.startswith(scheme):
             bucket_and_key = location[len(scheme) :]

@@ -12,7 +12,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from viewlineage.indexer.config import Settings
-from viewlineage.indexer.errors import ObjectMissing, ObjectTooLarge, ReadError
+from viewlineage.indexer.errors import NotRegularFile, ObjectMissing, ObjectTooLarge, ReadError
 from viewlineage.indexer.pipeline.rows import QuarantinedFile
 from viewlineage.indexer.sources.read import (
     FileRead,
@@ -34,6 +34,13 @@ class ReadFailure:
     error: ReadError
 
 
+READ_FAILURE_REASONS: dict[type[ReadError], str] = {
+    ObjectTooLarge: "over-size-limit",
+    NotRegularFile: "not-a-regular-file",
+}
+"""The quarantine reason of each terminal read error; any other read failure is `unreadable`."""
+
+
 def quarantine_read_failure(
     failure: ReadFailure, missing_is_quarantine: bool = False
 ) -> QuarantinedFile | None:
@@ -43,7 +50,7 @@ def quarantine_read_failure(
         if not missing_is_quarantine:
             return None
         return QuarantinedFile(failure.location, "object-missing", str(failure.error), None, None)
-    reason = "over-size-limit" if isinstance(failure.error, ObjectTooLarge) else "unreadable"
+    reason = READ_FAILURE_REASONS.get(type(failure.error), "unreadable")
     return QuarantinedFile(failure.location, reason, str(failure.error), None, None)
 
 
@@ -61,7 +68,7 @@ def read_with_retries(
             if not announced or attempt == attempts - 1:
                 return ReadFailure(location, exc)
             time.sleep(0.1 * 2**attempt)
-        except ObjectTooLarge as exc:
+        except (ObjectTooLarge, NotRegularFile) as exc:
             return ReadFailure(location, exc)
         except ReadError as exc:
             if attempt == attempts - 1:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import re
 import stat
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
@@ -19,8 +20,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
-from viewlineage.indexer.errors import ObjectMissing, ObjectTooLarge, ReadError, TransientReadError
-from viewlineage.indexer.parse.locations import is_metadata_file_name, normalize_location
+from viewlineage.indexer.errors import (
+    NotRegularFile,
+    ObjectMissing,
+    ObjectTooLarge,
+    ReadError,
+    TransientReadError,
+)
+from viewlineage.indexer.parse.locations import escape_undecodable, is_metadata_file_name, normalize_location
 
 if TYPE_CHECKING:
     from obstore.store import S3Credential, S3Store
@@ -116,34 +123,59 @@ def mapped_errors(location: str) -> Iterator[None]:
         raise
 
 
+def local_path(location: str) -> str:
+    """The path of a local location: as written, or, where only that exists, with the `%XX` that
+    stand for bytes that are not UTF-8 (`escape_undecodable`) made those bytes again. (A name
+    that spells such an escape literally, beside the byte name it spells, shadows that one.)"""
+    if "%" not in location or os.path.lexists(location):
+        return location
+    return _ESCAPED_BYTE.sub(lambda match: chr(0xDC00 + int(match.group(1), 16)), location)
+
+
+_ESCAPED_BYTE = re.compile("%([89A-Fa-f][0-9A-Fa-f])")
+
+
 class LocalReader:
-    """Local files. Hidden directories (`.git`, `.cache`) are not descended into."""
+    """Local files. Hidden directories (`.git`, `.cache`) are not descended into. Only regular
+    files are read; anything else named like a metadata file is refused (`NotRegularFile`)."""
 
     def list(self, location: str) -> Iterator[ListedFile]:
+        path = local_path(location)
         with mapped_errors(location):
-            info = os.stat(location)
+            info = os.stat(path)
         if not stat.S_ISDIR(info.st_mode):
             yield ListedFile(location, info.st_size, info.st_mtime_ns // 1_000_000)
             return
-        for root, directories, names in os.walk(location):
+        for root, directories, names in os.walk(path):
             directories[:] = sorted(d for d in directories if not d.startswith("."))
             for name in sorted(names):
                 if is_metadata_file_name(name):
-                    yield ListedFile(os.path.join(root, name))
+                    yield ListedFile(escape_undecodable(os.path.join(root, name)))
 
     def children(self, location: str) -> Children:
         with mapped_errors(location):
-            entries = sorted(os.scandir(location), key=lambda entry: entry.name)
-        directories = [e.path for e in entries if e.is_dir() and not e.name.startswith(".")]
-        files = [ListedFile(e.path) for e in entries if e.is_file() and is_metadata_file_name(e.name)]
+            entries = sorted(os.scandir(local_path(location)), key=lambda entry: entry.name)
+        directories = [
+            escape_undecodable(e.path) for e in entries if e.is_dir() and not e.name.startswith(".")
+        ]
+        files = [
+            ListedFile(escape_undecodable(e.path))
+            for e in entries
+            if not e.is_dir() and is_metadata_file_name(e.name)
+        ]
         return directories, files
 
     def read(self, location: str, max_bytes: int, listed: ListedFile | None = None) -> FileRead:
-        with mapped_errors(location), open(location, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if info.st_size > max_bytes:
-                raise ObjectTooLarge(location, f"{info.st_size} bytes is over the {max_bytes}-byte limit")
-            data = handle.read(max_bytes + 1)
+        with mapped_errors(location):
+            # Non-blocking: opening a FIFO for reading would otherwise wait for a writer, forever.
+            descriptor = os.open(local_path(location), os.O_RDONLY | os.O_NONBLOCK)
+            with os.fdopen(descriptor, "rb") as handle:
+                info = os.fstat(handle.fileno())
+                if not stat.S_ISREG(info.st_mode):
+                    raise NotRegularFile(location, f"not a regular file (mode {stat.filemode(info.st_mode)})")
+                if info.st_size > max_bytes:
+                    raise ObjectTooLarge(location, f"{info.st_size} bytes is over the {max_bytes}-byte limit")
+                data = handle.read(max_bytes + 1)
         if len(data) > max_bytes:
             raise ObjectTooLarge(location, f"grew past the {max_bytes}-byte limit while read")
         return FileRead(location, data, info.st_mtime_ns // 1_000_000, "mtime")

@@ -6,6 +6,7 @@ import gzip
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -193,3 +194,38 @@ def test_an_integer_past_its_type_stops_nothing(watched: tuple[Path, Watch]) -> 
     assert (
         watch.count(f"SELECT count(*) FROM file_findings WHERE location = '{wide}' AND code = '{code}'") == 1
     )
+
+
+def test_a_fifo_and_a_name_that_is_not_utf8_stop_nothing(tmp_path: Path) -> None:
+    """A FIFO named like a metadata file blocked `watch`'s read thread (later files were never
+    indexed, SIGTERM no longer stopped it); a name that is not UTF-8 stopped it with
+    UnicodeEncodeError. Now the FIFO is quarantined, the name indexed as %XX, and SIGTERM stops
+    `watch` at once."""
+    root = tmp_path / "warehouse"
+    fifo = root / "db" / "fifo" / "metadata" / f"00001-{VALID_UUID}.metadata.json"
+    fifo.parent.mkdir(parents=True)
+    os.mkfifo(fifo)  # there before the initial scan
+    watch = Watch(root, tmp_path / "store.duckdb")
+    try:
+        directory = root / "db" / "bytes" / "metadata"
+        directory.mkdir(parents=True)
+        with open(os.fsencode(directory) + b"/00001-\xff.metadata.json", "wb") as handle:
+            handle.write(VALID)
+        good = root / "db" / "good" / "metadata" / f"00001-{VALID_UUID}.metadata.json"
+        good.parent.mkdir(parents=True)
+        good.write_bytes(VALID)
+        watch.wait_until("SELECT count(*) FROM files", 2)
+        assert (
+            watch.count(f"SELECT count(*) FROM files WHERE location = '{directory}/00001-%FF.metadata.json'")
+            == 1
+        )
+        assert (
+            watch.count(
+                f"SELECT count(*) FROM quarantine WHERE location = '{fifo}' AND reason = 'not-a-regular-file'"
+            )
+            == 1
+        )
+        watch.process.send_signal(signal.SIGTERM)
+        assert watch.process.wait(10) is not None
+    finally:
+        watch.stop()
