@@ -14,8 +14,9 @@ $(BIN)/python:
 
 # Strict editable mode links each module into build/__editable__.*, so mypy can follow the
 # viewlineage.* package mapping; re-run after adding a module.
+# (PYTHONWARNINGS silences setuptools' notice that a strict install links from build/.)
 setup: $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev,spark]' --config-settings editable_mode=strict
+	PYTHONWARNINGS=ignore $(BIN)/python -m pip install -q -e '.[dev,spark]' --config-settings editable_mode=strict
 
 demo: setup
 	$(BIN)/python tests/data/restore_mtimes.py

@@ -133,6 +133,7 @@ as_of_option = click.option(
 
 
 @click.group()
+@click.version_option(package_name="viewlineage", prog_name="viewlineage")
 @click.option("--config", type=click.Path(dir_okay=False), default=None, help="TOML settings file.")
 @click.option("--db", default=None, help="DuckDB store file [default: ./viewlineage.duckdb].")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")

@@ -105,21 +105,32 @@ def test_every_module_has_a_room_with_a_docstring_that_says_what_it_may_import()
 
 
 def test_every_package_is_listed_for_packaging() -> None:
+    """Code packages and the data-only ones (the SQL folders), so setuptools warns of none."""
     import tomllib
 
     listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
-    found = ["viewlineage." + ".".join(package.relative_to(ROOT).parts) for package in _packages()]
-    assert sorted(listed) == found
+    folders = {
+        path.parent
+        for room in ROOMS
+        for suffix in ("py", "sql")
+        for path in (ROOT / room).rglob(f"*.{suffix}")
+    }
+    assert sorted(listed) == sorted("viewlineage." + ".".join(f.relative_to(ROOT).parts) for f in folders)
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel built from what a clean clone holds (the build never touches the checkout)."""
-    source = tmp_path_factory.mktemp("source")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What a clean clone holds of the package: builds and editable installs never touch the checkout."""
+    copy = tmp_path_factory.mktemp("source")
     for room in ROOMS:
-        shutil.copytree(ROOT / room, source / room, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(ROOT / room, copy / room, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, source)
+        shutil.copy(ROOT / name, copy)
+    return copy
+
+
+@pytest.fixture(scope="module")
+def wheel(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     dist = tmp_path_factory.mktemp("dist")
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "--no-build-isolation", "-qw", str(dist)],
@@ -130,6 +141,23 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     (built,) = dist.glob("viewlineage-*.whl")
     return built
+
+
+def _fresh_environment(venv: Path, *install: str) -> Path:
+    """A venv holding only viewlineage, installed by `pip install --no-deps INSTALL...`; its
+    dependencies (and the build backend) come from the test environment's site-packages, listed as
+    plain paths, so the .pth files there (the checkout's own editable install) are not processed.
+    Returns its site-packages."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    purelib = Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}))
+    (purelib / "test-environment.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q"]
+    installed = subprocess.run(
+        [*pip, "--no-deps", "--no-build-isolation", *install], capture_output=True, text=True, timeout=300
+    )
+    assert installed.returncode == 0, installed.stderr[-4000:]
+    assert "is absent from the `packages` configuration" not in installed.stderr
+    return purelib
 
 
 def test_the_wheel_holds_every_module_and_data_file(wheel: Path) -> None:
@@ -153,18 +181,8 @@ def test_the_installed_wheel_indexes_and_backfills_on_spark(
     --engine spark` (whose executors run that environment's Python) build the store the
     checkout's code builds."""
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    purelib = _fresh_environment(venv, str(wheel))
     python = venv / "bin" / "python"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", str(wheel)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    # The dependencies come from the test environment's site-packages, listed as plain paths: the
-    # .pth files in them (the checkout's editable install) are not processed.
-    purelib = Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}))
-    (purelib / "test-environment.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     work = tmp_path / "elsewhere"  # not the checkout: nothing of it is importable from here
     work.mkdir()
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "PYSPARK_PYTHON")}
@@ -196,3 +214,42 @@ def test_the_installed_wheel_indexes_and_backfills_on_spark(
     assert (summary["files"], summary["parsing_tasks"]) == (len(expected["files"]), 2)
     assert snapshot(indexed_db) == expected
     assert snapshot(backfilled_db) == expected
+
+
+@pytest.mark.parametrize("install", ["wheel", "editable", "strict editable"])
+def test_every_kind_of_install_runs_the_cli(
+    install: str, source: Path, wheel: Path, sample_warehouse: Path, sample_store: Path, tmp_path: Path
+) -> None:
+    """`pip install`, `pip install -e` and the Makefile's strict editable install each give a CLI
+    that loads the store's migrations and queries (package data) and indexes as the checkout does."""
+    arguments = {
+        "wheel": [str(wheel)],
+        "editable": ["-e", str(source)],
+        "strict editable": ["-e", str(source), "--config-settings", "editable_mode=strict"],
+    }[install]
+    venv = tmp_path / "venv"
+    _fresh_environment(venv, *arguments)
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    db = tmp_path / "store.duckdb"
+    version = subprocess.run(
+        [str(venv / "bin" / "viewlineage"), "--version"], cwd=work, env=env, capture_output=True, text=True
+    )
+    assert version.stdout == "viewlineage, version 0.1.0\n", version.stderr
+    cli = [str(venv / "bin" / "viewlineage"), "--db", str(db)]
+    index = subprocess.run(
+        [*cli, "index", str(sample_warehouse), "--catalog-map", f"{sample_warehouse}=prod", "--no-progress"],
+        cwd=work, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert index.returncode == 0, index.stderr[-4000:]
+    assert snapshot(db) == snapshot(sample_store)
+    shown = subprocess.run(
+        [*cli, "show", "prod.db.big_days", "--format", "json"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert shown.returncode == 0, shown.stderr[-4000:]
+    assert json.loads(shown.stdout)["view"] == "prod.db.big_days"
