@@ -56,8 +56,18 @@ def test_import_contracts_hold() -> None:
             "The pure rooms do no I/O and know nothing of the rooms that do",
         ),
         (
+            "indexer/spec/base.py",
+            "from concurrent.futures import ThreadPoolExecutor",
+            "The pure rooms do no I/O and know nothing of the rooms that do",
+        ),
+        (
             "sinks/store.py",
             "from viewlineage.indexer.sources.read import FileRead",
+            "The sinks take Arrow tables and know nothing of who builds them",
+        ),
+        (
+            "sinks/tables.py",
+            "from viewlineage.indexer.parse.config import ParseConfig",
             "The sinks take Arrow tables and know nothing of who builds them",
         ),
         (
@@ -102,6 +112,63 @@ def test_every_module_has_a_room_with_a_docstring_that_says_what_it_may_import()
         assert init.exists(), f"{package.relative_to(ROOT)} is no package"
         docstring = ast.get_docstring(ast.parse(init.read_text())) or ""
         assert "import" in docstring, f"{init.relative_to(ROOT)} does not say what the room may import"
+
+
+def test_package_inits_hold_only_their_docstrings() -> None:
+    """An `__init__` runs whenever any module below it is imported: code there would reach every
+    room past the contracts (which see only modules)."""
+    for package in _packages():
+        body = ast.parse((package / "__init__.py").read_text()).body
+        assert len(body) == 1 and isinstance(body[0], ast.Expr), f"{package.relative_to(ROOT)}/__init__.py"
+
+
+CYCLES = """
+import json, sys
+import grimp
+graph = grimp.build_graph(*sys.argv[1:])  # imports for type checking included: they are imports
+print(json.dumps(sorted(
+    f"{module} -> {imported}"
+    for module in graph.modules
+    for imported in graph.find_modules_directly_imported_by(module)
+    if graph.chain_exists(importer=imported, imported=module)
+)))
+"""
+
+
+def _import_cycles(pythonpath: Path | None = None) -> list[str]:
+    """Every import that some chain of imports leads back from, across the three packages."""
+    env = {**os.environ, "PYTHONPATH": str(pythonpath)} if pythonpath else None
+    found = subprocess.run(
+        [sys.executable, "-c", CYCLES, "viewlineage.indexer", "viewlineage.sinks", "viewlineage.queries"],
+        capture_output=True, text=True, env=env, check=True, timeout=120,
+    )  # fmt: skip
+    cycles: list[str] = json.loads(found.stdout)
+    return cycles
+
+
+def test_no_module_imports_itself_through_any_chain(tmp_path: Path) -> None:
+    assert _import_cycles() == []
+    package = tmp_path / "viewlineage"  # the store and the errors it raises, in a circle
+    for room in ROOMS:
+        shutil.copytree(ROOT / room, package / room, ignore=shutil.ignore_patterns("__pycache__"))
+    errors = package / "indexer" / "errors.py"
+    errors.write_text(errors.read_text() + "\nfrom viewlineage.sinks import spool  # noqa\n")
+    assert "viewlineage.indexer.errors -> viewlineage.sinks.spool" in _import_cycles(tmp_path)
+
+
+def test_the_pure_rooms_open_no_files() -> None:
+    """What the import contracts cannot see: the builtin `open` and the `os` functions."""
+    for room in ("spec", "parse", "lineage"):
+        for path in (ROOT / "indexer" / room).glob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
+                assert not (isinstance(node, ast.Name) and node.id == "open"), where
+                if (
+                    isinstance(node, ast.Attribute)
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id == "os"
+                ):
+                    assert node.attr == "getcwd", where
 
 
 def test_every_package_is_listed_for_packaging() -> None:

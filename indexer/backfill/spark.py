@@ -1,12 +1,12 @@
 """`backfill --engine spark`: the bulk stages as Spark tasks (needs `viewlineage[spark]`).
 
-Stage 1 runs `bulk.index_files` per partition of listed files through `mapInArrow`; each task
+Stage 1 runs `stages.index_files` per partition of listed files through `mapInArrow`; each task
 emits envelopes (store table name, Arrow IPC bytes of at most ~8 MiB of its rows), written once to
 `<dataset>/_envelopes/files/table=<name>/`. Each store table is then read from its own directory,
 decoded, deduplicated by its key and written as Parquet: no pass reads another table's rows, and
 no executor holds more than a cell of them (an envelope persisted in memory ran a 3 GiB executor
 out of heap at 10^5 files). Lineage requests are deduplicated by key across the job,
-repartitioned, and stage 2 runs `bulk.analyse_lineage` per partition the same way. Accumulators
+repartitioned, and stage 2 runs `stages.analyse_lineage` per partition the same way. Accumulators
 count the tasks that parsed files and the tasks that listed prefixes.
 
 Listing: on the driver (`--listing driver`), or, for large warehouses (`tasks`), the driver lists

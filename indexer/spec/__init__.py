@@ -2,5 +2,5 @@
 materialized-view metadata (one class per spec object), element-wise validation, the rules a
 document can break and the findings that record them.
 
-Pure: imports pydantic and the standard library, nothing else of viewlineage but `errors`.
+Pure: imports pydantic, orjson (content hashes) and the standard library, and no other room.
 """

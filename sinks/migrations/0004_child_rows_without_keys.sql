@@ -3,7 +3,7 @@
 -- transaction that writes its parent row, so its key is unique by construction and needs no
 -- constraint. Enforced keys kept an in-memory index of every child row: at 10^6 files, 10^7 rows
 -- per table, more memory and insert time than the rows themselves. The logical keys are listed in
--- viewlineage.indexer.batches.PRIMARY_KEYS.
+-- viewlineage.sinks.tables.PRIMARY_KEYS.
 DROP INDEX file_versions_by_hash;
 DROP INDEX version_log_by_view;
 

@@ -1,7 +1,7 @@
 -- 0007_tables_and_materialized_views: what table metadata files hold (table spec v1-v3: identity,
 -- schemas with every nested field, snapshots, refs, logs) and what materialized views record (their
 -- storage tables, each refresh and the base-table snapshots it read), in the four formats that
--- `viewlineage.indexer.mviews` reads. Table files and schemas indexed before this migration have
+-- `viewlineage.indexer.parse.materialized_view` reads. Table files and schemas indexed before this migration have
 -- none of these rows: `viewlineage reindex` derives them from the stored documents.
 -- requires: reindex
 
