@@ -5,8 +5,10 @@ room and runs from a fresh environment, Spark executors included."""
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import os
+import re
 import shutil
 import site
 import subprocess
@@ -169,6 +171,41 @@ def test_the_pure_rooms_open_no_files() -> None:
                     and node.value.id == "os"
                 ):
                     assert node.attr == "getcwd", where
+
+
+DOTTED = re.compile(r"\bviewlineage\.(?:indexer|sinks|queries)(?:\.[A-Za-z_]\w*)*")
+
+
+def _resolves(dotted: str) -> bool:
+    """Whether `dotted` names a module, or an attribute of one (a class, a function, a constant)."""
+    parts = dotted.split(".")
+    for split in range(len(parts), 1, -1):
+        try:
+            target: object = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        for name in parts[split:]:
+            if not hasattr(target, name):
+                return False
+            target = getattr(target, name)
+        return True
+    return False
+
+
+def test_every_dotted_path_in_code_and_docs_resolves() -> None:
+    """A moved module leaves no old path behind: in docstrings, comments, SQL, docs or deploy files."""
+    assert _resolves("viewlineage.sinks.tables.PRIMARY_KEYS")
+    assert not _resolves("viewlineage.indexer.batches.PRIMARY_KEYS")  # where it was
+    texts = [path for room in ROOMS for path in (ROOT / room).rglob("*") if path.suffix in (".py", ".sql")]
+    texts += [ROOT / "README.md", ROOT / "BENCHMARKS.md", ROOT / "pyproject.toml", ROOT / "Makefile"]
+    texts += [path for path in (ROOT / "deploy").rglob("*") if path.is_file()]
+    unresolved = {
+        f"{path.relative_to(ROOT)}: {dotted}"
+        for path in texts
+        for dotted in DOTTED.findall(path.read_text())
+        if not _resolves(dotted.rstrip("."))
+    }
+    assert sorted(unresolved) == []
 
 
 def test_every_package_is_listed_for_packaging() -> None:
