@@ -10,7 +10,8 @@
     │   ├── DecompressionBomb         decompressed size over the configured limit
     │   └── TruncatedGzip             the gzip stream ends early or is corrupt
     ├── StoreError                  the DuckDB store refused a batch or a query      (transient)
-    │   └── StoreAbandoned            a COMMIT failed: the writer stops, a restart resumes
+    │   ├── StoreAbandoned            a COMMIT failed: the writer stops, a restart resumes
+    │   └── RebuildPending            a `reindex` was interrupted: a writer completes it first
     └── UsageError                  a bad argument: unknown view, ambiguous name, bad time
 
 Terminal errors quarantine the file and the pipeline moves on; transient ones are retried and,
@@ -92,6 +93,15 @@ class StoreAbandoned(StoreError):
     """A COMMIT failed. DuckDB's state after that cannot be trusted (a writer that went on, then
     checkpointed, left a store whose rows no longer matched its own filters), so the writer stops
     without a checkpoint: the files hold every batch committed before, and a restart goes on."""
+
+
+class RebuildPending(StoreError):
+    """The store is mid-rebuild: a `reindex` cleared its derived rows and stopped before it had
+    derived them all again. Readers turn to the replica from before; a writer completes it."""
+
+
+class StoreWarning(UserWarning):
+    """An answer came from somewhere other than the store's latest state (an older replica)."""
 
 
 class UsageError(ViewLineageError):

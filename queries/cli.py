@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, get_origin
 
@@ -625,7 +626,13 @@ def indexing_process() -> None:
 
 
 def main() -> None:
+    warnings.formatwarning = _warning_line
     cli(prog_name="viewlineage")
+
+
+def _warning_line(message: Warning | str, category: type[Warning], *location: object) -> str:
+    """A warning as users read it: one line, no source location."""
+    return f"warning: {message}\n"
 
 
 if __name__ == "__main__":

@@ -11,13 +11,15 @@ import contextlib
 import os
 import threading
 import time
+import warnings
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
 import duckdb
 
-from viewlineage.indexer.errors import StoreError
+from viewlineage.indexer.errors import RebuildPending, StoreError, StoreWarning
 from viewlineage.sinks.schema import SCHEMA_VERSION, applied
 
 READER_CONFIG = {
@@ -42,6 +44,11 @@ class QueryableStore(Protocol):
 
     def query_connection(self) -> duckdb.DuckDBPyConnection: ...
 
+
+REBUILD_INTERRUPTED = (
+    "a `viewlineage reindex` cleared its derived rows and stopped before deriving them all again; "
+    "any writer (`reindex`, `index`, `watch`, `consume`) completes the rebuild when it opens the store"
+)
 
 DETACH_WAIT_SECONDS = 10.0
 """How long a store being closed waits for the requests reading it to finish."""
@@ -120,12 +127,30 @@ def open_reader(path: str | os.PathLike[str], retry_seconds: float = 2.0) -> duc
     while True:
         try:
             return _read_only(path, path)
+        except RebuildPending as exc:
+            return _replica_before_rebuild(path, exc)
         except duckdb.IOException as exc:
             with contextlib.suppress(duckdb.IOException, OSError):
                 return _open_replica(path)
             if time.monotonic() > deadline:
                 raise StoreError(f"store {path} is locked by a writer and has no replica yet: {exc}") from exc
             time.sleep(0.05)
+
+
+def _replica_before_rebuild(path: Path, pending: RebuildPending) -> duckdb.DuckDBPyConnection:
+    """The replica published before an interrupted rebuild began, with a warning that says so."""
+    try:
+        replica = _open_replica(path)
+    except OSError:
+        raise StoreError(f"{pending}; it has no replica to answer from meanwhile") from None
+    published = datetime.fromtimestamp(replica_path(path).resolve().stat().st_mtime, UTC)
+    warnings.warn(
+        f"store {path} is mid-rebuild ({REBUILD_INTERRUPTED}); answering from its replica of "
+        f"{published:%Y-%m-%dT%H:%M:%SZ}, from before the rebuild",
+        StoreWarning,
+        stacklevel=3,
+    )
+    return replica
 
 
 def _open_replica(path: Path) -> duckdb.DuckDBPyConnection:
@@ -143,6 +168,9 @@ def _current(path: Path, conn: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConn
     the point-in-time indexes of every view (see `viewlineage.sinks.spans`)."""
     found = max(applied(conn), default=0)
     if found == SCHEMA_VERSION:
+        if conn.execute("SELECT EXISTS (FROM _rebuild_started)").fetchall()[0][0]:
+            conn.close()
+            raise RebuildPending(f"store {path}: {REBUILD_INTERRUPTED}")
         stale = conn.execute("SELECT count(*) FROM _stale_spans").fetchone()
         if not (stale and stale[0]):
             return conn

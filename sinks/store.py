@@ -28,9 +28,9 @@ from typing import NoReturn, Protocol, TypeVar
 import duckdb
 import pyarrow as pa
 
-from viewlineage.indexer.errors import StoreAbandoned, StoreError
+from viewlineage.indexer.errors import RebuildPending, StoreAbandoned, StoreError
 from viewlineage.sinks import spans
-from viewlineage.sinks.readers import replica_path, replicas_directory
+from viewlineage.sinks.readers import REBUILD_INTERRUPTED, replica_path, replicas_directory
 from viewlineage.sinks.schema import install_queries, migrate, reindex_needed
 from viewlineage.sinks.tables import CHILDREN, DEDUPLICATED, DERIVED_TABLES, PRIMARY_KEYS, SCHEMAS
 
@@ -130,6 +130,13 @@ class Store:
         follower asks them while its store thread writes the batch before (they see what is
         committed; a miss only costs idempotent work)."""
         self._queries = self.conn.cursor()  # only ever asked for cursors, from any thread
+        self._rebuilding = self._rebuild_marked()
+        """Whether derived rows are being (or were left half) re-derived: no replica shows that."""
+        if self._rebuilding and not rederiving:
+            self.lookups.close()
+            self._queries.close()
+            self.conn.close()
+            raise RebuildPending(f"store {self.path}: {REBUILD_INTERRUPTED}")
         self._derive_stale_spans()
 
     def _prepare(self) -> None:
@@ -403,15 +410,29 @@ class Store:
         while rows := cursor.fetchmany(chunk):
             yield [(row[0], row[1], row[2], row[3]) for row in rows]
 
+    def _rebuild_marked(self) -> bool:
+        """Whether a rebuild began and has not completed (migration 0015)."""
+        return bool(self.conn.execute("SELECT EXISTS (FROM _rebuild_started)").fetchall()[0][0])
+
     def clear_derived(self) -> None:
+        """Begin a rebuild: the derived rows go, and the store is marked mid-rebuild until
+        `reindexed` (migration 0015) in the same transaction. No replica is published meanwhile."""
         self.conn.execute("BEGIN TRANSACTION")
         for name in (*spans.TABLES, *reversed(DERIVED_TABLES)):
             self.conn.execute(f"DELETE FROM {name}")
+        self.conn.execute("DELETE FROM _rebuild_started")
+        self.conn.execute("INSERT INTO _rebuild_started VALUES (epoch_ms(now()))")
         self.conn.execute("COMMIT")
+        self._rebuilding = True
 
     def reindexed(self) -> None:
-        """Every derived row was re-derived from the stored documents: no migration awaits it."""
+        """Every derived row was re-derived from the stored documents: the rebuild is complete and
+        no migration awaits one."""
+        self.conn.execute("BEGIN TRANSACTION")
         self.conn.execute("DELETE FROM _reindex_needed")
+        self.conn.execute("DELETE FROM _rebuild_started")
+        self.conn.execute("COMMIT")
+        self._rebuilding = False
 
     def publish_replica(self, force: bool = False) -> None:
         """Copy a checkpointed store to `<store>.replica` (atomic rename), unless forced at most
@@ -419,7 +440,7 @@ class Store:
         (`REPLICA_WAIT_FACTOR`); 0 is after every batch, whatever it costs. None disables
         replicas. The copy runs while the writer goes on (`ReplicaCopy`); a forced one, or one at
         interval 0, is published before this returns."""
-        if self.replica_interval is None or self._abandoned:
+        if self.replica_interval is None or self._abandoned or self._rebuilding:
             return
         if self._copy is not None:
             if not (force or self._copy.done()):

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import os
 import random
+import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -13,6 +17,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
+from viewlineage.indexer.errors import RebuildPending, StoreWarning
 from viewlineage.indexer.parse.config import ParseConfig
 from viewlineage.indexer.pipeline import runs
 from viewlineage.indexer.pipeline.indexer import Indexer
@@ -180,6 +185,49 @@ def test_reindex_equals_a_fresh_index(warehouse: tuple[Path, list[Path]], tmp_pa
     stats = reindex(settings_for(db, replica_interval=0, batch_files=37))  # reads and writes interleave
     assert stats.indexed == len(files) - 4
     assert snapshot(db) == before
+
+
+def test_a_killed_reindex_is_never_read_as_complete(
+    warehouse: tuple[Path, list[Path]], tmp_path: Path
+) -> None:
+    """SIGKILL of `reindex` after its second batch left empty versions and spans that readers took
+    for the store (`show` said "no view"), and that `index` took as indexed. Now readers answer
+    from the replica published before the rebuild, with a warning, and the next writer completes
+    the rebuild before anything else."""
+    root, files = warehouse
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, replica_interval=0))
+    clean = snapshot(db)
+    killed = subprocess.run(
+        [sys.executable, "-m", "viewlineage.queries.cli", "--db", str(db), "reindex", "--batch-files", "20"],
+        env={**os.environ, "VIEWLINEAGE_FAULTS": "reindex-batch:2"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    with duckdb.connect(str(db), read_only=True) as conn:  # what a reader used to see
+        assert conn.execute("SELECT count(*) FROM versions").fetchall()[0][0] < len(clean["versions"])
+    with pytest.warns(StoreWarning, match="is mid-rebuild .* answering from its replica of"):
+        conn = open_reader(db)
+    with conn:
+        assert conn.execute("SELECT count(*) FROM versions").fetchall()[0][0] == len(clean["versions"])
+    view = ".".join(clean["view_names"][0][2])
+    shown = subprocess.run(
+        [sys.executable, "-m", "viewlineage.queries.cli", "--db", str(db), "show", view, "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stderr.startswith(f"warning: store {db} is mid-rebuild")
+    with pytest.raises(RebuildPending, match="stopped before deriving them all again"):
+        Store(db, replica_interval=None)
+    with pytest.warns(StoreWarning, match="Completing the rebuild now"):
+        stats = index_locations([str(root)], settings_for(db))
+    assert (stats.indexed, stats.already_indexed, stats.quarantined) == (0, len(files) - 4, 4)  # 4 malformed
+    assert snapshot(db) == clean
+    open_reader(db).close()  # no warning: the store is whole again
 
 
 @pytest.mark.parametrize("scenario", ["mv_scenario", "impact_scenario"])

@@ -25,9 +25,8 @@ from viewlineage.indexer.backfill.stages import (
 from viewlineage.indexer.config import Settings
 from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.parse.locations import normalize_location
-from viewlineage.indexer.pipeline.runs import with_roots
+from viewlineage.indexer.pipeline.runs import with_roots, writable_store
 from viewlineage.sinks.parquet import load_into
-from viewlineage.sinks.store import Store
 
 
 def backfill(
@@ -78,9 +77,7 @@ def backfill(
         if into_store:
             with (
                 timed("merge"),
-                Store(
-                    settings.db, settings.replica_interval, settings.store_memory, deferred_spans=True
-                ) as store,
+                writable_store(settings, deferred_spans=True) as store,
             ):
                 store.record_roots(roots)
                 load_into(store, dataset)

@@ -7,6 +7,7 @@ import time
 from viewlineage.indexer.config import Settings
 from viewlineage.indexer.errors import StoreError
 from viewlineage.indexer.pipeline.health import Health
+from viewlineage.indexer.pipeline.runs import writable_store
 from viewlineage.sinks.readers import Readers
 from viewlineage.sinks.spool import Spool
 from viewlineage.sinks.store import Store
@@ -36,7 +37,7 @@ class StoreWriter:
             return False
         self._tried = now
         try:
-            self.store = Store(self.settings.db, self.settings.replica_interval, self.settings.store_memory)
+            self.store = writable_store(self.settings)
         except StoreError as exc:
             if "Could not set lock" not in str(exc):
                 raise  # not another writer: a bad path, permissions, a damaged file

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import threading
+import warnings
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
@@ -11,6 +12,8 @@ from dataclasses import replace
 import pyarrow as pa
 
 from viewlineage.indexer.config import Settings
+from viewlineage.indexer.errors import RebuildPending, StoreWarning
+from viewlineage.indexer.faults import Faults
 from viewlineage.indexer.parse.config import CatalogMapEntry, ParseConfig
 from viewlineage.indexer.parse.locations import normalize_location
 from viewlineage.indexer.pipeline.indexer import Indexer, IndexStats
@@ -38,6 +41,21 @@ def with_roots(config: ParseConfig, roots: Iterable[str]) -> ParseConfig:
     return replace(config, catalog_map=config.catalog_map + extra) if extra else config
 
 
+def writable_store(settings: Settings, *, deferred_spans: bool = False) -> Store:
+    """The store, opened for writing. One that an interrupted `reindex` left mid-rebuild is rebuilt
+    first (with these settings): no writer adds to, or skips files because of, half-derived rows."""
+    try:
+        return Store(
+            settings.db, settings.replica_interval, settings.store_memory, deferred_spans=deferred_spans
+        )
+    except RebuildPending as exc:
+        warnings.warn(f"{exc}. Completing the rebuild now.", StoreWarning, stacklevel=2)
+        reindex(settings)
+        return Store(
+            settings.db, settings.replica_interval, settings.store_memory, deferred_spans=deferred_spans
+        )
+
+
 def index_locations(
     locations: Iterable[str],
     settings: Settings,
@@ -53,7 +71,7 @@ def index_locations(
     config = with_roots(settings.parse_config(), roots)
     with (
         worker_pool(settings, config) as pool,  # forked first: workers inherit none of what follows
-        Store(settings.db, settings.replica_interval, settings.store_memory, deferred_spans=True) as store,
+        writable_store(settings, deferred_spans=True) as store,
     ):
         readers = [reader_for(root, settings.s3_endpoint) for root in roots]
         listings = [listed_table(reader.list(root)) for root, reader in zip(roots, readers, strict=True)]
@@ -145,9 +163,10 @@ def reindex(settings: Settings) -> IndexStats:
             for chunk in store.stored_documents(settings.batch_files)
             for location, document, modified_ms, source in chunk
         )
+        faults = Faults.from_environ()  # crash-safety tests stop the rebuild after a batch
         with worker_pool(settings, config) as pool:
             indexer = Indexer(store, config, pool)
-            indexer.ingest(reads, settings.batch_files, include_source=False)
+            indexer.ingest(reads, settings.batch_files, lambda files: faults.point("reindex-batch"), False)
         store.reindexed()
         indexer.stats.listed = indexer.stats.indexed
         return indexer.stats
