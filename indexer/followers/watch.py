@@ -42,7 +42,7 @@ from viewlineage.indexer.pipeline.health import Health
 from viewlineage.indexer.pipeline.indexer import Indexer
 from viewlineage.indexer.pipeline.reads import ReadFailure
 from viewlineage.indexer.pipeline.rows import Batch, QuarantinedFile, Removal
-from viewlineage.indexer.pipeline.runs import gap_batch, with_roots
+from viewlineage.indexer.pipeline.runs import gap_batch, with_roots, writable_store
 from viewlineage.indexer.pipeline.store_thread import StoreThread
 from viewlineage.indexer.pipeline.workers import worker_pool
 from viewlineage.indexer.sources.read import FileRead, LocalReader, local_path
@@ -59,9 +59,10 @@ warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWa
 
 
 class _Handler(FileSystemEventHandler):
-    """Queues metadata files on close and move, and new directories: a file written into a
-    directory before inotify watches it sends no event, so new directories are listed. Deleted
-    metadata files (and the source of a move) are queued as removals, timed when seen."""
+    """Queues metadata files on close, on move, and on creation when they appear with content (moved
+    in from outside the tree, hard-linked); and new directories: a file written into a directory
+    before inotify watches it sends no event, so new directories are listed. Deleted metadata files
+    (and the source of a move) are queued as removals, timed when seen."""
 
     def __init__(self, paths: queue.Queue[str], removals: queue.Queue[Removal]) -> None:
         self.paths = paths
@@ -89,6 +90,11 @@ class _Handler(FileSystemEventHandler):
     def on_created(self, event: DirCreatedEvent | FileCreatedEvent) -> None:
         if event.is_directory:
             self.paths.put(os.fsdecode(event.src_path))
+        elif (found := _stat(os.fsdecode(event.src_path))) is not None and found[0] > 0:
+            # Complete as it appears, with no close to come: moved in from outside the watched tree
+            # (watchdog reports that as a creation) or hard-linked. A file still being written is
+            # mostly empty here; if not, its read fails and is retried until its close.
+            self._offer(event.src_path)
 
     def _offer(self, path: str | bytes) -> None:
         text = os.fsdecode(path)
@@ -136,12 +142,19 @@ def watch_directory(
         _Handler(paths, removals),
         root,
         recursive=True,
-        event_filter=[FileClosedEvent, FileMovedEvent, FileDeletedEvent, DirMovedEvent, DirCreatedEvent],
+        event_filter=[
+            FileClosedEvent,
+            FileMovedEvent,
+            FileCreatedEvent,
+            FileDeletedEvent,
+            DirMovedEvent,
+            DirCreatedEvent,
+        ],
     )
     observer.start()
     try:
         with (
-            Store(settings.db, settings.replica_interval, settings.store_memory) as store,
+            writable_store(settings) as store,
             readers.attached(store) if readers else contextlib.nullcontext(),
         ):
             store.record_roots([root])

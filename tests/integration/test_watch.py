@@ -229,3 +229,29 @@ def test_a_fifo_and_a_name_that_is_not_utf8_stop_nothing(tmp_path: Path) -> None
         assert watch.process.wait(10) is not None
     finally:
         watch.stop()
+
+
+def test_files_moved_in_or_linked_are_indexed_without_a_relist(
+    watched: tuple[Path, Watch], tmp_path: Path
+) -> None:
+    """A file moved in from outside the watched tree, or hard-linked into it, sends no close: watchdog
+    reports a creation, which `watch` ignored until a re-list."""
+    root, watch = watched
+    directories = [root / "db" / name / "metadata" for name in ("moved", "linked", "renamed")]
+    for directory in directories:  # watched (and listed) before the files below appear
+        directory.mkdir(parents=True)
+        (directory / f"00001-{VALID_UUID}.metadata.json").write_bytes(VALID)
+    watch.wait_until("SELECT count(*) FROM files", 3, timeout=30)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    moved, linked = outside / "a.metadata.json", outside / "b.metadata.json"
+    moved.write_bytes(VALID)
+    linked.write_bytes(VALID)
+    second = f"00002-{VALID_UUID}.metadata.json"
+    os.rename(moved, directories[0] / second)
+    os.link(linked, directories[1] / second)
+    temporary = directories[2] / "00002.metadata.json.tmp"  # a tool that writes, then renames
+    temporary.write_bytes(VALID)
+    temporary.rename(directories[2] / second)
+    watch.wait_until("SELECT count(*) FROM files", 6, timeout=30)
+    assert watch.count("SELECT count(*) FROM quarantine") == 0
