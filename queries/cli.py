@@ -152,6 +152,8 @@ def _print_summary(stats: IndexStats, fmt: str) -> None:
     click.echo(", ".join(f"{value} {key.replace('_', ' ')}" for key, value in summary.items()))
     for code, count in sorted(stats.findings.items()):
         click.echo(f"  {count:6d} {code}")
+    for unlisted in stats.unlisted:
+        click.echo(f"warning: {unlisted}", err=True)
 
 
 @cli.command()

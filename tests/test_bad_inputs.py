@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -15,8 +17,11 @@ import pytest
 from viewlineage.indexer.errors import DecompressionBomb, ObjectTooLarge, QuarantineError, TruncatedGzip
 from viewlineage.indexer.parse.config import ParseConfig
 from viewlineage.indexer.parse.metadata import decompress, parse_metadata
-from viewlineage.indexer.pipeline.runs import index_locations
+from viewlineage.indexer.pipeline.health import Health
+from viewlineage.indexer.pipeline.indexer import Indexer
+from viewlineage.indexer.pipeline.runs import gap_batch, index_locations
 from viewlineage.indexer.sources.read import LocalReader
+from viewlineage.sinks.store import Store
 
 from .conftest import CONFORMANCE, settings_for
 
@@ -198,3 +203,46 @@ def test_a_name_that_is_not_utf8_is_a_percent_encoded_location_that_round_trips(
         found = _cli(db, "files", asked, "--format", "json")
         assert found.returncode == 0, found.stderr
         assert [(f["location"], f["status"]) for f in json.loads(found.stdout)] == [(location, "indexed")]
+
+
+def _deny_listing(monkeypatch: pytest.MonkeyPatch, denied: Path) -> None:
+    """A directory the process may not list (as root, `chmod 000` does not stop a listing)."""
+    scandir = os.scandir
+
+    def refusing(path: Any = ".") -> Any:
+        if os.fsdecode(path) == str(denied):
+            raise PermissionError(13, "Permission denied", os.fsdecode(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", refusing)
+
+
+def test_an_unreadable_directory_is_reported_and_never_taken_for_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unreadable directory was skipped silently: not counted, not reported."""
+    root = tmp_path / "warehouse"
+    files = [root / "db" / name / "metadata" / "00001-fa6506c3-7681-40c8-86dc-e36561f83385.metadata.json"
+             for name in ("open", "locked")]  # fmt: skip
+    for path in files:
+        path.parent.mkdir(parents=True)
+        path.write_bytes(VALID)
+    locked = root / "db" / "locked"
+    db = tmp_path / "store.duckdb"
+    with monkeypatch.context() as patched:
+        _deny_listing(patched, locked)
+        stats = index_locations([str(root)], settings_for(db))
+    assert (stats.indexed, stats.summary()["unlisted_directories"]) == (1, 1)
+    assert stats.unlisted == [f"{locked}: not listed: Permission denied"]
+    index_locations([str(root)], settings_for(db))  # readable again: both indexed
+    log = io.StringIO()
+    health = Health("watch", stream=log)
+    with Store(db, replica_interval=None) as store:
+        reader = LocalReader()
+        with monkeypatch.context() as patched:
+            _deny_listing(patched, locked)
+            batch, outcomes = gap_batch(Indexer(store, ParseConfig()), reader, str(root), settings_for(db), 9)
+        health.unlisted(reader.unlisted)
+    assert (batch.removals, outcomes["removed"], reader.unlisted) == ([], 0, [])
+    assert health.totals["unlisted"] == 1
+    assert log.getvalue() == f"unlisted location={locked} error=not listed: Permission denied\n"

@@ -368,6 +368,7 @@ class Consumer:
             spool.put(batch.to_arrow())
             writer.merge()
             self.health.count(outcomes)
+            self.health.unlisted(ingest.reader(prefix).unlisted)
             self.health.log("reconciled", prefix=prefix, outcomes=dict(outcomes))
 
 

@@ -161,6 +161,7 @@ def watch_directory(
             indexer = Indexer(store, config, pool)
             for listed in reader.list(root):
                 paths.put(listed.location)
+            health.unlisted(reader.unlisted)
             store.publish_replica(force=True)
             health.log("watching", root=root, store=settings.db)
             if on_ready is not None:
@@ -291,6 +292,7 @@ class _Loop:
             return
         self.store.write(batch)
         self.health.count(outcomes)
+        self.health.unlisted(self.reader.unlisted)
         self.health.log("reconciled", root=self.root, outcomes=dict(outcomes))
 
 

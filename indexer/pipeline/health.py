@@ -13,6 +13,8 @@ Outcomes, counted per message or per file event:
     bad-event           a message that is no notification we know (quarantined, dead-lettered)
     skipped:<reason>    test events, directories, SeaweedFS internals, other event types,
                         keys that are no metadata file, objects outside the allowed prefixes
+    unlisted            a directory a listing (the initial scan, reconciliation) could not read:
+                        its files are not indexed, nor taken for removed, until a listing reads it
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, Gauge, Histogram, make_wsgi_app
 from prometheus_client import Counter as PromCounter
+
+from viewlineage.indexer.errors import ReadError
 
 STALL_SECONDS = 60.0
 """/healthz turns unhealthy when the main loop has not come round for this long."""
@@ -103,6 +107,14 @@ class Health:
             self._lag.set(lag)
         counted = {outcome: number for outcome, number in sorted(outcomes.items()) if number}
         self.log("batch", outcomes=counted, seconds=round(seconds, 4), lag=lag, **fields)
+
+    def unlisted(self, errors: list[ReadError]) -> None:
+        """Directories a listing could not read (`Reader.unlisted`, which this empties): one log
+        line each, and the `unlisted` outcome counts them."""
+        for error in errors:
+            self.log("unlisted", location=error.location, error=error.message)
+        self.count({"unlisted": len(errors)})
+        errors.clear()
 
     def log(self, event: str, **fields: Any) -> None:
         if self.log_format == "json":

@@ -58,6 +58,8 @@ class IndexStats:
     findings: Counter[str] = field(default_factory=Counter)
     lineage_computed: int = 0
     lineage_reused: int = 0
+    unlisted: list[str] = field(default_factory=list)
+    """Directories the listing could not read, each with why: their files are not in the run."""
 
     def absorb(self, other: IndexStats) -> None:
         """Add a worker's counts (its `listed` and lineage counts are the caller's own, and its new
@@ -83,6 +85,7 @@ class IndexStats:
             "findings": sum(self.findings.values()),
             "lineage_computed": self.lineage_computed,
             "lineage_reused": self.lineage_reused,
+            "unlisted_directories": len(self.unlisted),
         }
 
 

@@ -77,6 +77,7 @@ def index_locations(
         listings = [listed_table(reader.list(root)) for root, reader in zip(roots, readers, strict=True)]
         store.record_roots(roots)
         indexer = Indexer(store, config, pool)
+        indexer.stats.unlisted = [str(error) for reader in readers for error in reader.unlisted]
         indexer.stats.listed = sum(table.num_rows for table in listings)
         if on_listed is not None:
             on_listed(indexer.stats.listed)
@@ -136,14 +137,16 @@ def gap_batch(
 ) -> tuple[Batch, Counter[str]]:
     """Reconciliation: list `prefix` again, read the metadata files the store lacks, and record as
     removed (at `now_ms`, source `reconcile`) the stored ones that are gone and had no removal yet.
-    Needs the store: only the process holding it reconciles."""
+    Needs the store: only the process holding it reconciles. Nothing under a directory the listing
+    could not read is taken for removed; it stays in `reader.unlisted` for the caller to report."""
     store = indexer.store
     assert store is not None, "reconciling needs the store"
     listed = {item.location: item for item in reader.list(prefix)}
     known = store.indexed(listed)
     reads = list(read_all([(reader, item) for loc, item in listed.items() if loc not in known], settings))
     batch = indexer.build_batch(reads)
-    vanished = store.without_removal(prefix) - set(listed)
+    unseen = tuple(error.location.rstrip("/") + "/" for error in reader.unlisted)
+    vanished = {gone for gone in store.without_removal(prefix) - set(listed) if not gone.startswith(unseen)}
     batch.removals.extend(Removal(location, now_ms, "reconcile") for location in sorted(vanished))
     outcomes = Counter({"reconciled": len(batch.indexed), "removed": len(vanished)})
     outcomes["quarantined"] += len(batch.quarantined)

@@ -84,6 +84,10 @@ Children = tuple[list[str], list[ListedFile]]
 
 
 class Reader(Protocol):
+    unlisted: list[ReadError]
+    """Directories a listing could not read (permissions, I/O errors), in the order met: the
+    listing goes on past them, and whoever listed reports them and clears this."""
+
     def list(self, location: str) -> Iterator[ListedFile]:
         """Metadata files under a directory (by name), or the file itself if `location` names one."""
         ...
@@ -139,6 +143,13 @@ class LocalReader:
     """Local files. Hidden directories (`.git`, `.cache`) are not descended into. Only regular
     files are read; anything else named like a metadata file is refused (`NotRegularFile`)."""
 
+    def __init__(self) -> None:
+        self.unlisted: list[ReadError] = []
+
+    def _not_listed(self, error: OSError) -> None:
+        where = escape_undecodable(os.fsdecode(error.filename)) if error.filename else "?"
+        self.unlisted.append(TransientReadError(where, f"not listed: {error.strerror or error}"))
+
     def list(self, location: str) -> Iterator[ListedFile]:
         path = local_path(location)
         with mapped_errors(location):
@@ -146,7 +157,7 @@ class LocalReader:
         if not stat.S_ISDIR(info.st_mode):
             yield ListedFile(location, info.st_size, info.st_mtime_ns // 1_000_000)
             return
-        for root, directories, names in os.walk(path):
+        for root, directories, names in os.walk(path, onerror=self._not_listed):
             directories[:] = sorted(d for d in directories if not d.startswith("."))
             for name in sorted(names):
                 if is_metadata_file_name(name):
@@ -190,6 +201,8 @@ class FsspecReader:
         import fsspec
 
         self.protocol = protocol
+        self.unlisted: list[ReadError] = []
+        """Stays empty: an object store's listing fails whole (`mapped_errors`), it skips no prefix."""
         options = dict(storage_options or {})
         self.fs = fsspec.filesystem(protocol, **options)
         self.gets: ObjectGets | None = None
