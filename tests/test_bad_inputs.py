@@ -246,3 +246,31 @@ def test_an_unreadable_directory_is_reported_and_never_taken_for_removed(
     assert (batch.removals, outcomes["removed"], reader.unlisted) == ([], 0, [])
     assert health.totals["unlisted"] == 1
     assert log.getvalue() == f"unlisted location={locked} error=not listed: Permission denied\n"
+
+
+def test_deep_nesting_is_indexed_or_has_a_reason() -> None:
+    """A schema nested ~330 levels was quarantined as `internal-error: TypeError: Recursion limit
+    reached` (orjson writes 255 levels, reads 1,024). Now it is indexed whole; a value nested past
+    what can be written again is `too-deep`; past what JSON parsing accepts, `not-json`."""
+    document = json.loads(VALID)
+    kind: Any = "int"
+    for level in range(300):
+        kind = {
+            "type": "struct",
+            "fields": [{"id": 1000 + level, "name": f"f{level}", "required": False, "type": kind}],
+        }
+    document["schemas"][0]["fields"].append({"id": 99, "name": "deep", "required": False, "type": kind})
+    location = "/w/db/v/metadata/00001-x.metadata.json"
+    text = json.dumps(document)
+    parsed = parse_metadata(text.encode(), location, ParseConfig())
+    assert parsed.view is not None and parsed.view.schemas[0].nested[-1].path[-1] == "f0"
+    assert len(parsed.view.schemas[0].nested) == len(json.loads(VALID)["schemas"][0]["fields"]) + 301
+    deep_json = '{"a":' * 1_010 + "1" + "}" * 1_010  # within the parser's 1,024 levels
+    representation = text.replace('"representations": [', f'"representations": [{deep_json}, ', 1)
+    with pytest.raises(QuarantineError) as too_deep:
+        parse_metadata(representation.encode(), location, ParseConfig())
+    assert too_deep.value.reason == "too-deep"
+    deeper = text.replace('"representations": [', f'"representations": [{"[" * 1_100}{"]" * 1_100}, ', 1)
+    with pytest.raises(QuarantineError) as unparsed:
+        parse_metadata(deeper.encode(), location, ParseConfig())
+    assert unparsed.value.reason == "not-json"

@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import orjson
 from pydantic import ValidationError
 
 from viewlineage.indexer.spec.base import IcebergModel, long_from_text
-from viewlineage.indexer.spec.elements import content_hash, validation_findings
+from viewlineage.indexer.spec.elements import canonical_json, content_hash, validation_findings
 from viewlineage.indexer.spec.findings import Finding, Severity
 from viewlineage.indexer.spec.materialized_view import (
     DeltaFilesystemTable,
@@ -102,10 +101,6 @@ class MVDefinition:
     document: str
 
 
-def _json(value: Any) -> str:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
-
-
 def _refresh(
     owner_id: str,
     format: str,
@@ -130,7 +125,7 @@ def _refresh(
         refreshed_ms=refreshed_ms,
         unknown_reason=unknown_reason,
         sources=tuple(sources),
-        document=_json(record),
+        document=canonical_json(record),
     )
 
 
@@ -183,7 +178,9 @@ def view_materialization(
     if not presto:
         return None, None
     refresh = _presto_refresh(view_id, presto, findings)
-    return MVDefinition(FORMAT_PRESTO, None, None, None, refresh.refresh_hash, _json(presto)), refresh
+    return MVDefinition(
+        FORMAT_PRESTO, None, None, None, refresh.refresh_hash, canonical_json(presto)
+    ), refresh
 
 
 def _presto_refresh(view_id: str, properties: Mapping[str, str], findings: list[Finding]) -> RecordedRefresh:

@@ -30,6 +30,7 @@ from viewlineage.indexer.parse.table import ParsedTable, parse_table
 from viewlineage.indexer.spec import rules
 from viewlineage.indexer.spec.elements import (
     ParsedSchema,
+    canonical_json,
     content_hash,
     digest,
     elements,
@@ -350,7 +351,7 @@ def _parsed_version(
 def _parsed_representation(
     ordinal: int, element: dict[str, Any], path: str, findings: list[Finding]
 ) -> ParsedRepresentation:
-    document = orjson.dumps(element, option=orjson.OPT_SORT_KEYS).decode()
+    document = canonical_json(element)
     kind = element.get("type")
     if kind != "sql":
         return ParsedRepresentation(ordinal, str(kind), None, None, None, document)

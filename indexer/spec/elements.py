@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -14,6 +15,7 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from viewlineage.indexer.errors import QuarantineError
 from viewlineage.indexer.spec.base import INT_RANGE
 from viewlineage.indexer.spec.findings import Finding, Severity
 from viewlineage.indexer.spec.schema import NestedField, Schema
@@ -25,9 +27,23 @@ def digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+def canonical_json(value: Any) -> str:
+    """A JSON value with sorted keys: the one spelling that hashes and stored documents use. orjson
+    writes nothing nested deeper than 255 levels, though it reads up to 1,024: deeper values go
+    through the standard library, and one deeper than that can write raises `QuarantineError`
+    (`too-deep`)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except orjson.JSONEncodeError:
+        try:
+            return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        except RecursionError:
+            raise QuarantineError("nested deeper than a document can be written", reason="too-deep") from None
+
+
 def content_hash(value: Any) -> str:
     """Digest of a JSON value, independent of key order."""
-    return digest(orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
+    return digest(canonical_json(value).encode())
 
 
 def validation_findings(exc: ValidationError, prefix: str) -> list[Finding]:
@@ -195,7 +211,7 @@ def parse_schemas(
             {
                 "id": column.id,
                 "name": column.name,
-                "type": column.type if isinstance(column.type, str) else orjson.dumps(column.type).decode(),
+                "type": column.type if isinstance(column.type, str) else canonical_json(column.type),
                 "required": column.required,
                 "doc": column.doc,
             }
