@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -10,11 +11,12 @@ from typing import Any
 from click.testing import CliRunner
 
 from viewlineage.indexer.config import Settings
+from viewlineage.indexer.pipeline.reads import READ_FAILURE_REASONS
 from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries.cli import cli
 from viewlineage.sinks.tables import SCHEMAS
 
-from .conftest import settings_for
+from .conftest import ROOT, settings_for
 
 README = (Path(__file__).parents[1] / "README.md").read_text()
 
@@ -103,3 +105,55 @@ def test_json_output_fields_are_documented(
             if name.endswith("[]") and output[name[:-2]]:
                 keys = set().union(*(row.keys() for row in output[name[:-2]]))
                 assert keys <= mentioned, (command, name, keys - mentioned)
+
+
+def _code_text(node: ast.expr) -> str | None:
+    """A code as a call spells it: a literal, or an f-string with `<>` for what it fills in."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(part.value if isinstance(part, ast.Constant) else "<>" for part in node.values)
+    return None
+
+
+def _produced() -> tuple[set[str], set[str]]:
+    """(finding codes, quarantine reasons) the indexer's code can produce, read from its calls:
+    `Finding(code, ...)` and `_loaded(..., code, ...)`; `QuarantinedFile(location, reason, ...)`,
+    `reason=` and the exception classes' `reason`; the read failures' reasons; and the codes of the
+    `findings` view's SQL. A code naming one field (`invalid-field:refs`) counts as its pattern."""
+    codes: set[str] = set()
+    reasons = set(READ_FAILURE_REASONS.values())
+    for path in (ROOT / "indexer").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            spelled: list[ast.expr] = []
+            if isinstance(node, ast.Call):
+                called = getattr(node.func, "id", getattr(node.func, "attr", None))
+                position = {"Finding": 0, "_loaded": 3}.get(str(called))
+                if position is not None and len(node.args) > position:
+                    codes |= {text} if (text := _code_text(node.args[position])) else set()
+                if called == "QuarantinedFile" and len(node.args) > 1:
+                    spelled.append(node.args[1])
+                spelled += [keyword.value for keyword in node.keywords if keyword.arg == "reason"]
+            elif isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [
+                "reason"
+            ]:
+                spelled.append(node.value)
+            reasons |= {text for value in spelled if (text := _code_text(value))}
+    sql = (ROOT / "queries" / "sql" / "30_findings.sql").read_text()
+    codes |= set(re.findall(r"'([a-z]+(?:-[a-z]+)+)', 'warning'", sql))
+    patterns = {code.split(":")[0] for code in codes if code.endswith(":<>")}
+    return {f"{code.split(':')[0]}:<>" if code.split(":")[0] in patterns else code for code in codes}, reasons
+
+
+def _documented(block: str) -> set[str]:
+    listed = README.split(f"<!-- {block}:start -->", 1)[1].split(f"<!-- {block}:end -->", 1)[0]
+    codes = re.findall(r"`([a-z]+(?:-[a-z]+)*(?::<?[a-z-]+>?)?)`", listed)
+    return {re.sub(r"<[a-z]+>", "<>", code) for code in codes}
+
+
+def test_every_finding_code_and_quarantine_reason_is_documented() -> None:
+    codes, reasons = _produced()
+    assert {"invalid-field:<>", "sql-parse-error", "version-conflict", "invalid-mv-metadata"} <= codes
+    assert {"not-json", "internal-error", "not-a-regular-file", "bad-event"} <= reasons
+    assert _documented("findings") == codes
+    assert _documented("reasons") == reasons
