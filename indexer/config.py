@@ -74,6 +74,13 @@ class Settings(BaseModel):
     settle_seconds: float = Field(
         10.0, alias="settle-seconds", gt=0, description="`watch`: how long a changing file is retried."
     )
+    poll_seconds: float | None = Field(
+        None,
+        alias="poll-seconds",
+        gt=0,
+        description="`watch`: list the tree for changes this often instead of following inotify "
+        "events (for NFS, FUSE and other mounts that send none, or trees past the inotify watch limit).",
+    )
     s3_endpoint: str | None = Field(None, alias="s3-endpoint", description="S3-compatible endpoint URL.")
     bootstrap_servers: str = Field(
         "127.0.0.1:9092", alias="bootstrap-servers", description="`consume`: Kafka brokers, host:port,..."

@@ -48,7 +48,7 @@ _INDEXING = (
     "replica_interval",
     "s3_endpoint",
 )
-_WATCHING = (*(name for name in _INDEXING if name != "s3_endpoint"), "settle_seconds")
+_WATCHING = (*(name for name in _INDEXING if name != "s3_endpoint"), "settle_seconds", "poll_seconds")
 _FOLLOWING = ("reconcile_every", "log_format", "metrics_port", "metrics_host")
 _CONSUMING = (
     "bootstrap_servers",
@@ -632,7 +632,9 @@ def main() -> None:
     cli(prog_name="viewlineage")
 
 
-def _warning_line(message: Warning | str, category: type[Warning], *location: object) -> str:
+def _warning_line(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
+) -> str:
     """A warning as users read it: one line, no source location."""
     return f"warning: {message}\n"
 

@@ -12,14 +12,17 @@ catch what inotify missed (files it never reported, deletions while `watch` was 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import queue
+import re
 import threading
 import time
 import warnings
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NamedTuple, TypeVar
 
 from watchdog.events import (
@@ -33,9 +36,10 @@ from watchdog.events import (
     FileSystemEventHandler,
 )
 from watchdog.observers import Observer
+from watchdog.observers.polling import PollingObserver
 
 from viewlineage.indexer.config import Settings
-from viewlineage.indexer.errors import NotRegularFile, ObjectMissing, ReadError
+from viewlineage.indexer.errors import NotRegularFile, ObjectMissing, ReadError, UsageError
 from viewlineage.indexer.parse.locations import is_metadata_file_name, normalize_location
 from viewlineage.indexer.parse.metadata import ParsedFile
 from viewlineage.indexer.pipeline.health import Health
@@ -137,7 +141,11 @@ def watch_directory(
     # Workers are forked: start them before the observer's threads exist.
     workers = contextlib.ExitStack()
     pool = workers.enter_context(worker_pool(settings))
-    observer = Observer()
+    if settings.poll_seconds is None and (mount := _eventless_mount(local_path(root))):
+        eventless = f"on a {mount} mount, which may send no inotify events for changes made elsewhere"
+        health.log("warning", root=root, message=f"{eventless}: consider --poll-seconds")
+    polling = settings.poll_seconds
+    observer = Observer() if polling is None else PollingObserver(timeout=polling)
     observer.schedule(
         _Handler(paths, removals),
         root,
@@ -151,7 +159,18 @@ def watch_directory(
             DirCreatedEvent,
         ],
     )
-    observer.start()
+    try:
+        observer.start()
+    except OSError as exc:
+        workers.close()
+        if exc.errno not in (errno.ENOSPC, errno.EMFILE):
+            raise
+        raise UsageError(
+            f"inotify cannot watch every directory under {root} ({exc}; fs.inotify.max_user_watches is "
+            f"{_proc_value('sys/fs/inotify/max_user_watches')}, max_user_instances "
+            f"{_proc_value('sys/fs/inotify/max_user_instances')}): raise them with sysctl, or follow "
+            "the tree by listing it (--poll-seconds 5)"
+        ) from exc
     try:
         with (
             writable_store(settings) as store,
@@ -294,6 +313,40 @@ class _Loop:
         self.health.count(outcomes)
         self.health.unlisted(self.reader.unlisted)
         self.health.log("reconciled", root=self.root, outcomes=dict(outcomes))
+
+
+EVENTLESS_FILESYSTEMS = ("nfs", "nfs4", "cifs", "smb3", "9p", "fuse", "ceph", "glusterfs", "lustre")
+"""Filesystems whose changes made on another machine send this one no inotify event."""
+
+
+_OCTAL = re.compile(r"\\([0-7]{3})")
+
+
+def _eventless_mount(path: str, mounts: str | None = None) -> str | None:
+    """The type of the mount holding `path` (the longest mount point above it, from
+    /proc/self/mounts) when it is one of `EVENTLESS_FILESYSTEMS` (`fuse.*` included)."""
+    if mounts is None:
+        try:
+            mounts = Path("/proc/self/mounts").read_text()
+        except OSError:
+            return None
+    best, kind = "", ""
+    for line in mounts.splitlines():
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        point = _OCTAL.sub(lambda match: chr(int(match.group(1), 8)), fields[1])  # a space is \040
+        if (path == point or path.startswith(point.rstrip("/") + "/")) and len(point) > len(best):
+            best, kind = point, fields[2]
+    family = kind.split(".", 1)[0]
+    return kind if family in EVENTLESS_FILESYSTEMS else None
+
+
+def _proc_value(name: str) -> str:
+    try:
+        return Path("/proc", name).read_text().strip()
+    except OSError:
+        return "unknown"
 
 
 def _retry(retries: dict[str, _Attempt], location: str, stat: tuple[int, int] | None, settle: float) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
 import os
@@ -17,9 +18,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from viewlineage.indexer.errors import UsageError
+from viewlineage.indexer.followers import watch as watch_module
 from viewlineage.sinks.readers import open_reader
 
-from ..conftest import CONFORMANCE
+from ..conftest import CONFORMANCE, settings_for
 from ..generate import generate
 from .consume_process import get_json
 from .watch_process import Watch
@@ -255,3 +258,45 @@ def test_files_moved_in_or_linked_are_indexed_without_a_relist(
     temporary.rename(directories[2] / second)
     watch.wait_until("SELECT count(*) FROM files", 6, timeout=30)
     assert watch.count("SELECT count(*) FROM quarantine") == 0
+
+
+def test_polling_follows_a_tree_without_inotify(tmp_path: Path) -> None:
+    """`--poll-seconds`: for mounts that send no inotify events, the tree is listed instead."""
+    root = tmp_path / "warehouse"
+    root.mkdir()
+    watch = Watch(root, tmp_path / "store.duckdb", "--poll-seconds", "0.2")
+    try:
+        written = root / "db" / "written" / "metadata" / f"00001-{VALID_UUID}.metadata.json"
+        written.parent.mkdir(parents=True)
+        written.write_bytes(VALID)
+        moved = tmp_path / "a.metadata.json"
+        moved.write_bytes(VALID)
+        (root / "db" / "moved" / "metadata").mkdir(parents=True)
+        os.rename(moved, root / "db" / "moved" / "metadata" / f"00001-{VALID_UUID}.metadata.json")
+        watch.wait_until("SELECT count(*) FROM files", 2, timeout=30)
+    finally:
+        watch.stop()
+
+
+def test_past_the_inotify_watch_limit_watch_says_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Exhausted(watch_module.Observer):  # type: ignore[misc, name-defined]
+        def start(self) -> None:
+            raise OSError(errno.ENOSPC, "inotify watch limit reached")
+
+    monkeypatch.setattr(watch_module, "Observer", Exhausted)
+    (tmp_path / "warehouse").mkdir()
+    with pytest.raises(UsageError, match=r"fs.inotify.max_user_watches is \d+.*--poll-seconds 5"):
+        watch_module.watch_directory(
+            str(tmp_path / "warehouse"), settings_for(tmp_path / "s.duckdb", workers=1)
+        )
+
+
+def test_mounts_that_send_no_inotify_events_are_recognised() -> None:
+    mounts = "/dev/sda1 / ext4 rw 0 0\nserver:/e /mnt/nfs nfs4 rw 0 0\nx /mnt/a\\040b fuse.sshfs rw 0 0\n"
+    found = [
+        watch_module._eventless_mount(path, mounts)
+        for path in ("/mnt/nfs/w", "/mnt/a b/w", "/mnt/nfsx", "/w")
+    ]
+    assert found == ["nfs4", "fuse.sshfs", None, None]
