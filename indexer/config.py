@@ -49,6 +49,13 @@ class Settings(BaseModel):
     max_decompressed_bytes: int = Field(
         256 * MiB, alias="max-decompressed-bytes", gt=0, description="Largest decompressed document parsed."
     )
+    max_sql_length: int = Field(
+        MiB,
+        alias="max-sql-length",
+        gt=0,
+        description="Longest SQL text analysed for lineage, in characters; longer SQL is stored, "
+        "not analysed (finding `sql-too-long`, its lineage unknown).",
+    )
     read_workers: int = Field(8, alias="read-workers", gt=0, description="Parallel file reads.")
     workers: int = Field(
         0,
@@ -152,6 +159,7 @@ class Settings(BaseModel):
     def parse_config(self) -> ParseConfig:
         return ParseConfig(
             max_decompressed_bytes=self.max_decompressed_bytes,
+            max_sql_length=self.max_sql_length,
             catalog_map=parse_catalog_map(self.catalog_map),
             lineage=LineageConfig(aliases=parse_catalog_aliases(self.catalog_alias)),
         )

@@ -274,3 +274,38 @@ def test_deep_nesting_is_indexed_or_has_a_reason() -> None:
     with pytest.raises(QuarantineError) as unparsed:
         parse_metadata(deeper.encode(), location, ParseConfig())
     assert unparsed.value.reason == "not-json"
+
+
+def test_sql_over_the_length_limit_is_stored_not_analysed(tmp_path: Path) -> None:
+    """A 200 MB SQL string in a 205 KB gzip peaked at 2.7 GB in sqlglot: SQL analysis has a limit."""
+    document = json.loads(VALID)
+    long_sql = "SELECT " + ", ".join(f"c{n}" for n in range(40)) + " FROM db.t"
+    for version in document["versions"]:
+        version["representations"] = [{"type": "sql", "sql": long_sql, "dialect": "spark"}]
+    path = (
+        tmp_path
+        / "warehouse"
+        / "db"
+        / "v"
+        / "metadata"
+        / "00001-fa6506c3-7681-40c8-86dc-e36561f83385.metadata.json"
+    )
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(document))
+    db = tmp_path / "store.duckdb"
+    stats = index_locations([str(tmp_path / "warehouse")], settings_for(db, max_sql_length=len(long_sql) - 1))
+    versions = len(document["versions"])
+    assert (stats.indexed, stats.lineage_computed, stats.findings["sql-too-long"]) == (1, 0, versions)
+    with duckdb.connect(str(db), read_only=True) as conn:
+        assert conn.execute("SELECT sql FROM representations").fetchall() == [(long_sql,)] * versions
+        assert conn.execute("SELECT count(*) FROM lineage").fetchall() == [(0,)]
+    again = tmp_path / "again.duckdb"
+    assert index_locations([str(tmp_path / "warehouse")], settings_for(again)).lineage_computed == 1
+
+
+def test_gzip_members_past_the_limit_are_quarantined() -> None:
+    """200,000 empty gzip members took 10 s to decompress."""
+    assert decompress(gzip.compress(VALID[:10]) + gzip.compress(VALID[10:]), 1 << 20)[0] == VALID
+    with pytest.raises(QuarantineError) as many:
+        decompress(gzip.compress(b"") * 1_001 + gzip.compress(VALID), 1 << 20)
+    assert many.value.reason == "too-many-gzip-members"

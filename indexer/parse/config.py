@@ -22,6 +22,8 @@ class ParseConfig:
     """Everything the pure parse stage depends on besides the bytes."""
 
     max_decompressed_bytes: int = 256 * MiB
+    max_sql_length: int = MiB
+    """Longest SQL (characters) whose lineage is analysed: sqlglot's memory grows ~10x the text."""
     catalog_map: tuple[CatalogMapEntry, ...] = ()
     lineage: LineageConfig = field(default_factory=LineageConfig)
 

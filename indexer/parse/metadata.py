@@ -50,6 +50,8 @@ from viewlineage.indexer.spec.view import (
 )
 
 GZIP_MAGIC = b"\x1f\x8b"
+GZIP_MEMBERS_LIMIT = 1_000
+"""Concatenated gzip members one file may hold: writers write one; 200,000 empty ones took 10 s."""
 _VIEW_KEYS = frozenset({"view-uuid", "versions", "version-log", "current-version-id"})
 _LOG = TypeAdapter(list[ViewHistoryEntry])
 
@@ -64,6 +66,8 @@ class ParsedRepresentation:
     sql: str | None
     document: str
     """The representation as JSON, for types this indexer does not know."""
+    analysable: bool = True
+    """False when the SQL is longer than `max_sql_length`: stored, its lineage not analysed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +153,10 @@ def decompress(raw: bytes, max_bytes: int) -> tuple[bytes, bool]:
     produced = 0
     data = raw
     while data:
+        if len(chunks) == GZIP_MEMBERS_LIMIT:
+            raise QuarantineError(
+                f"more than {GZIP_MEMBERS_LIMIT} concatenated gzip members", reason="too-many-gzip-members"
+            )
         inflater = zlib.decompressobj(wbits=31)
         try:
             chunk = inflater.decompress(data, max_bytes - produced + 1)
@@ -249,7 +257,7 @@ def _parse_view(
     )
     view_uuid = header.view_uuid.strip().lower() if header.view_uuid else None
     view_id = view_uuid if view_uuid else f"loc:{header.location}"
-    versions = _versions(document, view_id, schema_hashes, known, findings)
+    versions = _versions(document, view_id, schema_hashes, known, config.max_sql_length, findings)
     log = _log(elements(document, "version-log", findings), findings)
     version_ids = [version.version_id for version in versions]
     findings.extend(rules.check_versions_present(len(versions)))
@@ -293,6 +301,7 @@ def _versions(
     view_id: str,
     schema_hashes: dict[int, str],
     known: Container[str],
+    max_sql_length: int,
     findings: list[Finding],
 ) -> list[ParsedVersion | KnownVersion]:
     versions: list[ParsedVersion | KnownVersion] = []
@@ -305,7 +314,9 @@ def _versions(
             continue
         version = validated(ViewVersion, raw, f"$.versions[{ordinal}]", findings)
         if version is not None:
-            versions.append(_parsed_version(ordinal, version, version_hash, schema_hashes, findings))
+            versions.append(
+                _parsed_version(ordinal, version, version_hash, schema_hashes, max_sql_length, findings)
+            )
     return versions
 
 
@@ -314,6 +325,7 @@ def _parsed_version(
     version: ViewVersion,
     version_hash: str,
     schema_hashes: dict[int, str],
+    max_sql_length: int,
     findings: list[Finding],
 ) -> ParsedVersion:
     path = f"$.versions[{ordinal}]"
@@ -322,7 +334,7 @@ def _parsed_version(
     findings.extend(rules.check_schema_exists(version.schema_id, set(schema_hashes), f"{path}.schema-id"))
     findings.extend(rules.check_legacy_summary_keys(version.summary, f"{path}.summary"))
     representations = tuple(
-        _parsed_representation(index, element, f"{path}.representations[{index}]", findings)
+        _parsed_representation(index, element, f"{path}.representations[{index}]", max_sql_length, findings)
         for index, element in enumerate(version.representations)
     )
     findings.extend(
@@ -349,7 +361,7 @@ def _parsed_version(
 
 
 def _parsed_representation(
-    ordinal: int, element: dict[str, Any], path: str, findings: list[Finding]
+    ordinal: int, element: dict[str, Any], path: str, max_sql_length: int, findings: list[Finding]
 ) -> ParsedRepresentation:
     document = canonical_json(element)
     kind = element.get("type")
@@ -378,4 +390,17 @@ def _parsed_representation(
                 f"{path}.dialect",
             )
         )
-    return ParsedRepresentation(ordinal, "sql", representation.dialect, dialect, representation.sql, document)
+    analysable = len(representation.sql) <= max_sql_length
+    if not analysable:
+        findings.append(
+            Finding(
+                "sql-too-long",
+                Severity.WARNING,
+                f"{len(representation.sql)} characters of SQL, over the max-sql-length of {max_sql_length}: "
+                "stored, its lineage not analysed (unknown)",
+                f"{path}.sql",
+            )
+        )
+    return ParsedRepresentation(
+        ordinal, "sql", representation.dialect, dialect, representation.sql, document, analysable
+    )

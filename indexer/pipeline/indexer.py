@@ -218,7 +218,7 @@ class Indexer:
             if isinstance(version, KnownVersion):
                 continue
             for rep in version.representations:
-                if rep.dialect is None or rep.sql is None:
+                if rep.dialect is None or rep.sql is None or not rep.analysable:
                     continue
                 request = LineageRequest(
                     rep.sql, rep.dialect, version.default_catalog, version.default_namespace, view_catalog
