@@ -22,13 +22,17 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
 from kafka import KafkaConsumer, KafkaProducer
 
 from viewlineage.indexer.errors import UsageError
+from viewlineage.indexer.parse.locations import normalize_location
 from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries import api
 from viewlineage.sinks.readers import open_reader
 
+from .. import test_fuzz as fuzz
 from ..conftest import CONFORMANCE, settings_for
 from ..data.restore_mtimes import SAMPLE
 from ..realwriter.scenario_checks import load_steps
@@ -565,3 +569,43 @@ def test_an_integer_past_its_type_stops_nothing(broker: str, plain_s3: SeaweedS3
             [f"s3://{BUCKET}/{wide}"],
         ).fetchall()
     assert findings == [("invalid-field:version-id", "$.versions[0].version-id")]
+
+
+def test_consume_follows_through_mutated_objects(broker: str, plain_s3: SeaweedS3, tmp_path: Path) -> None:
+    """`consume`, started once over a batch of mutated objects announced in Kafka, keeps running and
+    indexes the next good one (the fuzz suite's invariant, tests/test_fuzz.py)."""
+    print(f"fuzz seed {fuzz.SEED} (replay: VIEWLINEAGE_FUZZ_SEED={fuzz.SEED})")
+
+    @seed(fuzz.SEED)
+    @settings(max_examples=1, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(st.lists(fuzz.mutated_file(local=False), min_size=2 * fuzz.BATCH, max_size=2 * fuzz.BATCH))
+    def follows(files: list[fuzz.MutatedFile]) -> None:
+        client = plain_s3.client()
+        keys = [
+            f"{PREFIX}/fuzz/{number:03d}-{file.directory.decode()}/metadata/{file.name.decode()}"
+            for number, file in enumerate(files)
+        ]
+        for key, file in zip(keys, files, strict=True):
+            client.put_object(Bucket=BUCKET, Key=key, Body=file.data)
+        good = f"{PREFIX}/fuzz/good/metadata/{fuzz.GOOD_NAME}"
+        client.put_object(Bucket=BUCKET, Key=good, Body=fuzz.GOOD)
+        created = [(key, len(file.data)) for key, file in zip(keys, files, strict=True)] + [
+            (good, len(fuzz.GOOD))
+        ]
+        messages = [
+            Sent(key.encode(), notification("aws", True, BUCKET, key, STEPS[39], size))
+            for key, size in created
+        ]
+        produce(broker, "fuzz", messages)
+        run = consume(tmp_path, "fuzz", broker, "fuzz", plain_s3, "--batch-files", "7")
+        try:
+            run.wait_for_messages(len(messages))
+            assert run.process.poll() is None
+        finally:
+            run.stop()
+        fuzz.check_outcomes(run.db, [normalize_location(f"s3://{BUCKET}/{key}") for key in keys])
+        with duckdb.connect(str(run.db), read_only=True) as conn:
+            indexed = conn.execute("SELECT count(*) FROM files WHERE location = ?", [f"s3://{BUCKET}/{good}"])
+            assert indexed.fetchall() == [(1,)]
+
+    follows()
