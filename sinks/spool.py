@@ -55,14 +55,18 @@ class Spool:
             return None
         name = f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         temporary = self.path / f".{name}.tmp"
-        temporary.mkdir()
-        for table_name, table in tables.items():
-            target = temporary / f"{table_name}.arrow"
-            with pa.OSFile(str(target), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
-                writer.write_table(table)
-            with target.open("rb+") as handle:
-                os.fsync(handle.fileno())
-        _fsync_directory(temporary)
+        try:
+            temporary.mkdir()
+            for table_name, table in tables.items():
+                target = temporary / f"{table_name}.arrow"
+                with pa.OSFile(str(target), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
+                    writer.write_table(table)
+                with target.open("rb+") as handle:
+                    os.fsync(handle.fileno())
+            _fsync_directory(temporary)
+        except OSError as exc:  # a full disk: the batch stays unspooled, its offsets uncommitted
+            shutil.rmtree(temporary, ignore_errors=True)
+            raise StoreError(f"spool segment not written in {self.path}: {exc}") from exc
         segment = self.path / name
         os.rename(temporary, segment)
         _fsync_directory(self.path)

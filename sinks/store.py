@@ -42,6 +42,7 @@ MEMORY_RAISES = 16
 _BINARY_UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 
 INDEXED_LOOKUP_KEYS = 2048
+DISK_FULL = "No space left on device"
 """DuckDB's `index_scan_max_count`: more keys than this are found by a scan anyway."""
 
 _Result = TypeVar("_Result")
@@ -290,14 +291,19 @@ class Store:
             except duckdb.Error as exc:
                 self._abandon(exc)
 
-    def _abandon(self, exc: duckdb.Error) -> NoReturn:
+    def _abandon(self, exc: duckdb.Error, action: str = "a COMMIT") -> NoReturn:
         self._abandoned = True
         with contextlib.suppress(duckdb.Error):
             self.conn.execute("PRAGMA disable_checkpoint_on_shutdown")
+        remedy = (
+            "free space on its disk, run the command again"
+            if DISK_FULL in str(exc)
+            else "run the command again (with a larger --store-memory if it ran out of memory)"
+        )
         raise StoreAbandoned(
-            f"{self.path}: a COMMIT failed ({str(exc).splitlines()[0]}); this writer stops without a "
-            "checkpoint. The store holds every batch committed before it: run the command again "
-            "(with a larger --store-memory if it ran out of memory) and it goes on from there."
+            f"{self.path}: {action} failed ({str(exc).splitlines()[0]}); this writer stops without a "
+            f"checkpoint. The store holds every batch committed before it: {remedy} and it goes on "
+            "from there."
         ) from exc
 
     def _within_memory(self, conn: duckdb.DuckDBPyConnection, run: Callable[[], _Result]) -> _Result:
@@ -450,7 +456,10 @@ class Store:
         if not (self._dirty or force) or (not force and started < self._next_replica):
             return
         self._derive_stale_spans()
-        self.conn.execute("CHECKPOINT")
+        try:
+            self.conn.execute("CHECKPOINT")
+        except duckdb.Error as exc:  # a full disk, say: DuckDB invalidates the instance
+            self._abandon(exc, "a CHECKPOINT")
         self._dirty = False
         self._copy = ReplicaCopy(self.conn, self.path, started)
         if force or not self.replica_interval:
