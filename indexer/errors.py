@@ -5,7 +5,8 @@
     │   ├── ObjectMissing             the object does not exist (any more)
     │   ├── ObjectTooLarge            stored size over the configured limit        (terminal)
     │   ├── NotRegularFile            a FIFO, socket or device named like a metadata file (terminal)
-    │   └── TransientReadError        network / throttling / partial write         (transient)
+    │   ├── TransientReadError        network / throttling / partial write         (transient)
+    │   └── SourceUnavailable         the object store answers no read of a batch  (transient)
     ├── QuarantineError             the bytes cannot be indexed at all                (terminal)
     │   ├── DecompressionBomb         decompressed size over the configured limit
     │   └── TruncatedGzip             the gzip stream ends early or is corrupt
@@ -60,6 +61,11 @@ class NotRegularFile(ReadError, Terminal):
 
 class TransientReadError(ReadError, Transient):
     """A network, throttling or permission hiccup; the read may succeed later."""
+
+
+class SourceUnavailable(ReadError, Transient):
+    """Every read of a batch failed and the store itself does not answer (down, throttling,
+    credentials refused): the batch waits, its offsets uncommitted, and nothing is quarantined."""
 
 
 class QuarantineError(ViewLineageError, Terminal):

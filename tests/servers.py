@@ -7,12 +7,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -208,3 +210,96 @@ def tansu_broker(work_dir: Path) -> Iterator[str]:
     finally:
         _stop(process, grace=1)  # SIGTERM does not exit while clients are connected
         log.close()
+
+
+class TcpProxy:
+    """A TCP forwarder on 127.0.0.1 to `target_port`, which a test can take down and bring back on
+    the same port (`down`: connections refused; `forward`) or turn into an S3 endpoint that answers
+    every request with an error (`answer(503, "SlowDown")`, `answer(403, "ExpiredToken")`)."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.port = free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self._error: tuple[int, str] | None = None
+        self._listener: socket.socket | None = None
+        self._open: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self.forward()
+
+    def forward(self) -> None:
+        self._error = None
+        self._listen()
+
+    def answer(self, status: int, code: str) -> None:
+        self._error = (status, code)
+        self._drop_connections()
+        self._listen()
+
+    def down(self) -> None:
+        if self._listener is not None:
+            with contextlib.suppress(OSError):  # wakes the accepting thread: close alone does not
+                self._listener.shutdown(socket.SHUT_RDWR)
+            self._listener.close()
+            self._listener = None
+        self._drop_connections()
+
+    close = down
+
+    def _drop_connections(self) -> None:
+        with self._lock:
+            for connection in self._open:
+                with contextlib.suppress(OSError):
+                    connection.shutdown(socket.SHUT_RDWR)
+                connection.close()
+            self._open.clear()
+
+    def _listen(self) -> None:
+        if self._listener is not None:
+            return
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return  # closed by `down`
+            with self._lock:
+                self._open.add(client)
+            if self._error is not None:
+                threading.Thread(target=self._refuse, args=(client, *self._error), daemon=True).start()
+                continue
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._open.add(upstream)
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+        for end in (source, sink):
+            with contextlib.suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+
+    @staticmethod
+    def _refuse(client: socket.socket, status: int, code: str) -> None:
+        body = f"<?xml version='1.0'?><Error><Code>{code}</Code><Message>{code}</Message></Error>".encode()
+        with contextlib.suppress(OSError):
+            while b"\r\n\r\n" not in (request := client.recv(65536)) and request:
+                pass
+            head = f"HTTP/1.1 {status} {code}\r\nContent-Type: application/xml\r\n"
+            head += f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            client.sendall(head.encode() + body)
+        client.close()

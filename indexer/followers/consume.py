@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from viewlineage.indexer.config import Settings, load_kafka_config
-from viewlineage.indexer.errors import ReadError, UsageError
+from viewlineage.indexer.errors import ReadError, SourceUnavailable, TransientReadError, UsageError
 from viewlineage.indexer.faults import Faults
 from viewlineage.indexer.followers.writer import StoreWriter
 from viewlineage.indexer.parse.locations import is_metadata_file_name, normalize_location
@@ -42,6 +42,8 @@ from viewlineage.sinks.readers import Readers
 from viewlineage.sinks.spool import Spool
 
 RECENT_LOCATIONS = 100_000
+OUTAGE_BACKOFF_LIMIT = 30.0
+"""Longest wait between tries of a batch while the object store does not answer (seconds)."""
 """How many indexed locations a process remembers to spot re-deliveries without the store."""
 
 
@@ -103,7 +105,7 @@ class EventIngest:
         while len(self._recent) > RECENT_LOCATIONS:
             self._recent.popitem(last=False)
 
-    def build(self, messages: list[Message]) -> BuiltBatch:
+    def build(self, messages: list[Message], store_was_down: bool = False) -> BuiltBatch:
         built = BuiltBatch(Batch())
         created: list[str] = []
         sizes: dict[str, int | None] = {}
@@ -139,7 +141,18 @@ class EventIngest:
         unique = list(dict.fromkeys(created))
         known = self._indexed(unique)
         todo = [(self.reader(url), ListedFile(url, sizes[url])) for url in unique if url not in known]
+        if todo and store_was_down and not todo[0][0].answers(todo[0][1].location):  # no reads to wait out
+            raise SourceUnavailable(todo[0][1].location, "the object store still does not answer")
         reads: list[FileRead | ReadFailure] = list(read_all(todo, self.settings, announced=True))
+        failed = [
+            r.error for r in reads if isinstance(r, ReadFailure) and isinstance(r.error, TransientReadError)
+        ]
+        if failed:  # an outage, or objects failing on their own: the store's answer tells which
+            reader, listed = todo[0]
+            if not reader.answers(listed.location):
+                raise SourceUnavailable(
+                    listed.location, f"the object store does not answer: {failed[0].message}"
+                )
         files = self.indexer.build_batch(reads, missing_is_quarantine=True)
         built.batch.indexed = files.indexed
         built.batch.lineage = files.lineage
@@ -197,6 +210,8 @@ class Consumer:
         self.merged: queue.SimpleQueue[_Unmerged] = queue.SimpleQueue()
         """Batches the store holds, their offsets not committed yet: the main thread commits them
         (the Kafka consumer is not thread-safe), without waiting for the merges in progress."""
+        self._outage_seconds = 0.0
+        """The last wait for an object store that did not answer (doubled while it goes on)."""
 
     def _consumer(self) -> Any:
         from kafka import KafkaConsumer
@@ -243,7 +258,12 @@ class Consumer:
                 polled = consumer.poll(timeout_ms=200, max_records=settings.batch_files)
                 messages = _messages(polled)
                 if messages:
-                    self._handle(messages, polled, ingest, spool, writer, consumer, producer)
+                    try:
+                        self._handle(messages, polled, ingest, spool, writer, consumer, producer)
+                    except SourceUnavailable as exc:
+                        self._wait_for_source(consumer, polled, exc)
+                        continue
+                    self.health.problem = None
                 else:
                     self._settle(consumer)
                     writer.merge()
@@ -265,6 +285,17 @@ class Consumer:
             writer.close()
             workers.close()
 
+    def _wait_for_source(self, consumer: Any, polled: dict[Any, list[Any]], error: SourceUnavailable) -> None:
+        """Keep the batch's place (its messages come again) and wait, longer each time in a row."""
+        for partition, records in polled.items():
+            consumer.seek(partition, min(record.offset for record in records))
+        self._outage_seconds = min(
+            OUTAGE_BACKOFF_LIMIT, self._outage_seconds * 2 if self.health.problem else 0.5
+        )
+        self.health.problem = f"source-unavailable: {error.message}"
+        self.health.log("source-unavailable", error=str(error), retry_seconds=self._outage_seconds)
+        self.stop.wait(self._outage_seconds)
+
     def _handle(
         self,
         messages: list[Message],
@@ -278,7 +309,7 @@ class Consumer:
         from kafka.structs import OffsetAndMetadata
 
         started = time.monotonic()
-        built = ingest.build(messages)
+        built = ingest.build(messages, store_was_down=self.health.problem is not None)
         self.faults.point("mid-batch")
         if producer is not None:
             # Dead letters must be delivered before the offsets move on: wait for each send.

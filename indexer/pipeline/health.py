@@ -84,6 +84,9 @@ class Health:
         self.totals: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._last_beat = time.monotonic()
+        self.problem: str | None = None
+        """What keeps the source from making progress though its loop runs (an object store that
+        does not answer): /healthz says it, with 503, until it clears."""
         self._server: WSGIServer | None = None
 
     def beat(self) -> None:
@@ -128,7 +131,7 @@ class Health:
             print(line, file=self.stream, flush=True)
 
     def healthy(self) -> bool:
-        return time.monotonic() - self._last_beat < STALL_SECONDS
+        return self.problem is None and time.monotonic() - self._last_beat < STALL_SECONDS
 
     def serve(self, port: int, host: str = "127.0.0.1", other: WsgiApp | None = None) -> int:
         """Serve /healthz and /metrics, and every other path with `other` (the query API), from a
@@ -141,7 +144,8 @@ class Health:
                 return metrics(environ, start_response)  # type: ignore[no-any-return]
             if path == "/healthz":
                 ok = self.healthy()
-                body = json.dumps({"status": "ok" if ok else "stalled", "source": self.source}).encode()
+                status = "ok" if ok else self.problem or "stalled"
+                body = json.dumps({"status": status, "source": self.source}).encode()
                 start_response(
                     "200 OK" if ok else "503 Service Unavailable", [("Content-Type", "application/json")]
                 )

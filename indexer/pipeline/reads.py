@@ -59,21 +59,23 @@ def read_with_retries(
 ) -> FileRead | ReadFailure:
     """Bounded retries for transient errors; terminal ones fail at once. An `announced` object (an
     event said it was created) that is missing is retried too: SeaweedFS publishes its notification
-    before the PUT has finished, so the first GET can come too early; it gets a few seconds."""
-    attempts = max(attempts, ANNOUNCED_ATTEMPTS) if announced else attempts
-    for attempt in range(attempts):
+    before the PUT has finished, so the first GET can come too early; it gets a few seconds. Its
+    other transient errors are not retried here: the client retried already, and `consume` waits
+    out a store that does not answer (a read per attempt took ~5 s against a store that was down)."""
+    total = max(attempts, ANNOUNCED_ATTEMPTS) if announced else attempts
+    attempts = 1 if announced else attempts
+    for attempt in range(total):
         try:
             return read()
         except ObjectMissing as exc:
-            if not announced or attempt == attempts - 1:
+            if not announced or attempt == total - 1:
                 return ReadFailure(location, exc)
-            time.sleep(0.1 * 2**attempt)
         except (ObjectTooLarge, NotRegularFile) as exc:
             return ReadFailure(location, exc)
         except ReadError as exc:
-            if attempt == attempts - 1:
+            if attempt >= attempts - 1:
                 return ReadFailure(location, exc)
-            time.sleep(0.1 * 2**attempt)
+        time.sleep(0.1 * 2**attempt)
     raise AssertionError("unreachable")
 
 

@@ -100,6 +100,11 @@ class Reader(Protocol):
         """One level of a directory: its sub-directories, and the metadata files directly in it."""
         ...
 
+    def answers(self, location: str) -> bool:
+        """Whether the store holding `location` answers at all (its bucket, or its directory):
+        when no read succeeds, it tells an outage from objects that fail on their own."""
+        ...
+
 
 @contextlib.contextmanager
 def mapped_errors(location: str) -> Iterator[None]:
@@ -176,6 +181,9 @@ class LocalReader:
         ]
         return directories, files
 
+    def answers(self, location: str) -> bool:
+        return os.path.isdir(os.path.dirname(local_path(location)))
+
     def read(self, location: str, max_bytes: int, listed: ListedFile | None = None) -> FileRead:
         with mapped_errors(location):
             # Non-blocking: opening a FIFO for reading would otherwise wait for a writer, forever.
@@ -236,6 +244,15 @@ class FsspecReader:
             if info.get("type") != "directory" and is_metadata_file_name(str(info["name"]).rsplit("/", 1)[-1])
         ]
         return directories, files
+
+    def answers(self, location: str) -> bool:
+        bucket = location.split("://", 1)[-1].split("/", 1)[0]
+        try:
+            self.fs.invalidate_cache()
+            self.fs.info(bucket)
+        except Exception:  # unreachable, throttled, or refused: any error says the store is not answering
+            return False
+        return True
 
     def read(self, location: str, max_bytes: int, listed: ListedFile | None = None) -> FileRead:
         if self.protocol == "s3":

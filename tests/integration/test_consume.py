@@ -36,7 +36,7 @@ from .. import test_fuzz as fuzz
 from ..conftest import CONFORMANCE, settings_for
 from ..data.restore_mtimes import SAMPLE
 from ..realwriter.scenario_checks import load_steps
-from ..servers import SECRET_KEY, SeaweedS3, seaweed_s3, tansu_broker
+from ..servers import SECRET_KEY, SeaweedS3, TcpProxy, seaweed_s3, tansu_broker
 from ..stores import OBJECT_TIMES, Snapshot, snapshot
 from .consume_process import Consume
 from .events import FORMATS, TEST_EVENT, notification
@@ -609,3 +609,55 @@ def test_consume_follows_through_mutated_objects(broker: str, plain_s3: SeaweedS
             assert indexed.fetchall() == [(1,)]
 
     follows()
+
+
+def test_an_object_store_outage_is_waited_out_with_nothing_lost(
+    broker: str, plain_s3: SeaweedS3, tmp_path: Path
+) -> None:
+    """The S3 endpoint down, throttling (503 SlowDown) or refusing credentials (403 ExpiredToken):
+    `consume` used to quarantine every announced object as unreadable and commit past it. Now it
+    keeps the batch's place, says so in its log and /healthz, and indexes everything once the
+    store answers again."""
+    proxy = TcpProxy(int(plain_s3.endpoint.rsplit(":", 1)[1]))
+    through_proxy = SeaweedS3(proxy.endpoint, plain_s3.data_dir)
+    client = plain_s3.client()
+    valid = (CONFORMANCE / "iceberg-spec" / "view-spec__appendixA__00001-metadata.json").read_bytes()
+    run = consume(tmp_path, "outage", broker, "outage", through_proxy)
+    try:
+        deadline = time.monotonic() + 60
+        while not any(record["event"] == "consuming" for record in run.records()):
+            assert run.process.poll() is None and time.monotonic() < deadline, run.log.read_text()[-3000:]
+            time.sleep(0.1)
+        for round_, outage in enumerate(
+            [proxy.down, lambda: proxy.answer(503, "SlowDown"), lambda: proxy.answer(403, "ExpiredToken")]
+        ):
+            outage()
+            keys = [f"{PREFIX}/outage/v{round_}{n}/metadata/00001-{UUID}.metadata.json" for n in range(3)]
+            for key in keys:
+                client.put_object(Bucket=BUCKET, Key=key, Body=valid)
+            produce(
+                broker,
+                "outage",
+                [
+                    Sent(key.encode(), notification("aws", True, BUCKET, key, STEPS[39], len(valid)))
+                    for key in keys
+                ],
+            )
+            deadline = time.monotonic() + 150  # the reads' own retries come first
+            while not str(run.health()[1]["status"]).startswith("source-unavailable"):
+                assert time.monotonic() < deadline, run.log.read_text()[-3000:]
+                time.sleep(0.1)
+            code, body = run.health()
+            assert (code, body["status"].split(":")[0]) == (503, "source-unavailable")
+            assert run.messages() == 3 * round_  # the batch waits, uncommitted
+            proxy.forward()
+            run.wait_for_messages(3 * (round_ + 1))
+            assert run.health() == (200, {"status": "ok", "source": "consume"})
+        assert run.outcomes() == Counter({"indexed": 9})
+        assert [r["event"] for r in run.records()].count("source-unavailable") >= 3
+    finally:
+        run.stop()
+        proxy.close()
+    with duckdb.connect(str(run.db), read_only=True) as conn:
+        assert conn.execute("SELECT count(*) FROM files").fetchall() == [(9,)]
+        assert conn.execute("SELECT count(*) FROM quarantine").fetchall() == [(0,)]
