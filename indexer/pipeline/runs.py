@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 import warnings
 from collections import Counter, deque
@@ -44,16 +45,15 @@ def with_roots(config: ParseConfig, roots: Iterable[str]) -> ParseConfig:
 def writable_store(settings: Settings, *, deferred_spans: bool = False) -> Store:
     """The store, opened for writing. One that an interrupted `reindex` left mid-rebuild is rebuilt
     first (with these settings): no writer adds to, or skips files because of, half-derived rows."""
+    opened = functools.partial(
+        Store, settings.db, settings.replica_interval, settings.store_memory, deferred_spans=deferred_spans
+    )
     try:
-        return Store(
-            settings.db, settings.replica_interval, settings.store_memory, deferred_spans=deferred_spans
-        )
+        return opened()
     except RebuildPending as exc:
         warnings.warn(f"{exc}. Completing the rebuild now.", StoreWarning, stacklevel=2)
         reindex(settings)
-        return Store(
-            settings.db, settings.replica_interval, settings.store_memory, deferred_spans=deferred_spans
-        )
+        return opened()
 
 
 def index_locations(
