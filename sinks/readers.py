@@ -128,7 +128,7 @@ def open_reader(path: str | os.PathLike[str], retry_seconds: float = 2.0) -> duc
         try:
             return _read_only(path, path)
         except RebuildPending as exc:
-            return _replica_before_rebuild(path, exc)
+            return _replica_meanwhile(path, exc)
         except duckdb.IOException as exc:
             with contextlib.suppress(duckdb.IOException, OSError):
                 return _open_replica(path)
@@ -137,16 +137,16 @@ def open_reader(path: str | os.PathLike[str], retry_seconds: float = 2.0) -> duc
             time.sleep(0.05)
 
 
-def _replica_before_rebuild(path: Path, pending: RebuildPending) -> duckdb.DuckDBPyConnection:
-    """The replica published before an interrupted rebuild began, with a warning that says so."""
+def _replica_meanwhile(path: Path, pending: RebuildPending) -> duckdb.DuckDBPyConnection:
+    """The last replica, while the store's derived rows are incomplete (a killed `reindex`, or a
+    writer that stopped before deriving its views' spans), with a warning that says so."""
     try:
         replica = _open_replica(path)
-    except OSError:
+    except (OSError, StoreError):
         raise StoreError(f"{pending}; it has no replica to answer from meanwhile") from None
     published = datetime.fromtimestamp(replica_path(path).resolve().stat().st_mtime, UTC)
     warnings.warn(
-        f"store {path} is mid-rebuild ({REBUILD_INTERRUPTED}); answering from its replica of "
-        f"{published:%Y-%m-%dT%H:%M:%SZ}, from before the rebuild",
+        f"{pending}. Answering from its replica of {published:%Y-%m-%dT%H:%M:%SZ}, from before.",
         StoreWarning,
         stacklevel=3,
     )
@@ -175,7 +175,7 @@ def _current(path: Path, conn: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConn
         if not (stale and stale[0]):
             return conn
         conn.close()
-        raise StoreError(
+        raise RebuildPending(
             f"store {path}: its last writer stopped before deriving the point-in-time indexes of "
             f"{stale[0]} views; a writer (`viewlineage index`, `watch`, `consume` or `reindex`) "
             "derives them when it opens the store"

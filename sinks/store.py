@@ -423,21 +423,19 @@ class Store:
     def clear_derived(self) -> None:
         """Begin a rebuild: the derived rows go, and the store is marked mid-rebuild until
         `reindexed` (migration 0015) in the same transaction. No replica is published meanwhile."""
-        self.conn.execute("BEGIN TRANSACTION")
-        for name in (*spans.TABLES, *reversed(DERIVED_TABLES)):
-            self.conn.execute(f"DELETE FROM {name}")
-        self.conn.execute("DELETE FROM _rebuild_started")
-        self.conn.execute("INSERT INTO _rebuild_started VALUES (epoch_ms(now()))")
-        self.conn.execute("COMMIT")
+        with self._transaction():
+            for name in (*spans.TABLES, *reversed(DERIVED_TABLES)):
+                self.conn.execute(f"DELETE FROM {name}")
+            self.conn.execute("DELETE FROM _rebuild_started")
+            self.conn.execute("INSERT INTO _rebuild_started VALUES (epoch_ms(now()))")
         self._rebuilding = True
 
     def reindexed(self) -> None:
         """Every derived row was re-derived from the stored documents: the rebuild is complete and
         no migration awaits one."""
-        self.conn.execute("BEGIN TRANSACTION")
-        self.conn.execute("DELETE FROM _reindex_needed")
-        self.conn.execute("DELETE FROM _rebuild_started")
-        self.conn.execute("COMMIT")
+        with self._transaction():
+            self.conn.execute("DELETE FROM _reindex_needed")
+            self.conn.execute("DELETE FROM _rebuild_started")
         self._rebuilding = False
 
     def publish_replica(self, force: bool = False) -> None:

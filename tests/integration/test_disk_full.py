@@ -4,6 +4,7 @@ same command completes the store. The disk is a small tmpfs mounted by the test 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -79,3 +80,27 @@ def test_a_spool_segment_on_a_full_disk_is_a_store_error_and_leaves_nothing(smal
         spool.put({"removals": rows})
     assert spool.pending() == []
     assert [path.name for path in spool.path.iterdir()] == []
+
+
+def test_reindex_on_a_full_disk_says_so_in_one_line_and_a_rerun_completes(
+    small_disk: Path, tmp_path: Path
+) -> None:
+    """`reindex` whose first COMMIT found the disk full ended with a traceback."""
+    root = tmp_path / "warehouse"
+    generate(root, views=20, commits=10, seed=5)
+    clean = tmp_path / "clean.duckdb"
+    assert _index(clean, root).returncode == 0
+    db = small_disk / "store.duckdb"
+    shutil.copy(clean, db)
+    filler = small_disk / "filler"
+    subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=1M"], capture_output=True, check=False)
+    command = [sys.executable, "-m", "viewlineage.queries.cli", "--db", str(db), "reindex"]
+    full = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert full.returncode == 1
+    (line,) = full.stderr.splitlines()
+    assert line.startswith(f"error: {db}: ") and "No space left on device" in line
+    filler.unlink()
+    subprocess.run(["mount", "-o", "remount,size=400m", "tmpfs", str(small_disk)], check=True)
+    resumed = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert snapshot(db) == snapshot(clean)
