@@ -28,10 +28,12 @@ from typing import NamedTuple, TypeVar
 from watchdog.events import (
     DirCreatedEvent,
     DirDeletedEvent,
+    DirModifiedEvent,
     DirMovedEvent,
     FileClosedEvent,
     FileCreatedEvent,
     FileDeletedEvent,
+    FileModifiedEvent,
     FileMovedEvent,
     FileSystemEventHandler,
 )
@@ -78,8 +80,20 @@ class _Handler(FileSystemEventHandler):
 
     def _removed(self, path: str | bytes) -> None:
         text = normalize_location(os.fsdecode(path))
-        if is_metadata_file_name(os.path.basename(text)):
+        if not is_metadata_file_name(os.path.basename(text)):
+            return
+        try:
+            os.lstat(os.fsdecode(path))
+        except FileNotFoundError:
             self.removals.put(Removal(text, int(time.time() * 1000), "watch"))
+        except OSError:
+            pass  # out of sight, not gone: a directory above it became unreadable (polling reports that)
+
+    def on_modified(self, event: DirModifiedEvent | FileModifiedEvent) -> None:
+        # Only polling sends these (inotify's are filtered out): a file it saw half-written is read
+        # again when it changes, as inotify's close would have it read.
+        if not event.is_directory:
+            self._offer(event.src_path)
 
     def on_closed(self, event: FileClosedEvent) -> None:
         self._offer(event.src_path)
@@ -146,18 +160,20 @@ def watch_directory(
         health.log("warning", root=root, message=f"{eventless}: consider --poll-seconds")
     polling = settings.poll_seconds
     observer = Observer() if polling is None else PollingObserver(timeout=polling)
+    events = [
+        FileClosedEvent,
+        FileMovedEvent,
+        FileCreatedEvent,
+        FileDeletedEvent,
+        DirMovedEvent,
+        DirCreatedEvent,
+    ]
+    events += [] if polling is None else [FileModifiedEvent]  # inotify closes instead
     observer.schedule(
         _Handler(paths, removals),
         root,
         recursive=True,
-        event_filter=[
-            FileClosedEvent,
-            FileMovedEvent,
-            FileCreatedEvent,
-            FileDeletedEvent,
-            DirMovedEvent,
-            DirCreatedEvent,
-        ],
+        event_filter=events,
     )
     try:
         observer.start()

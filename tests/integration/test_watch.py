@@ -6,6 +6,7 @@ import errno
 import gzip
 import json
 import os
+import queue
 import shutil
 import signal
 import subprocess
@@ -14,6 +15,7 @@ import time
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -300,3 +302,46 @@ def test_mounts_that_send_no_inotify_events_are_recognised() -> None:
         for path in ("/mnt/nfs/w", "/mnt/a b/w", "/mnt/nfsx", "/w")
     ]
     assert found == ["nfs4", "fuse.sshfs", None, None]
+
+
+def test_a_file_out_of_sight_is_not_taken_for_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Polling reports the files of a directory that became unreadable as deleted: they were
+    recorded as removed, and their views as dropped. A deletion is recorded only for a file gone."""
+    removals: queue.Queue[Any] = queue.Queue()
+    handler = watch_module._Handler(queue.Queue(), removals)
+    gone = tmp_path / "db" / "v" / "metadata" / f"00001-{VALID_UUID}.metadata.json"
+    hidden = tmp_path / "db" / "w" / "metadata" / f"00001-{VALID_UUID}.metadata.json"
+    hidden.parent.mkdir(parents=True)
+    hidden.write_bytes(VALID)
+    lstat = os.lstat
+
+    def unreadable_parent(path: Any) -> Any:
+        if str(path) == str(hidden):
+            raise PermissionError(13, "Permission denied", str(path))
+        return lstat(path)
+
+    monkeypatch.setattr(os, "lstat", unreadable_parent)
+    handler._removed(str(gone))
+    handler._removed(str(hidden))
+    assert [removal.location for removal in removals.queue] == [str(gone)]
+
+
+def test_polling_reads_a_file_again_once_it_is_complete(tmp_path: Path) -> None:
+    """Polling sends no close: a file seen half-written stayed quarantined (`not-json`)."""
+    root = tmp_path / "warehouse"
+    root.mkdir()
+    watch = Watch(root, tmp_path / "store.duckdb", "--poll-seconds", "0.3")
+    try:
+        path = root / "db" / "slow" / "metadata" / f"00001-{VALID_UUID}.metadata.json"
+        path.parent.mkdir(parents=True)
+        with path.open("wb") as handle:
+            handle.write(VALID[:100])
+            handle.flush()
+            watch.wait_until("SELECT count(*) FROM quarantine", 1, timeout=30)  # stable, so quarantined
+            handle.write(VALID[100:])
+        watch.wait_until("SELECT count(*) FROM files", 1, timeout=30)
+        assert watch.count("SELECT count(*) FROM quarantine") == 0
+    finally:
+        watch.stop()
