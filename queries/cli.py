@@ -41,6 +41,7 @@ _INDEXING = (
     "catalog_alias",
     "max_file_bytes",
     "max_decompressed_bytes",
+    "max_sql_length",
     "read_workers",
     "workers",
     "batch_files",

@@ -6,13 +6,17 @@ import gzip
 import io
 import json
 import os
+import shutil
+import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
+from click.testing import CliRunner
 
 from viewlineage.indexer.errors import DecompressionBomb, ObjectTooLarge, QuarantineError, TruncatedGzip
 from viewlineage.indexer.parse.config import ParseConfig
@@ -21,9 +25,11 @@ from viewlineage.indexer.pipeline.health import Health
 from viewlineage.indexer.pipeline.indexer import Indexer
 from viewlineage.indexer.pipeline.runs import gap_batch, index_locations
 from viewlineage.indexer.sources.read import LocalReader
+from viewlineage.queries.cli import cli
 from viewlineage.sinks.store import Store
 
 from .conftest import CONFORMANCE, settings_for
+from .metadata_files import Table
 
 VALID = (CONFORMANCE / "iceberg-spec" / "view-spec__appendixA__00002-metadata.json").read_bytes()
 
@@ -309,3 +315,54 @@ def test_gzip_members_past_the_limit_are_quarantined() -> None:
     with pytest.raises(QuarantineError) as many:
         decompress(gzip.compress(b"") * 1_001 + gzip.compress(VALID), 1 << 20)
     assert many.value.reason == "too-many-gzip-members"
+
+
+def test_a_socket_named_like_a_metadata_file_is_not_a_regular_file() -> None:
+    """Opening a socket fails with ENXIO: it was `unreadable`; like a FIFO it is no regular file."""
+    tmp_path = Path(tempfile.mkdtemp(dir="/tmp"))  # a socket's path has at most 107 bytes
+    directory = tmp_path / "warehouse" / "db" / "v" / "metadata"
+    directory.mkdir(parents=True)
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(directory / "00001-v.metadata.json"))
+    try:
+        db = tmp_path / "store.duckdb"
+        assert index_locations([str(tmp_path / "warehouse")], settings_for(db)).quarantined == 1
+        with duckdb.connect(str(db), read_only=True) as conn:
+            assert conn.execute("SELECT reason FROM quarantine").fetchall() == [("not-a-regular-file",)]
+    finally:
+        sock.close()
+        shutil.rmtree(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("digits", "outcome"), [(400, "invalid-field:current-version-id"), (5_000, "not-json")]
+)
+def test_integers_past_a_double_are_a_finding_until_json_parsing_refuses_them(
+    digits: int, outcome: str
+) -> None:
+    """orjson refuses a number no double holds (`number is infinity`): the file was `not-json`. The
+    standard library reads such integers (up to 4,300 digits), so the field is a finding."""
+    text = VALID.decode().replace('"current-version-id" : 2', f'"current-version-id" : {"9" * digits}', 1)
+    assert text != VALID.decode()
+    try:
+        parsed = parse_metadata(text.encode(), "/w/db/v/metadata/00001-x.metadata.json", ParseConfig())
+    except QuarantineError as exc:
+        assert exc.reason == outcome
+    else:
+        assert outcome in [finding.code for finding in parsed.findings]
+
+
+def test_snapshot_ids_of_thousands_of_digits_are_findings(tmp_path: Path) -> None:
+    """`int()` refuses 4,300 digits: a Trino snapshot id that long quarantined its table (internal-error)."""
+    table = Table(tmp_path / "warehouse", "db", "mv", "44444444-4444-4444-8444-444444444444")
+    written = table.commit(1_000, snapshot_id=7, dependsOnTables="db.t=" + "9" * 5_000)
+    db = tmp_path / "store.duckdb"
+    stats = index_locations([str(tmp_path / "warehouse")], settings_for(db))
+    assert (stats.indexed, stats.quarantined, stats.findings["invalid-trino-dependency"]) == (1, 0, 1)
+    assert written.exists()
+
+
+def test_max_sql_length_is_an_option_of_the_indexing_commands(tmp_path: Path) -> None:
+    for command in ("index", "watch", "reindex", "consume", "backfill"):
+        shown = CliRunner().invoke(cli, [command, "--help"])
+        assert "--max-sql-length INTEGER" in shown.output, command

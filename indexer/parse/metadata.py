@@ -8,6 +8,7 @@ indexed at all raises `QuarantineError` with a stable reason.
 
 from __future__ import annotations
 
+import json
 import zlib
 from collections.abc import Container
 from dataclasses import dataclass, field
@@ -189,7 +190,7 @@ def parse_metadata(
     try:
         loaded = orjson.loads(document)
     except orjson.JSONDecodeError as exc:
-        raise QuarantineError(f"not JSON: {exc}", reason="not-json") from exc
+        loaded = _with_wide_integers(document, exc)
     if not isinstance(loaded, dict):
         raise QuarantineError(f"JSON {type(loaded).__name__} is not an object", reason="not-object")
     findings: list[Finding] = []
@@ -223,6 +224,18 @@ def parse_metadata(
         raise QuarantineError("view metadata with neither view-uuid nor location", reason="no-identity")
     view, view_findings = _parse_view(loaded, location, config, known)
     return ParsedFile(**{**_fields(base), "view": view, "findings": tuple(findings + view_findings)})
+
+
+def _with_wide_integers(document: bytes, error: orjson.JSONDecodeError) -> Any:
+    """A document orjson refused for a number no double holds, read by the standard library, which
+    keeps integers whole (up to 4,300 digits): the field holding one becomes a finding, not the
+    file a quarantine."""
+    if "number is infinity" not in str(error):
+        raise QuarantineError(f"not JSON: {error}", reason="not-json") from error
+    try:
+        return json.loads(document)
+    except (ValueError, RecursionError) as exc:
+        raise QuarantineError(f"not JSON: {exc}", reason="not-json") from exc
 
 
 def _fields(parsed: ParsedFile) -> dict[str, Any]:

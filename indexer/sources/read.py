@@ -186,8 +186,11 @@ class LocalReader:
 
     def read(self, location: str, max_bytes: int, listed: ListedFile | None = None) -> FileRead:
         with mapped_errors(location):
-            # Non-blocking: opening a FIFO for reading would otherwise wait for a writer, forever.
-            descriptor = os.open(local_path(location), os.O_RDONLY | os.O_NONBLOCK)
+            path = local_path(location)
+            if not stat.S_ISREG(mode := os.stat(path).st_mode):  # a socket cannot even be opened
+                raise NotRegularFile(location, f"not a regular file (mode {stat.filemode(mode)})")
+            # Non-blocking: a FIFO put in its place since would otherwise wait for a writer, forever.
+            descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
             with os.fdopen(descriptor, "rb") as handle:
                 info = os.fstat(handle.fileno())
                 if not stat.S_ISREG(info.st_mode):

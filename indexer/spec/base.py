@@ -35,8 +35,10 @@ def long_from_text(text: str) -> int | None:
 
     >>> long_from_text("-42"), long_from_text("9223372036854775808"), long_from_text("\u00b2")
     (-42, None, None)
+    >>> long_from_text("9" * 5_000) is None
+    True
     """
-    if _DECIMAL.fullmatch(text) is None:
+    if _DECIMAL.fullmatch(text) is None or len(text.lstrip("-")) > 19:  # int() refuses 4,300 digits
         return None
     value = int(text)
     return value if LONG_RANGE[0] <= value <= LONG_RANGE[1] else None
