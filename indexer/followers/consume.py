@@ -42,9 +42,9 @@ from viewlineage.sinks.readers import Readers
 from viewlineage.sinks.spool import Spool
 
 RECENT_LOCATIONS = 100_000
+"""How many indexed locations a process remembers to spot re-deliveries without the store."""
 OUTAGE_BACKOFF_LIMIT = 30.0
 """Longest wait between tries of a batch while the object store does not answer (seconds)."""
-"""How many indexed locations a process remembers to spot re-deliveries without the store."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,18 +141,14 @@ class EventIngest:
         unique = list(dict.fromkeys(created))
         known = self._indexed(unique)
         todo = [(self.reader(url), ListedFile(url, sizes[url])) for url in unique if url not in known]
-        if todo and store_was_down and not todo[0][0].answers(todo[0][1].location):  # no reads to wait out
-            raise SourceUnavailable(todo[0][1].location, "the object store still does not answer")
+        if todo and store_was_down:  # no reads to wait out while it stays down
+            _unless_answering(todo[0], "the object store still does not answer")
         reads: list[FileRead | ReadFailure] = list(read_all(todo, self.settings, announced=True))
         failed = [
             r.error for r in reads if isinstance(r, ReadFailure) and isinstance(r.error, TransientReadError)
         ]
         if failed:  # an outage, or objects failing on their own: the store's answer tells which
-            reader, listed = todo[0]
-            if not reader.answers(listed.location):
-                raise SourceUnavailable(
-                    listed.location, f"the object store does not answer: {failed[0].message}"
-                )
+            _unless_answering(todo[0], f"the object store does not answer: {failed[0].message}")
         files = self.indexer.build_batch(reads, missing_is_quarantine=True)
         built.batch.indexed = files.indexed
         built.batch.lineage = files.lineage
@@ -167,6 +163,13 @@ class EventIngest:
                 known.add(url)
         self._remember(item.parsed.location for item in files.indexed)
         return built
+
+
+def _unless_answering(entry: tuple[Reader, ListedFile], message: str) -> None:
+    """Raise `SourceUnavailable` unless the object store holding `entry` answers."""
+    reader, listed = entry
+    if not reader.answers(listed.location):
+        raise SourceUnavailable(listed.location, message)
 
 
 def _messages(polled: dict[Any, list[Any]]) -> list[Message]:

@@ -169,7 +169,9 @@ def reindex(settings: Settings) -> IndexStats:
         faults = Faults.from_environ()  # crash-safety tests stop the rebuild after a batch
         with worker_pool(settings, config) as pool:
             indexer = Indexer(store, config, pool)
-            indexer.ingest(reads, settings.batch_files, lambda files: faults.point("reindex-batch"), False)
+            indexer.ingest(
+                reads, settings.batch_files, lambda files: faults.point("reindex-batch"), include_source=False
+            )
         store.reindexed()
         indexer.stats.listed = indexer.stats.indexed
         return indexer.stats
