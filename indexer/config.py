@@ -64,6 +64,14 @@ class Settings(BaseModel):
         "files too); 0: one per core, 1: all in the main process.",
     )
     batch_files: int = Field(500, alias="batch-files", gt=0, description="Files per store transaction.")
+    batch_bytes: int = Field(
+        64 * MiB,
+        alias="batch-bytes",
+        gt=0,
+        description="Decompressed bytes per store transaction (bulk indexing): a batch closes once "
+        "its documents reach it, and a larger document is a transaction of its own. Reads run "
+        "ahead by as many listed bytes.",
+    )
     store_memory: str | None = Field(
         None,
         alias="store-memory",

@@ -45,6 +45,7 @@ _INDEXING = (
     "read_workers",
     "workers",
     "batch_files",
+    "batch_bytes",
     "store_memory",
     "replica_interval",
     "s3_endpoint",
@@ -170,8 +171,8 @@ def index(
     """Index every metadata file under LOCATIONS (paths or s3:// URLs)."""
     from viewlineage.indexer.pipeline.runs import index_locations
 
-    indexing_process()
     settings = settings_from(context, **flags)
+    indexing_process(settings)
     show_bar = sys.stderr.isatty() if progress is None else progress
     bar: Any = None
 
@@ -198,8 +199,8 @@ def watch(context: click.Context, /, root: str, **flags: Any) -> None:
     """Index ROOT, then follow it: every metadata file closed or moved into it is indexed."""
     from viewlineage.indexer.followers.watch import watch_directory
 
-    indexing_process()
     settings = settings_from(context, **flags)
+    indexing_process(settings)
     with _following("watch", settings) as (health, stop, readers):
         watch_directory(root, settings, health, stop, readers=readers)
 
@@ -215,8 +216,8 @@ def consume(context: click.Context, /, **flags: Any) -> None:
     from viewlineage.indexer.faults import Faults
     from viewlineage.indexer.followers.consume import Consumer
 
-    indexing_process()
     settings = settings_from(context, **flags)
+    indexing_process(settings)
     with _following("consume", settings) as (health, stop, readers):
         Consumer(settings, health, Faults.from_environ(), stop, readers).run()
 
@@ -360,8 +361,9 @@ def reindex_command(context: click.Context, /, fmt: str, **flags: Any) -> None:
     """Rebuild every derived row from the raw documents in the store."""
     from viewlineage.indexer.pipeline.runs import reindex
 
-    indexing_process()
-    _print_summary(reindex(settings_from(context, **flags)), fmt)
+    settings = settings_from(context, **flags)
+    indexing_process(settings)
+    _print_summary(reindex(settings), fmt)
 
 
 def _reader(context: click.Context) -> Any:
@@ -619,13 +621,19 @@ def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
     return bool(mallopt(M_ARENA_MAX, arenas))
 
 
-def indexing_process() -> None:
+def indexing_process(settings: Settings | None = None) -> None:
     """What a process that indexes sets up first, before it starts a thread (`index`, `reindex`,
     the followers, the benchmarks that time them): two malloc arenas, the system allocator, and
-    pandas refused. Forked workers inherit all three."""
+    pandas refused. Forked workers inherit all three. A warning when `settings` let it hold more
+    memory than the machine has."""
     limit_malloc_arenas()
     _system_allocator()
     _without_pandas()
+    if settings is not None:
+        from viewlineage.indexer.pipeline.memory import machine_memory, over_machine
+
+        if warning := over_machine(settings, machine_memory()):
+            click.echo(f"warning: {warning}", err=True)
 
 
 def main() -> None:

@@ -51,6 +51,7 @@ from viewlineage.indexer.spec.view import (
 )
 
 GZIP_MAGIC = b"\x1f\x8b"
+INFLATE_PIECE = 1 << 20
 GZIP_MEMBERS_LIMIT = 1_000
 """Concatenated gzip members one file may hold: writers write one; 200,000 empty ones took 10 s."""
 _VIEW_KEYS = frozenset({"view-uuid", "versions", "version-log", "current-version-id"})
@@ -66,7 +67,8 @@ class ParsedRepresentation:
     """Canonical sqlglot dialect, None when unknown or not a SQL representation."""
     sql: str | None
     document: str
-    """The representation as JSON, for types this indexer does not know."""
+    """The representation as JSON, for types this indexer does not know; without its SQL text when
+    `sql` holds it, so that a large text is kept once."""
     analysable: bool = True
     """False when the SQL is longer than `max_sql_length`: stored, its lineage not analysed."""
 
@@ -130,8 +132,9 @@ class ParsedFile:
     location: str
     content_hash: str
     """Digest of the decompressed document: equal hashes mean equal files."""
-    document: bytes
-    """The decompressed JSON, stored so `reindex` can re-derive every row."""
+    document_bytes: int
+    """Size of the decompressed JSON. The document itself is not kept: the store keeps the file's
+    bytes as read (gzip-compressed), and one more copy of a large document is what bounds memory."""
     gzip: bool
     sequence_number: int | None
     view: ParsedView | None = None
@@ -143,35 +146,42 @@ class ParsedFile:
         return "view" if self.view is not None else "table"
 
 
-def decompress(raw: bytes, max_bytes: int) -> tuple[bytes, bool]:
+def decompress(raw: bytes, max_bytes: int) -> tuple[bytes | bytearray, bool]:
     """Gunzip `raw` if it starts with the gzip magic, never producing more than `max_bytes`.
-    Returns (document, was_gzip)."""
+    Returns (document, was_gzip).
+
+    The output grows in place, a piece at a time: zlib's own output buffer joins its blocks at
+    the end, which holds a large document twice."""
     if not raw.startswith(GZIP_MAGIC):
         if len(raw) > max_bytes:
             raise DecompressionBomb(f"document of {len(raw)} bytes is over the {max_bytes}-byte limit")
         return raw, False
-    chunks: list[bytes] = []
-    produced = 0
+    document = bytearray()
+    members = 0
     data = raw
     while data:
-        if len(chunks) == GZIP_MEMBERS_LIMIT:
+        if members == GZIP_MEMBERS_LIMIT:
             raise QuarantineError(
                 f"more than {GZIP_MEMBERS_LIMIT} concatenated gzip members", reason="too-many-gzip-members"
             )
+        members += 1
         inflater = zlib.decompressobj(wbits=31)
-        try:
-            chunk = inflater.decompress(data, max_bytes - produced + 1)
-        except zlib.error as exc:
-            raise TruncatedGzip(f"corrupt gzip stream: {exc}") from exc
-        produced += len(chunk)
-        chunks.append(chunk)
-        if produced > max_bytes:
-            raise DecompressionBomb(f"gzip stream inflates past the {max_bytes}-byte limit")
+        while not inflater.eof:
+            try:
+                piece = inflater.decompress(data, min(INFLATE_PIECE, max_bytes - len(document) + 1))
+            except zlib.error as exc:
+                raise TruncatedGzip(f"corrupt gzip stream: {exc}") from exc
+            document += piece
+            if len(document) > max_bytes:
+                raise DecompressionBomb(f"gzip stream inflates past the {max_bytes}-byte limit")
+            data = inflater.unconsumed_tail
+            if not piece and not data:  # input used up, and no more output pending
+                break
         if not inflater.eof:
-            raise TruncatedGzip(f"gzip stream ends early after {produced} decompressed bytes")
+            raise TruncatedGzip(f"gzip stream ends early after {len(document)} decompressed bytes")
         # Concatenated gzip members are one stream (RFC 1952 2.2); trailing zeros are padding.
         data = inflater.unused_data if inflater.unused_data.startswith(GZIP_MAGIC) else b""
-    return b"".join(chunks), True
+    return document, True
 
 
 def parse_metadata(
@@ -191,6 +201,8 @@ def parse_metadata(
         loaded = orjson.loads(document)
     except orjson.JSONDecodeError as exc:
         loaded = _with_wide_integers(document, exc)
+    document_hash, document_bytes = digest(document), len(document)
+    del document  # before its values are hashed and copied: one large document is not held twice
     if not isinstance(loaded, dict):
         raise QuarantineError(f"JSON {type(loaded).__name__} is not an object", reason="not-object")
     findings: list[Finding] = []
@@ -206,8 +218,8 @@ def parse_metadata(
         loaded = loaded["metadata"]
     base = ParsedFile(
         location=location,
-        content_hash=digest(document),
-        document=document,
+        content_hash=document_hash,
+        document_bytes=document_bytes,
         gzip=was_gzip,
         sequence_number=sequence_number(location),
     )
@@ -226,7 +238,7 @@ def parse_metadata(
     return ParsedFile(**{**_fields(base), "view": view, "findings": tuple(findings + view_findings)})
 
 
-def _with_wide_integers(document: bytes, error: orjson.JSONDecodeError) -> Any:
+def _with_wide_integers(document: bytes | bytearray, error: orjson.JSONDecodeError) -> Any:
     """A document orjson refused for a number no double holds, read by the standard library, which
     keeps integers whole (up to 4,300 digits): the field holding one becomes a finding, not the
     file a quarantine."""
@@ -376,21 +388,22 @@ def _parsed_version(
 def _parsed_representation(
     ordinal: int, element: dict[str, Any], path: str, max_sql_length: int, findings: list[Finding]
 ) -> ParsedRepresentation:
-    document = canonical_json(element)
     kind = element.get("type")
     if kind != "sql":
-        return ParsedRepresentation(ordinal, str(kind), None, None, None, document)
+        return ParsedRepresentation(ordinal, str(kind), None, None, None, canonical_json(element))
+    text = element.get("sql")
+    document = canonical_json({k: v for k, v in element.items() if k != "sql" or not isinstance(text, str)})
     try:
         representation = SQLViewRepresentation.model_validate(element)
     except ValidationError as exc:
         findings.extend(validation_findings(exc, path))
-        sql, dialect_raw = element.get("sql"), element.get("dialect")
+        dialect_raw = element.get("dialect")
         return ParsedRepresentation(
             ordinal,
             "sql",
             dialect_raw if isinstance(dialect_raw, str) else None,
             None,
-            sql if isinstance(sql, str) else None,
+            text if isinstance(text, str) else None,
             document,
         )
     dialect = canonical_dialect(representation.dialect)

@@ -93,7 +93,7 @@ class ParsingPool(Protocol):
     """What `Indexer` asks of a pool of worker processes (`workers.WorkerPool`)."""
 
     def parse(
-        self, items: Sequence[FileRead | ReadFailure], include_source: bool
+        self, items: Sequence[FileRead | ReadFailure], include_source: bool, max_bytes: int | None = None
     ) -> list[Future[ParsedShard]]: ...
 
     def analyse(
@@ -157,12 +157,16 @@ class Indexer:
         missing_is_quarantine: bool = False,
         defer_lineage: bool = False,
         parsed: Mapping[str, ParsedFile | QuarantinedFile] | None = None,
+        max_bytes: int | None = None,
     ) -> Batch:
         """With `defer_lineage`, the lineage the files need is left in `batch.lineage_requests` (bulk
         engines deduplicate it across the whole job first) instead of being computed here. `parsed`
-        holds files the caller has parsed already, by location (`watch` parses to decide retries)."""
+        holds files the caller has parsed already, by location (`watch` parses to decide retries).
+        With `max_bytes`, the batch closes once its documents reach that many decompressed bytes;
+        the files read after that are left unparsed in `batch.deferred`."""
         batch = Batch(include_source=include_source)
         pending: dict[str, LineageRequest] = {}
+        documents = 0
         with collector_paused():
             for item in items:
                 if isinstance(item, ReadFailure):
@@ -172,6 +176,9 @@ class Indexer:
                     else:
                         batch.quarantined.append(quarantined)
                     continue
+                if max_bytes is not None and documents >= max_bytes:
+                    batch.deferred.append(item)
+                    continue
                 result = parsed.get(item.location) if parsed else None
                 result = result if result is not None else self.parse(item)
                 if isinstance(result, QuarantinedFile):
@@ -179,6 +186,7 @@ class Indexer:
                     continue
                 keys = self._lineage_keys(result, pending)
                 batch.indexed.append(IndexedFile(item, result, keys))
+                documents += result.document_bytes
                 self.known_content.update(_new_content(result))
         if defer_lineage:
             batch.lineage_requests = pending
@@ -265,36 +273,43 @@ class Indexer:
         batch_files: int,
         progress: Callable[[int], None] | None = None,
         include_source: bool = True,
+        batch_bytes: int | None = None,
     ) -> IndexStats:
-        """Store `items` in batches of `batch_files`, one transaction each, written on a store
-        thread while the next batch is read, parsed and analysed (DuckDB releases the GIL). With a
-        worker pool the workers parse and analyse SQL: one batch parses, one is analysed, one
-        waits for the store, one is written. Only one waits, so memory stays flat whatever the
-        input, and batches are not merged: one batch's lookups by key stay under DuckDB's
-        index-scan limit (`INDEXED_LOOKUP_KEYS`)."""
+        """Store `items` in batches of `batch_files` (and of about `batch_bytes` decompressed bytes:
+        a batch of large documents closes early, the rest of its files joining a later one), one
+        transaction each, written on a store thread while the next batch is read, parsed and
+        analysed (DuckDB releases the GIL). With a worker pool the workers parse and analyse SQL:
+        one batch parses, one is analysed, one waits for the store, one is written. Only one
+        waits, so memory stays flat whatever the input, and batches are not merged: one batch's
+        lookups by key stay under DuckDB's index-scan limit (`INDEXED_LOOKUP_KEYS`)."""
         store, pool = self.store, self.pool
         assert store is not None, "ingest needs the store"
         writes: StoreThread[tuple[dict[str, pa.Table], int]] = StoreThread(
             functools.partial(_write_queued, store, progress), max_queued=1
         )
-        chunks = _chunks(items, batch_files)
+        iterator, deferred = iter(items), deque[FileRead | ReadFailure]()
         try:
             if pool is None:
-                for chunk in chunks:
-                    batch = self.build_batch(chunk, include_source=include_source)
-                    writes.submit((self.tables(batch), len(chunk)))
+                while chunk := _next_chunk(iterator, batch_files, deferred):
+                    batch = self.build_batch(chunk, include_source=include_source, max_bytes=batch_bytes)
+                    deferred.extend(batch.deferred)
+                    writes.submit((self.tables(batch), len(chunk) - len(batch.deferred)))
+                    del batch  # its Python values, while the store copies their Arrow twins
                 return self.stats
             parsing: deque[tuple[list[Future[ParsedShard]], int]] = deque()
             analysing: deque[PendingBatch] = deque()
-            for upcoming in itertools.chain(chunks, [None]):
-                if upcoming is not None:
-                    parsing.append((pool.parse(upcoming, include_source), len(upcoming)))
-                while len(parsing) > (1 if upcoming is not None else 0):
+            while True:
+                upcoming = _next_chunk(iterator, batch_files, deferred)
+                if upcoming:
+                    parsing.append((pool.parse(upcoming, include_source, batch_bytes), len(upcoming)))
+                while len(parsing) > (1 if upcoming else 0):
                     analysing.append(pool.analyse(self, *parsing.popleft(), include_source))
-                while len(analysing) > (1 if upcoming is not None else 0):
+                    deferred.extend(analysing[-1].deferred)
+                while len(analysing) > (1 if upcoming else 0):
                     pending = analysing.popleft()
                     writes.submit((pending.tables(self), pending.files))
-            return self.stats
+                if not upcoming and not deferred:  # else the files the last batches left go on
+                    return self.stats
         finally:
             writes.close()
 
@@ -309,10 +324,13 @@ def _write_queued(
             progress(files)
 
 
-def _chunks(items: Iterable[FileRead | ReadFailure], size: int) -> Iterator[list[FileRead | ReadFailure]]:
-    iterator = iter(items)
-    while chunk := list(itertools.islice(iterator, size)):
-        yield chunk
+def _next_chunk(
+    iterator: Iterator[FileRead | ReadFailure], size: int, deferred: deque[FileRead | ReadFailure]
+) -> list[FileRead | ReadFailure]:
+    """The next `size` items, files that earlier batches deferred first."""
+    chunk = [deferred.popleft() for _ in range(min(size, len(deferred)))]
+    chunk.extend(itertools.islice(iterator, size - len(chunk)))
+    return chunk
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,6 +342,8 @@ class ParsedShard:
     stats: IndexStats
     new_versions: list[str]
     """Hashes of the clean versions parsed new (`stats` leaves them to be counted by hash)."""
+    deferred: list[FileRead]
+    """Files left unparsed when the shard reached its share of the batch's bytes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,6 +351,11 @@ class PendingBatch:
     parsed: list[ParsedShard]
     analysed: list[Future[dict[str, Lineage]]]
     files: int
+    """Files the batch stores (the files its shards deferred are not among them)."""
+
+    @property
+    def deferred(self) -> list[FileRead]:
+        return [item for shard in self.parsed for item in shard.deferred]
 
     def tables(self, indexer: Indexer) -> dict[str, pa.Table]:
         """The batch's tables, once its lineage is analysed; its counts join `indexer`'s."""

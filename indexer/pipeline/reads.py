@@ -86,9 +86,10 @@ def read_all(
     files_per_task: int = 1,
 ) -> Iterator[FileRead | ReadFailure]:
     """Read files in parallel (`read_workers` threads), in order, with bounded retries. At most
-    `batch_files` reads run ahead of the consumer, so memory stays flat whatever the listing's size.
-    A bulk listing reads several files per task (`files_per_task`): from the page cache a read
-    costs less than handing it to a thread."""
+    `batch_files` reads, and about `batch_bytes` of listed bytes (a file of unknown size counts as
+    `max_file_bytes`), run ahead of the consumer, so memory stays flat whatever the listing's size
+    and its files' sizes. A bulk listing reads several files per task (`files_per_task`): from the
+    page cache a read costs less than handing it to a thread."""
 
     def read_some(entries: list[tuple[Reader, ListedFile]]) -> list[FileRead | ReadFailure]:
         return [
@@ -100,13 +101,23 @@ def read_all(
             for reader, listed in entries
         ]
 
+    def weight(entries: list[tuple[Reader, ListedFile]]) -> int:
+        return sum(
+            settings.max_file_bytes if listed.size is None else min(listed.size, settings.max_file_bytes)
+            for _, listed in entries
+        )
+
     window = max(settings.batch_files, settings.read_workers * 4) // files_per_task or 1
     entries = iter(todo)
     with ThreadPoolExecutor(settings.read_workers) as pool:
-        ahead: deque[Future[list[FileRead | ReadFailure]]] = deque()
+        ahead: deque[tuple[Future[list[FileRead | ReadFailure]], int]] = deque()
+        ahead_bytes = 0
         while chunk := list(itertools.islice(entries, files_per_task)):
-            ahead.append(pool.submit(read_some, chunk))
-            if len(ahead) >= window:
-                yield from ahead.popleft().result()
-        while ahead:
-            yield from ahead.popleft().result()
+            ahead.append((pool.submit(read_some, chunk), weight(chunk)))
+            ahead_bytes += ahead[-1][1]
+            while ahead and (len(ahead) >= window or ahead_bytes > settings.batch_bytes):
+                done, done_bytes = ahead.popleft()
+                ahead_bytes -= done_bytes
+                yield from done.result()
+        for done, _ in ahead:
+            yield from done.result()

@@ -64,6 +64,8 @@ class Batch:
     """Lineage the files need and nobody computed yet (bulk engines compute it job-wide)."""
     include_source: bool = True
     """False when re-deriving from stored documents (`reindex`): source rows already exist."""
+    deferred: list[FileRead] = field(default_factory=list)
+    """Files left unparsed for a later batch: this one reached its decompressed bytes."""
 
     def __len__(self) -> int:
         return len(self.indexed) + len(self.quarantined) + len(self.removals)
@@ -137,8 +139,9 @@ def _add_file(
     read, parsed = item.read, item.parsed
     location = parsed.location
     if include_source:
-        stored = read.data if parsed.gzip else gzip.compress(parsed.document, compresslevel=1, mtime=0)
-        rows["raw_documents"].append((parsed.content_hash, stored, len(parsed.document)))
+        # Undecompressed, the bytes read are the document.
+        stored = read.data if parsed.gzip else gzip.compress(read.data, compresslevel=1, mtime=0)
+        rows["raw_documents"].append((parsed.content_hash, stored, parsed.document_bytes))
         rows["files"].append(
             (
                 location,

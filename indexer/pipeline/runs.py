@@ -89,7 +89,7 @@ def index_locations(
         del listings
         todo = _unindexed_files(store, readers, chunks, indexer.stats, progress)
         reads = read_all(todo, settings, files_per_task=BULK_READS_PER_TASK)
-        return indexer.ingest(reads, settings.batch_files, progress)
+        return indexer.ingest(reads, settings.batch_files, progress, batch_bytes=settings.batch_bytes)
 
 
 def _one_at_a_time(callback: Callable[[int], None]) -> Callable[[int], None]:
@@ -170,7 +170,11 @@ def reindex(settings: Settings) -> IndexStats:
         with worker_pool(settings, config) as pool:
             indexer = Indexer(store, config, pool)
             indexer.ingest(
-                reads, settings.batch_files, lambda files: faults.point("reindex-batch"), include_source=False
+                reads,
+                settings.batch_files,
+                lambda files: faults.point("reindex-batch"),
+                include_source=False,
+                batch_bytes=settings.batch_bytes,
             )
         store.reindexed()
         indexer.stats.listed = indexer.stats.indexed

@@ -42,10 +42,12 @@ def _start_worker(config: ParseConfig, parent: int) -> None:
     _worker = Indexer(None, config)
 
 
-def _parse_shard(items: list[FileRead | ReadFailure], include_source: bool) -> ParsedShard:
+def _parse_shard(
+    items: list[FileRead | ReadFailure], include_source: bool, max_bytes: int | None
+) -> ParsedShard:
     assert _worker is not None, "the pool initializer makes the worker's indexer"
     _worker.stats = IndexStats()
-    batch = _worker.build_batch(items, include_source=include_source, defer_lineage=True)
+    batch = _worker.build_batch(items, include_source=include_source, defer_lineage=True, max_bytes=max_bytes)
     tables = _worker.tables(batch)
     new_versions = [
         version.version_hash
@@ -54,7 +56,7 @@ def _parse_shard(items: list[FileRead | ReadFailure], include_source: bool) -> P
         for version in item.parsed.view.versions
         if isinstance(version, ParsedVersion) and version.clean
     ]
-    return ParsedShard(tables, batch.lineage_requests, _worker.stats, new_versions)
+    return ParsedShard(tables, batch.lineage_requests, _worker.stats, new_versions, batch.deferred)
 
 
 def _analyse(requests: list[tuple[str, LineageRequest]], config: ParseConfig) -> dict[str, Lineage]:
@@ -97,14 +99,16 @@ class WorkerPool:
             process.shutdown(cancel_futures=True)
 
     def parse(
-        self, items: Sequence[FileRead | ReadFailure], include_source: bool
+        self, items: Sequence[FileRead | ReadFailure], include_source: bool, max_bytes: int | None = None
     ) -> list[Future[ParsedShard]]:
         """The runs go to the workers in order, then in reverse for the next batch: the view a
-        batch ends with starts the next one on the same worker."""
+        batch ends with starts the next one on the same worker. Each worker takes its share of
+        `max_bytes`."""
         self.batches += 1
         processes = self.processes if self.batches % 2 else self.processes[::-1]
+        share = None if max_bytes is None else max(1, max_bytes // self.workers)
         return [
-            process.submit(_parse_shard, shard, include_source)
+            process.submit(_parse_shard, shard, include_source, share)
             for process, shard in zip(processes, contiguous_runs(items, self.workers), strict=True)
             if shard
         ]
@@ -115,8 +119,9 @@ class WorkerPool:
         """Once a batch is parsed, send the lineage nobody has answered yet across the pool."""
         parsed = [future.result() for future in shards]
         requests = {key: request for shard in parsed for key, request in shard.requests.items()}
+        stored = files - sum(len(shard.deferred) for shard in parsed)
         return PendingBatch(
-            parsed, self.submit_lineage(indexer.unknown_lineage(requests, include_source)), files
+            parsed, self.submit_lineage(indexer.unknown_lineage(requests, include_source)), stored
         )
 
     def submit_lineage(self, requests: dict[str, LineageRequest]) -> list[Future[dict[str, Lineage]]]:

@@ -23,27 +23,31 @@ from viewlineage.indexer.spec.schema import NestedField, Schema
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
-def digest(data: bytes) -> str:
+def digest(data: bytes | bytearray) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def canonical_json(value: Any) -> str:
-    """A JSON value with sorted keys: the one spelling that hashes and stored documents use. orjson
-    writes nothing nested deeper than 255 levels, though it reads up to 1,024: deeper values go
-    through the standard library, and one deeper than that can write raises `QuarantineError`
+def canonical_bytes(value: Any) -> bytes:
+    """A JSON value with sorted keys, UTF-8: the one spelling that hashes and stored documents use.
+    orjson writes nothing nested deeper than 255 levels, though it reads up to 1,024: deeper values
+    go through the standard library, and one deeper than that can write raises `QuarantineError`
     (`too-deep`)."""
     try:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     except orjson.JSONEncodeError:
         try:
-            return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
         except RecursionError:
             raise QuarantineError("nested deeper than a document can be written", reason="too-deep") from None
 
 
+def canonical_json(value: Any) -> str:
+    return canonical_bytes(value).decode()
+
+
 def content_hash(value: Any) -> str:
     """Digest of a JSON value, independent of key order."""
-    return digest(canonical_json(value).encode())
+    return digest(canonical_bytes(value))
 
 
 def validation_findings(exc: ValidationError, prefix: str) -> list[Finding]:
