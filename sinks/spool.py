@@ -60,7 +60,7 @@ class Spool:
             for table_name, table in tables.items():
                 target = temporary / f"{table_name}.arrow"
                 with pa.OSFile(str(target), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
-                    writer.write_table(table)
+                    writer.write_table(table.unify_dictionaries())  # an IPC file holds one per column
                 with target.open("rb+") as handle:
                     os.fsync(handle.fileno())
             _fsync_directory(temporary)

@@ -21,18 +21,28 @@ import subprocess
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import NoReturn, Protocol, TypeVar
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from viewlineage.indexer.errors import RebuildPending, StoreAbandoned, StoreError
 from viewlineage.sinks import spans
 from viewlineage.sinks.readers import REBUILD_INTERRUPTED, replica_path, replicas_directory
 from viewlineage.sinks.schema import install_queries, migrate, reindex_needed
-from viewlineage.sinks.tables import CHILDREN, DEDUPLICATED, DERIVED_TABLES, PRIMARY_KEYS, SCHEMAS
+from viewlineage.sinks.tables import (
+    CHILDREN,
+    DEDUPLICATED,
+    DERIVED_TABLES,
+    FILE_COLUMN,
+    PRIMARY_KEYS,
+    SCHEMAS,
+    without_file_column,
+)
 
 MEMORY_RAISE = 1.1
 """A limit the key indexes outgrow is raised by this factor: in small steps, because the cache
@@ -43,6 +53,15 @@ _BINARY_UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2*
 
 INDEXED_LOOKUP_KEYS = 2048
 DISK_FULL = "No space left on device"
+ROW_ERRORS = (
+    duckdb.ConstraintException,
+    duckdb.ConversionException,
+    duckdb.InvalidInputException,
+    duckdb.OutOfRangeException,
+    duckdb.TypeMismatchException,
+)
+"""What DuckDB raises for rows it refuses (the store itself is fine): a batch that fails so is
+stored file by file."""
 """DuckDB's `index_scan_max_count`: more keys than this are found by a scan anyway."""
 
 _Result = TypeVar("_Result")
@@ -95,6 +114,11 @@ class Store:
         and a copy of the store each). Followers publish when they start (`force`)."""
         self._dirty = False
         self._abandoned = False
+        self.refused: list[str] = []
+        """Locations this writer refused (`insert-failed`) or stored as `internal-error`."""
+        self.unverified: set[str] = set()
+        """Files stored since the first of them: what they name may have gone with it (the
+        indexer leaves out what it parsed before), so `incomplete_files` checks them."""
         self._copy: ReplicaCopy | None = None
         self._memory_raises = 0
         self._raising = threading.Lock()
@@ -232,13 +256,55 @@ class Store:
                 f"WHERE NOT EXISTS (SELECT 1 FROM ({stored}) s WHERE {same})"
             ]
         try:
-            self._within_memory(self.conn, lambda: self._write(tables, statements))
+            self._within_memory(self.conn, lambda: self._write(without_file_column(tables), statements))
+        except ROW_ERRORS as exc:
+            if not any(FILE_COLUMN in table.column_names for table in tables.values()):
+                raise StoreError(f"batch of {_rows(tables)} rows not stored: {exc}") from exc
+            self._write_file_by_file(tables, statements)
         except duckdb.Error as exc:
-            rows = sum(table.num_rows for table in tables.values())
-            raise StoreError(f"batch of {rows} rows not stored: {exc}") from exc
+            raise StoreError(f"batch of {_rows(tables)} rows not stored: {exc}") from exc
         self._dirty = True
         self._quarantine_rows = self._quarantine_rows or "quarantine" in tables
+        if "quarantine" in tables:
+            quarantine = tables["quarantine"]
+            failed = pc.equal(quarantine["reason"], "internal-error")
+            self.refused += quarantine.filter(failed)["location"].to_pylist()
+        if self.refused:
+            self.unverified.update(_written_locations(tables))
         self.publish_replica()
+
+    def _write_file_by_file(
+        self, tables: Mapping[str, pa.Table], statements: Mapping[str, list[str]]
+    ) -> None:
+        """A batch whose rows DuckDB refused, one transaction per file (with the rows files share):
+        a file refused alone is quarantined (`insert-failed`), and the others are stored."""
+        owners = {
+            name: table.column(FILE_COLUMN).cast(pa.string())
+            for name, table in tables.items()
+            if FILE_COLUMN in table.column_names
+        }
+        locations = dict.fromkeys(
+            location for column in owners.values() for location in column.to_pylist() if location is not None
+        )
+        for location in locations:
+            own = {
+                name: table.filter(pc.or_kleene(pc.equal(owners[name], location), pc.is_null(owners[name])))
+                for name, table in tables.items()
+                if name in owners
+            }
+            try:
+                self._within_memory(
+                    self.conn, functools.partial(self._write, without_file_column(own), statements)
+                )
+            except ROW_ERRORS as exc:
+                self.refused.append(location)
+                refused = {"quarantine": _insert_failed(location, exc)}
+                try:
+                    self._within_memory(self.conn, functools.partial(self._write, refused, statements))
+                except duckdb.Error as again:
+                    raise StoreError(f"{location}: not stored ({exc}), nor quarantined: {again}") from again
+            except duckdb.Error as exc:
+                raise StoreError(f"{location}: not stored: {exc}") from exc
 
     def _write(self, tables: Mapping[str, pa.Table], statements: Mapping[str, list[str]]) -> None:
         with self._transaction():
@@ -404,17 +470,67 @@ class Store:
         return {row[0] for row in rows}
 
     def stored_documents(
-        self, chunk: int = 1000
+        self, chunk: int = 1000, locations: Collection[str] | None = None
     ) -> Iterator[list[tuple[str, bytes, int | None, str | None]]]:
-        """(location, stored document, modified_ms, modified_source) of every indexed file, in chunks.
-        Streams through its own cursor (a second connection to the same database, reading one
-        snapshot), so the caller can write derived rows while it iterates."""
-        cursor = self.conn.cursor().execute(
+        """(location, stored document, modified_ms, modified_source) of every indexed file (or of
+        those at `locations`), in chunks. Streams through its own cursor (a second connection to
+        the same database, reading one snapshot), so the caller can write derived rows while it
+        iterates."""
+        cursor = self.conn.cursor()
+        where = ""
+        if locations is not None:
+            cursor.register("_wanted", pa.table({"location": pa.array(list(locations), pa.string())}))
+            where = "WHERE f.location IN (SELECT location FROM _wanted) "
+        cursor.execute(
             "SELECT f.location, r.document, f.modified_ms, f.modified_source FROM files f "
-            "JOIN raw_documents r USING (content_hash) ORDER BY f.location"
+            f"JOIN raw_documents r USING (content_hash) {where}ORDER BY f.location"
         )
         while rows := cursor.fetchmany(chunk):
             yield [(row[0], row[1], row[2], row[3]) for row in rows]
+
+    def incomplete_files(self, locations: Collection[str] | None = None) -> list[str]:
+        """Stored files (of those at `locations`) that name content no stored row holds: a
+        version, a schema, a lineage result or a logged snapshot that a writer left out as parsed
+        before (in this process) and that then went into the store with a file it refused. (A
+        table whose snapshot log names a snapshot its metadata no longer lists is among them:
+        re-deriving it changes nothing.)"""
+        cursor = self.conn.cursor()
+        scope = ""
+        if locations is not None:
+            cursor.register("_wanted", pa.table({"location": pa.array(list(locations), pa.string())}))
+            scope = "AND location IN (SELECT location FROM _wanted)"
+        return [
+            row[0]
+            for row in cursor.execute(
+                f"""
+                WITH file_content AS (
+                    SELECT fv.location, v.version_hash IS NULL AS missing_version,
+                        v.schema_hash, r.lineage_key
+                    FROM file_versions fv
+                    LEFT JOIN versions v USING (version_hash)
+                    LEFT JOIN representations r USING (version_hash)
+                    WHERE true {scope}
+                )
+                SELECT DISTINCT location FROM file_content
+                WHERE missing_version
+                    OR schema_hash NOT IN (SELECT schema_hash FROM schemas)
+                    OR lineage_key NOT IN (SELECT lineage_key FROM lineage)
+                UNION
+                SELECT location FROM table_files t
+                WHERE (
+                    current_schema_hash NOT IN (SELECT schema_hash FROM schemas)
+                    OR EXISTS (
+                        SELECT 1 FROM snapshot_log l
+                        WHERE l.table_id = t.table_id AND NOT EXISTS (
+                            SELECT 1 FROM snapshots s
+                            WHERE s.table_id = l.table_id AND s.snapshot_id = l.snapshot_id
+                        )
+                    )
+                ) {scope}
+                ORDER BY location
+                """
+            ).fetchall()
+        ]
 
     def _rebuild_marked(self) -> bool:
         """Whether a rebuild began and has not completed (migration 0015)."""
@@ -564,3 +680,24 @@ def _prune_replicas(directory: Path, current: Path) -> None:
         with contextlib.suppress(FileNotFoundError):
             if old != current and now - old.stat().st_mtime > REPLICA_GRACE_SECONDS:
                 old.unlink()
+
+
+def _written_locations(tables: Mapping[str, pa.Table]) -> set[str]:
+    return {
+        location
+        for name in ("files", "view_files", "table_files")
+        if name in tables
+        for location in tables[name]["location"].to_pylist()
+    }
+
+
+def _rows(tables: Mapping[str, pa.Table]) -> int:
+    return sum(table.num_rows for table in tables.values())
+
+
+def _insert_failed(location: str, error: duckdb.Error) -> pa.Table:
+    reason = "insert-failed"
+    message = f"store: {str(error).splitlines()[0][:300]}"
+    return pa.table(
+        [[location], [reason], [message], [None], [None], [datetime.now(UTC)]], schema=SCHEMAS["quarantine"]
+    )

@@ -356,6 +356,21 @@ SOURCE_TABLES = ("raw_documents", "files", "quarantine", "removals")
 DERIVED_TABLES = tuple(name for name in SCHEMAS if name not in SOURCE_TABLES)
 
 
+FILE_COLUMN = "_file"
+"""Beside the store's columns, a batch's tables may carry the location of the file each row came
+from (null for rows that files share, such as lineage's): the store then inserts a batch that
+fails file by file, and quarantines the file that fails alone. It is never stored."""
+FILE_COLUMN_TYPE = pa.dictionary(pa.int32(), pa.string())
+
+
+def without_file_column(tables: Mapping[str, pa.Table]) -> dict[str, pa.Table]:
+    """The tables as the store holds them (dropping a column copies no data)."""
+    return {
+        name: table.drop_columns([FILE_COLUMN]) if FILE_COLUMN in table.column_names else table
+        for name, table in tables.items()
+    }
+
+
 def concatenated(parts: Sequence[Mapping[str, pa.Table]]) -> dict[str, pa.Table]:
     """Each store table's rows from every part, in `SCHEMAS` order (raises `pa.ArrowException` when
     a table's schemas differ between parts)."""

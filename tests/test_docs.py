@@ -117,13 +117,13 @@ def _code_text(node: ast.expr) -> str | None:
 
 
 def _produced() -> tuple[set[str], set[str]]:
-    """(finding codes, quarantine reasons) the indexer's code can produce, read from its calls:
+    """(finding codes, quarantine reasons) the indexer's and the sinks' code can produce, read from its calls:
     `Finding(code, ...)` and `_loaded(..., code, ...)`; `QuarantinedFile(location, reason, ...)`,
     `reason=` and the exception classes' `reason`; the read failures' reasons; and the codes of the
     `findings` view's SQL. A code naming one field (`invalid-field:refs`) counts as its pattern."""
     codes: set[str] = set()
     reasons = set(READ_FAILURE_REASONS.values())
-    for path in (ROOT / "indexer").rglob("*.py"):
+    for path in [*(ROOT / "indexer").rglob("*.py"), *(ROOT / "sinks").rglob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
             spelled: list[ast.expr] = []
             if isinstance(node, ast.Call):

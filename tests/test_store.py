@@ -28,7 +28,7 @@ from viewlineage.sinks import store as store_module
 from viewlineage.sinks.readers import open_reader, replica_path
 from viewlineage.sinks.spool import Spool
 from viewlineage.sinks.store import Store
-from viewlineage.sinks.tables import CHILDREN, DEDUPLICATED, PRIMARY_KEYS, SCHEMAS
+from viewlineage.sinks.tables import CHILDREN, DEDUPLICATED, PRIMARY_KEYS, SCHEMAS, without_file_column
 
 from .conftest import settings_for
 from .generate import generate
@@ -511,8 +511,10 @@ def test_a_listing_lookup_waits_for_the_transaction_in_progress(tmp_path: Path) 
 
 
 def test_segments_waiting_together_are_stored_in_one_transaction(tmp_path: Path) -> None:
-    """Three segments, one of which the store refuses (a removal without a time): together they
-    fail, so each is stored alone and only the refused one is set aside."""
+    """Segments waiting are stored in one transaction. One whose rows the store refuses (a removal
+    without a time) is stored file by file: the refused file is quarantined (`insert-failed`) and
+    every other file of the transaction is stored. A segment without the rows' files (written
+    before they were kept) that fails alone is set aside."""
     db = tmp_path / "spooled.duckdb"
     spool = Spool(db)
     for batch in range(3):
@@ -533,11 +535,24 @@ def test_segments_waiting_together_are_stored_in_one_transaction(tmp_path: Path)
         refused["removals"] = refused["removals"].set_column(1, "removed_ms", pa.array([None], pa.int64()))
         spool.put(refused)
         spool.put(Batch(removals=[Removal("/w/good.metadata.json", 99, "aws")]).to_arrow())
+        assert spool.merge_into(store) == 2
+        assert writes == [6, 2]  # one transaction, then file by file inside the store
+        spool.put(without_file_column(refused))
+        spool.put(Batch(removals=[Removal("/w/later.metadata.json", 100, "aws")]).to_arrow())
         assert spool.merge_into(store) == 1
-        assert writes == [6, 2, 1, 1]  # together, then each alone
+        assert writes == [6, 2, 1, 1]  # their columns differ: each segment alone
         stored = store.conn.execute("SELECT location, removed_ms FROM removals ORDER BY 2").fetchall()
+        quarantined = store.conn.execute("SELECT location, reason, message FROM quarantine").fetchall()
     assert stored == [(f"/w/{b}-{n}.metadata.json", b * 10 + n) for b in range(3) for n in range(2)] + [
-        ("/w/good.metadata.json", 99)
+        ("/w/good.metadata.json", 99),
+        ("/w/later.metadata.json", 100),
+    ]
+    assert quarantined == [
+        (
+            "/w/bad.metadata.json",
+            "insert-failed",
+            "store: Constraint Error: NOT NULL constraint failed: removals.removed_ms",
+        )
     ]
     assert spool.pending() == []
     assert len(list((spool.path / ".failed").iterdir())) == 2  # the refused segment and its reason

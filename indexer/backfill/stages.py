@@ -28,6 +28,7 @@ from viewlineage.indexer.pipeline.indexer import Indexer
 from viewlineage.indexer.pipeline.reads import ReadFailure, read_all
 from viewlineage.indexer.pipeline.rows import Batch
 from viewlineage.indexer.sources.read import FileRead, ListedFile, Reader, listed_table, reader_for
+from viewlineage.sinks.tables import without_file_column
 
 LINEAGE_REQUESTS = pa.schema(
     [
@@ -59,7 +60,7 @@ def read_listed(listed: pa.Table, settings: Settings) -> list[FileRead | ReadFai
 def index_files(items: Iterable[FileRead | ReadFailure], config: ParseConfig) -> dict[str, pa.Table]:
     """Stage 1 on reads (and read failures) of one partition."""
     batch = Indexer(None, config).build_batch(items, defer_lineage=True)
-    tables = batch.to_arrow()
+    tables = without_file_column(batch.to_arrow())
     requests = sorted(batch.lineage_requests.items())
     tables["lineage_requests"] = pa.table(
         {
@@ -87,7 +88,7 @@ def analyse_lineage(requests: pa.Table, config: ParseConfig) -> dict[str, pa.Tab
             row["view_catalog"],
         )
         batch.lineage[row["lineage_key"]] = extract_lineage(request, config.lineage)
-    return batch.to_arrow()
+    return without_file_column(batch.to_arrow())
 
 
 @dataclass

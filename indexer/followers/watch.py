@@ -45,7 +45,7 @@ from viewlineage.indexer.errors import NotRegularFile, ObjectMissing, ReadError,
 from viewlineage.indexer.parse.locations import is_metadata_file_name, normalize_location
 from viewlineage.indexer.parse.metadata import ParsedFile
 from viewlineage.indexer.pipeline.health import Health
-from viewlineage.indexer.pipeline.indexer import Indexer
+from viewlineage.indexer.pipeline.indexer import Indexer, complete_files
 from viewlineage.indexer.pipeline.reads import ReadFailure
 from viewlineage.indexer.pipeline.rows import Batch, QuarantinedFile, Removal
 from viewlineage.indexer.pipeline.runs import gap_batch, with_roots, writable_store
@@ -306,14 +306,21 @@ class _Loop:
     def _store(self, built: list[_Built]) -> None:
         """On the store thread: the batches built since the last transaction, in one."""
         # Each batch converted on its own: a file it quarantines there is counted so below.
+        refused_before = len(self.store.refused)
         self.store.write_tables(concatenated([each.batch.to_arrow() for each in built]))
+        refused = set(self.store.refused[refused_before:])
+        complete_files(self.store, self.indexer.config)
         for batch, outcomes, started in built:
             for item in batch.quarantined:
                 self.health.log(
                     "quarantined", location=item.location, reason=item.reason, message=item.message
                 )
-            outcomes["indexed"] += len(batch.indexed)
-            outcomes["quarantined"] += len(batch.quarantined)
+            stored = [item.read.location for item in batch.indexed]
+            refused_here = refused.intersection(stored)
+            for location in sorted(refused_here):
+                self.health.log("quarantined", location=location, reason="insert-failed")
+            outcomes["indexed"] += len(stored) - len(refused_here)
+            outcomes["quarantined"] += len(batch.quarantined) + len(refused_here)
             self.health.batch(outcomes, time.monotonic() - started, files=len(batch.indexed))
 
     def _reconcile(self) -> None:
@@ -326,6 +333,7 @@ class _Loop:
             self.health.log("reconcile-failed", root=self.root, error=str(exc))
             return
         self.store.write(batch)
+        complete_files(self.store, self.indexer.config)
         self.health.count(outcomes)
         self.health.unlisted(self.reader.unlisted)
         self.health.log("reconciled", root=self.root, outcomes=dict(outcomes))

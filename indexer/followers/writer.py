@@ -7,7 +7,8 @@ import time
 from viewlineage.indexer.config import Settings
 from viewlineage.indexer.errors import StoreError
 from viewlineage.indexer.pipeline.health import Health
-from viewlineage.indexer.pipeline.runs import writable_store
+from viewlineage.indexer.pipeline.indexer import complete_files
+from viewlineage.indexer.pipeline.runs import with_roots, writable_store
 from viewlineage.sinks.readers import Readers
 from viewlineage.sinks.spool import Spool
 from viewlineage.sinks.store import Store
@@ -56,7 +57,11 @@ class StoreWriter:
     def merge(self) -> int:
         if self.store is None:
             return 0
+        refused_before = len(self.store.refused)
         merged = self.spool.merge_into(self.store)
+        for location in self.store.refused[refused_before:]:
+            self.health.log("quarantined", location=location, reason="insert-failed")
+        complete_files(self.store, with_roots(self.settings.parse_config(), self.store.roots()))
         self.store.publish_replica()
         return merged
 

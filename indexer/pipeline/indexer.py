@@ -295,23 +295,60 @@ class Indexer:
                     deferred.extend(batch.deferred)
                     writes.submit((self.tables(batch), len(chunk) - len(batch.deferred)))
                     del batch  # its Python values, while the store copies their Arrow twins
-                return self.stats
-            parsing: deque[tuple[list[Future[ParsedShard]], int]] = deque()
-            analysing: deque[PendingBatch] = deque()
-            while True:
-                upcoming = _next_chunk(iterator, batch_files, deferred)
-                if upcoming:
-                    parsing.append((pool.parse(upcoming, include_source, batch_bytes), len(upcoming)))
-                while len(parsing) > (1 if upcoming else 0):
-                    analysing.append(pool.analyse(self, *parsing.popleft(), include_source))
-                    deferred.extend(analysing[-1].deferred)
-                while len(analysing) > (1 if upcoming else 0):
-                    pending = analysing.popleft()
-                    writes.submit((pending.tables(self), pending.files))
-                if not upcoming and not deferred:  # else the files the last batches left go on
-                    return self.stats
+            else:
+                self._ingest_in_pool(
+                    pool, writes, iterator, deferred, batch_files, batch_bytes, include_source
+                )
         finally:
             writes.close()
+        complete_files(store, self.config)
+        return self.stats
+
+    def _ingest_in_pool(
+        self,
+        pool: ParsingPool,
+        writes: StoreThread[tuple[dict[str, pa.Table], int]],
+        iterator: Iterator[FileRead | ReadFailure],
+        deferred: deque[FileRead | ReadFailure],
+        batch_files: int,
+        batch_bytes: int | None,
+        include_source: bool,
+    ) -> None:
+        """`ingest`'s loop with a worker pool (see there)."""
+        parsing: deque[tuple[list[Future[ParsedShard]], int]] = deque()
+        analysing: deque[PendingBatch] = deque()
+        while True:
+            upcoming = _next_chunk(iterator, batch_files, deferred)
+            if upcoming:
+                parsing.append((pool.parse(upcoming, include_source, batch_bytes), len(upcoming)))
+            while len(parsing) > (1 if upcoming else 0):
+                analysing.append(pool.analyse(self, *parsing.popleft(), include_source))
+                deferred.extend(analysing[-1].deferred)
+            while len(analysing) > (1 if upcoming else 0):
+                pending = analysing.popleft()
+                writes.submit((pending.tables(self), pending.files))
+            if not upcoming and not deferred:  # else the files the last batches left go on
+                return
+
+
+def complete_files(store: Store, config: ParseConfig) -> list[str]:
+    """Once the store refused a file, or one was quarantined for an internal error, the files it
+    stored since may name content that went with it (versions, schemas, snapshots and lineage an
+    indexer had parsed before are left out of later files): those that do are re-derived in full
+    from their stored documents. Returns their locations."""
+    if not store.unverified:
+        return []
+    locations, store.unverified = store.unverified, set()
+    incomplete = store.incomplete_files(locations)
+    if incomplete:
+        reads = [
+            FileRead(location, document, modified_ms, source)
+            for chunk in store.stored_documents(locations=incomplete)
+            for location, document, modified_ms, source in chunk
+        ]
+        store.write(Indexer(store, config).build_batch(reads, include_source=False))
+        store.unverified.difference_update(incomplete)  # complete now, or incomplete as written
+    return incomplete
 
 
 def _write_queued(

@@ -21,7 +21,7 @@ from viewlineage.indexer.parse.table import KnownSnapshot, ParsedTable
 from viewlineage.indexer.pipeline.collector import collector_paused
 from viewlineage.indexer.sources.read import FileRead
 from viewlineage.indexer.spec.elements import ParsedSchema
-from viewlineage.sinks.tables import SCHEMAS
+from viewlineage.sinks.tables import FILE_COLUMN, FILE_COLUMN_TYPE, SCHEMAS
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,15 +104,50 @@ class Batch:
 
     def _tables(self, now: datetime) -> dict[str, pa.Table]:
         rows: dict[str, list[tuple[object, ...]]] = {name: [] for name in SCHEMAS}
+        owners = _Owners(rows)
         for item in self.indexed:
             _add_file(rows, item, now, self.include_source)
+            owners.took(item.read.location)
         for q in self.quarantined:
             rows["quarantine"].append((q.location, q.reason, q.message, q.stored_bytes, q.modified_ms, now))
+            owners.took(q.location)
         for r in self.removals:
             rows["removals"].append((r.location, r.removed_ms, r.source))
+            owners.took(r.location)
         for key, lineage in sorted(self.lineage.items()):
             _add_lineage(rows, key, lineage, now)
-        return {name: _table(name, table_rows) for name, table_rows in rows.items() if table_rows}
+        return {
+            name: _table(name, table_rows).append_column(FILE_COLUMN, owners.column(name))
+            for name, table_rows in rows.items()
+            if table_rows
+        }
+
+
+class _Owners:
+    """Which file each row of a batch's tables came from (`FILE_COLUMN`). A file's rows are
+    appended together, so each file owns a run of every table; rows after the last run (lineage)
+    are shared."""
+
+    def __init__(self, rows: dict[str, list[tuple[object, ...]]]) -> None:
+        self.rows = rows
+        self.locations: list[str] = []
+        self.ends: dict[str, list[int]] = {name: [] for name in rows}
+
+    def took(self, location: str) -> None:
+        self.locations.append(location)
+        for name, table_rows in self.rows.items():
+            self.ends[name].append(len(table_rows))
+
+    def column(self, name: str) -> pa.DictionaryArray:
+        indices: list[int | None] = []
+        start = 0
+        for owner, end in enumerate(self.ends[name]):
+            indices += [owner] * (end - start)
+            start = end
+        indices += [None] * (len(self.rows[name]) - start)
+        return pa.DictionaryArray.from_arrays(
+            pa.array(indices, FILE_COLUMN_TYPE.index_type), pa.array(self.locations, pa.string())
+        )
 
 
 def _table(name: str, rows: list[tuple[object, ...]]) -> pa.Table:

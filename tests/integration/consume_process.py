@@ -33,12 +33,13 @@ class Consume:
         *options: str,
         faults: str = "",
         group: str | None = None,
+        environment: dict[str, str] | None = None,
     ) -> None:
         self.db = db
         self.log = work / f"{name}.log"
         config = work / "kafka.toml"
         config.write_text(KAFKA_CONFIG)
-        environment = {**os.environ, **s3.environment}
+        environment = {**os.environ, **s3.environment, **(environment or {})}
         environment.pop("VIEWLINEAGE_FAULTS", None)
         if faults:
             environment["VIEWLINEAGE_FAULTS"] = faults

@@ -36,6 +36,7 @@ from .. import test_fuzz as fuzz
 from ..conftest import CONFORMANCE, settings_for
 from ..data.restore_mtimes import SAMPLE
 from ..realwriter.scenario_checks import load_steps
+from ..refusals import refusing_environment
 from ..servers import SECRET_KEY, SeaweedS3, TcpProxy, free_port, seaweed_s3, tansu_broker
 from ..stores import OBJECT_TIMES, Snapshot, snapshot
 from .consume_process import Consume
@@ -167,6 +168,7 @@ def consume(
     db: Path | None = None,
     faults: str = "",
     group: str | None = None,
+    environment: dict[str, str] | None = None,
 ) -> Consume:
     """`consume` of the fmt bucket's sample prefix into `db` (default: a store named after the run)."""
     return Consume(
@@ -183,6 +185,7 @@ def consume(
         *options,
         faults=faults,
         group=group,
+        environment=environment,
     )
 
 
@@ -571,6 +574,49 @@ def test_an_integer_past_its_type_stops_nothing(broker: str, plain_s3: SeaweedS3
     assert findings == [("invalid-field:version-id", "$.versions[0].version-id")]
 
 
+def test_a_file_whose_rows_the_store_refuses_stops_nothing(
+    broker: str, plain_s3: SeaweedS3, tmp_path: Path
+) -> None:
+    """The store refuses one object's rows: `consume` quarantines it (`insert-failed`, logged) and
+    goes on; the next object of the same view, which repeats its version (and so was parsed
+    without it), is stored with that version in full."""
+    appendix = CONFORMANCE / "iceberg-spec"
+    keys = [f"{PREFIX}/db/refused/metadata/0000{n}-{UUID}.metadata.json" for n in (1, 2)]
+    client = plain_s3.client()
+    run = consume(
+        tmp_path, "refused", broker, "refused", plain_s3, environment=refusing_environment("/00001-")
+    )
+    try:
+        for sent, key in enumerate(keys, 1):
+            body = (appendix / f"view-spec__appendixA__0000{sent}-metadata.json").read_bytes()
+            client.put_object(Bucket=BUCKET, Key=key, Body=body)
+            created = notification("aws", True, BUCKET, key, STEPS[39] + sent, len(body))
+            produce(broker, "refused", [Sent(key.encode(), created)])
+            run.wait_for_messages(sent)
+        deadline = time.monotonic() + 60
+        while _versions_of(run.db, UUID) != 2:
+            assert run.process.poll() is None, run.log.read_text()[-3000:]
+            assert time.monotonic() < deadline, run.log.read_text()[-3000:]
+            time.sleep(0.2)
+    finally:
+        run.stop()
+    refused = f"s3://{BUCKET}/{keys[0]}"
+    logged = [r for r in run.records() if r["event"] == "quarantined"]
+    assert [(r["location"], r["reason"]) for r in logged] == [(refused, "insert-failed")]
+    with duckdb.connect(str(run.db), read_only=True) as conn:
+        assert conn.execute("SELECT location, reason FROM quarantine").fetchall() == [
+            (refused, "insert-failed")
+        ]
+        assert conn.execute("SELECT location FROM files").fetchall() == [(f"s3://{BUCKET}/{keys[1]}",)]
+        assert conn.execute("SELECT count(*) FROM representations").fetchall() == [(2,)]
+
+
+def _versions_of(db: Path, view_id: str) -> int:
+    with open_reader(db) as conn:
+        row = conn.execute("SELECT count(*) FROM versions WHERE view_id = ?", [view_id]).fetchone()
+    return int(row[0]) if row else 0
+
+
 def test_consume_follows_through_mutated_objects(broker: str, plain_s3: SeaweedS3, tmp_path: Path) -> None:
     """`consume`, started once over a batch of mutated objects announced in Kafka, keeps running and
     indexes the next good one (the fuzz suite's invariant, tests/test_fuzz.py)."""
@@ -660,6 +706,44 @@ def test_an_object_store_outage_is_waited_out_with_nothing_lost(
         proxy.close()
     with duckdb.connect(str(run.db), read_only=True) as conn:
         assert conn.execute("SELECT count(*) FROM files").fetchall() == [(9,)]
+        assert conn.execute("SELECT count(*) FROM quarantine").fetchall() == [(0,)]
+
+
+def test_an_s3_server_restart_is_waited_out(broker: str, tmp_path: Path) -> None:
+    """The real S3 server stops under a running `consume`, objects are announced meanwhile, and it
+    comes back on the same ports with its data: `consume` waits (its /healthz says
+    source-unavailable) with the batch uncommitted, then indexes every object, none quarantined."""
+    valid = (CONFORMANCE / "iceberg-spec" / "view-spec__appendixA__00001-metadata.json").read_bytes()
+    keys = [f"{PREFIX}/s3restart/v{n}/metadata/00001-{UUID}.metadata.json" for n in range(3)]
+    with seaweed_s3(tmp_path / "s3") as s3:
+        client = s3.client()
+        client.create_bucket(Bucket=BUCKET)
+        for key in keys:
+            client.put_object(Bucket=BUCKET, Key=key, Body=valid)
+        run = consume(tmp_path, "s3restart", broker, "s3restart", s3)
+        deadline = time.monotonic() + 60
+        while not any(record["event"] == "consuming" for record in run.records()):
+            assert run.process.poll() is None and time.monotonic() < deadline, run.log.read_text()[-3000:]
+            time.sleep(0.1)
+    try:
+        produce(
+            broker,
+            "s3restart",
+            [Sent(k.encode(), notification("aws", True, BUCKET, k, STEPS[39], len(valid))) for k in keys],
+        )
+        deadline = time.monotonic() + 150  # the reads' own retries come first
+        while not str(run.health()[1]["status"]).startswith("source-unavailable"):
+            assert run.process.poll() is None and time.monotonic() < deadline, run.log.read_text()[-3000:]
+            time.sleep(0.1)
+        assert run.messages() == 0  # the batch waits, uncommitted
+        with seaweed_s3(tmp_path / "s3", ports=s3.ports):
+            run.wait_for_messages(3)
+            assert run.health() == (200, {"status": "ok", "source": "consume"})
+    finally:
+        run.stop()
+    assert run.outcomes() == Counter({"indexed": 3})
+    with duckdb.connect(str(run.db), read_only=True) as conn:
+        assert conn.execute("SELECT count(*), count(DISTINCT location) FROM files").fetchall() == [(3, 3)]
         assert conn.execute("SELECT count(*) FROM quarantine").fetchall() == [(0,)]
 
 

@@ -26,6 +26,7 @@ from viewlineage.sinks.readers import open_reader
 
 from ..conftest import CONFORMANCE, settings_for
 from ..generate import generate
+from ..refusals import refusing_environment
 from .consume_process import get_json
 from .watch_process import Watch
 
@@ -343,5 +344,33 @@ def test_polling_reads_a_file_again_once_it_is_complete(tmp_path: Path) -> None:
             handle.write(VALID[100:])
         watch.wait_until("SELECT count(*) FROM files", 1, timeout=30)
         assert watch.count("SELECT count(*) FROM quarantine") == 0
+    finally:
+        watch.stop()
+
+
+def test_a_file_whose_rows_the_store_refuses_stops_nothing(tmp_path: Path) -> None:
+    """The store refuses one file's rows: `watch` quarantines it (`insert-failed`) and goes on; the
+    next file of the same view, which repeats the refused file's version (and so was parsed
+    without it), is stored with that version in full."""
+    root = tmp_path / "warehouse"
+    metadata = root / "db" / "event_agg" / "metadata"
+    metadata.mkdir(parents=True)
+    env = {**os.environ, **refusing_environment("00001-")}
+    watch = Watch(root, tmp_path / "store.duckdb", env=env)
+    try:
+        first = metadata / f"00001-{VALID_UUID}.metadata.json"
+        first.write_bytes(VALID)
+        watch.wait_until("SELECT count(*) FROM quarantine WHERE reason = 'insert-failed'", 1)
+        second = metadata / f"00002-{VALID_UUID}.metadata.json"
+        second.write_bytes(
+            (CONFORMANCE / "iceberg-spec" / "view-spec__appendixA__00002-metadata.json").read_bytes()
+        )
+        watch.wait_until("SELECT count(*) FROM files", 1)
+        watch.wait_until(f"SELECT count(*) FROM versions WHERE view_id = '{VALID_UUID}'", 2)
+        assert watch.process.poll() is None
+        assert watch.count(f"SELECT count(*) FROM quarantine WHERE location = '{first}'") == 1
+        assert watch.count("SELECT count(*) FROM representations") == 2
+        log = watch.log.read_text()
+        assert f"quarantined location={first} reason=insert-failed\nbatch outcomes=quarantined:1 " in log
     finally:
         watch.stop()

@@ -13,7 +13,7 @@ from viewlineage.sinks.readers import open_reader
 
 
 class Watch:
-    def __init__(self, root: Path, db: Path, *options: str) -> None:
+    def __init__(self, root: Path, db: Path, *options: str, env: dict[str, str] | None = None) -> None:
         self.db = db
         self.log = root.parent / "watch.log"
         self.process = subprocess.Popen(
@@ -33,6 +33,7 @@ class Watch:
             ],
             stderr=self.log.open("w"),
             stdout=subprocess.DEVNULL,
+            env=env,
         )
         self.wait_for("watching")
 
