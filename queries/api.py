@@ -320,14 +320,26 @@ def deps(
             }
         )
     reads.sort(key=lambda r: (r["depth"], r["table"], r["via"]))
+    walked = {view.view_id} | {read["view_id"] for read in reads if read["view_id"] and transitive}
+    unknown = [row for row in lineage_unknown(conn, at) if row["view_id"] in walked]
     return {
         "view": view.name,
         "view_id": view.view_id,
         "as_of_ms": as_of_ms,
         "as_of": iso(as_of_ms),
         "transitive": transitive,
+        "lineage": "unknown" if any(row["view_id"] == view.view_id for row in unknown) else "known",
         "reads": reads,
+        "lineage_unknown": unknown,
     }
+
+
+def lineage_unknown(conn: duckdb.DuckDBPyConnection, at: int) -> list[dict[str, Any]]:
+    """The views current at `at` whose reads the store does not know, and why: they may read
+    anything, so no answer about what reads a table leaves them out silently."""
+    return query_rows(
+        conn, "SELECT view_name AS view, view_id, reason FROM lineage_unknown_as_of(?) ORDER BY 1, 2", [at]
+    )
 
 
 def _is_catalog(conn: duckdb.DuckDBPyConnection, name: str) -> bool:
@@ -353,7 +365,7 @@ def uses(
     at = FOREVER_MS if as_of_ms is None else as_of_ms
     views = query_rows(
         conn,
-        "SELECT view_name AS view, view_id, depth, path_names AS path, catalog_unknown "
+        "SELECT view_name AS view, view_id, depth, path_names AS path, catalog_unknown, match "
         "FROM uses_as_of(?, ?, ?) WHERE depth = 1 OR ? ORDER BY depth, path_names",
         [catalog, reference, at, transitive],
     )
@@ -363,6 +375,8 @@ def uses(
         "as_of": iso(as_of_ms),
         "transitive": transitive,
         "views": views,
+        "uncertain": len({view["view_id"] for view in views if view["match"] != "exact"}),
+        "lineage_unknown": lineage_unknown(conn, at),
         "refreshed_into": mviews.refreshed_from(conn, catalog, reference, at),
     }
 

@@ -156,6 +156,14 @@ def _print_summary(stats: IndexStats, fmt: str) -> None:
         click.echo(f"  {count:6d} {code}")
     for unlisted in stats.unlisted:
         click.echo(f"warning: {unlisted}", err=True)
+    guessed = stats.findings["catalog-unknown"] + stats.findings["catalog-ambiguous"]
+    if guessed:
+        click.echo(
+            f"hint: {guessed} table reference(s) name no catalog this indexer knows, so queries match "
+            "them uncertainly: --catalog-map PREFIX=CATALOG names the catalog of files under PREFIX, "
+            "--catalog-alias DIALECT:NAME=CATALOG an engine's own name for one (README: Names and catalogs)",
+            err=True,
+        )
 
 
 @cli.command()
@@ -518,16 +526,32 @@ def impact(
             if result["safe"]
             else f"{len(result['views'])} view(s) affected"
         )
+        if result["uncertain"]:
+            verdict += f", {result['uncertain']} of them matched uncertainly (see `match`)"
+        if result["lineage_unknown"]:
+            verdict += f"; {len(result['lineage_unknown'])} view(s) of unknown lineage could use it too"
         click.echo(f"{change.kind} {result['table']}.{result['column']} ({result['column_type']}): {verdict}")
         output_for(fmt).result(
             [
                 {
                     key: use[key]
-                    for key in ("depth", "view", "reads", "column", "kind", "output", "schemas_known")
+                    for key in (
+                        "depth",
+                        "view",
+                        "reads",
+                        "column",
+                        "kind",
+                        "output",
+                        "schemas_known",
+                        "match",
+                    )
                 }
                 for use in result["uses"]
             ]
         )
+        if result["lineage_unknown"]:
+            click.echo("lineage unknown:")
+            output_for(fmt).result(result["lineage_unknown"])
 
 
 @cli.command()

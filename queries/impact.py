@@ -20,9 +20,12 @@ from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.lineage.columns import ColumnLineage, TableKey, column_lineage, schema_columns
 from viewlineage.indexer.lineage.config import LineageConfig
 from viewlineage.indexer.lineage.tables import LineageRequest
+from viewlineage.queries.api import lineage_unknown
 from viewlineage.queries.names import FOREVER_MS, display_name, iso, query_rows, resolve_table
 
 DROP, RENAME, CHANGE_TYPE = "drop-column", "rename-column", "change-type"
+MATCHES = ("exact", "namespace-and-name", "other-catalog", "leading-part")
+"""How sure a reference names the changed table, surest first (see `uses_as_of`)."""
 _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 _PROMOTIONS = {("int", "long"), ("float", "double")}
 
@@ -78,6 +81,8 @@ class _Object:
     via: tuple[str, ...]
     """Columns from the changed table down to this one: `prod.db.events.amount`, ..."""
     schemas_known: bool
+    certainty: int = 0
+    """The least sure match on the way here (an index into `MATCHES`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +131,18 @@ def impact(
     }
     column_type = _checked(change, fields, resolved.name)
     readers = _readers(conn, catalog, parts, at)
+    catalogs = frozenset(
+        row["catalog"]
+        for row in query_rows(
+            conn,
+            "SELECT catalog FROM view_names WHERE catalog IS NOT NULL "
+            "UNION SELECT catalog FROM table_names WHERE catalog IS NOT NULL",
+        )
+    )
     uses = _walk(
-        readers, _Object((catalog, tuple(parts[:-1]), parts[-1]), resolved.name, change.column, (), True)
+        readers,
+        _Object((catalog, tuple(parts[:-1]), parts[-1]), resolved.name, change.column, (), True),
+        catalogs,
     )
     result: dict[str, Any] = {
         "table": resolved.name,
@@ -142,6 +157,8 @@ def impact(
         "uses": uses,
     }
     result["views"] = sorted({use["view"] for use in uses})
+    result["uncertain"] = len({use["view"] for use in uses if use["match"] != "exact"})
+    result["lineage_unknown"] = lineage_unknown(conn, at)
     return result
 
 
@@ -215,9 +232,23 @@ def _readers(
 
 
 def _schema_at(conn: duckdb.DuckDBPyConnection, key: TableKey, at: int) -> list[tuple[str, str]] | None:
-    """(name, type) of the view or table a reference names, as its schema was at `at`; None if unknown."""
+    """(name, type) of the view or table a reference names, as its schema was at `at`; None if unknown.
+    A leading part the indexer read as a namespace level may be a catalog: the second try leaves it
+    out."""
     catalog, namespace, name = key
-    wanted = [*namespace, name]
+    for wanted, wanted_catalog in ([*namespace, name], catalog), ([*namespace[1:], name], None):
+        if len(wanted) < 2:
+            break
+        columns = _columns_at(conn, wanted_catalog, wanted, at)
+        if columns is not None:
+            return columns
+    return None
+
+
+def _columns_at(
+    conn: duckdb.DuckDBPyConnection, catalog: str | None, wanted: list[str], at: int
+) -> list[tuple[str, str]] | None:
+    """The schema of the view, else the table, named `wanted` at `at`."""
     for view in _named_ids(conn, "view", catalog, wanted):
         columns = query_rows(
             conn,
@@ -253,14 +284,25 @@ def _named_ids(conn: duckdb.DuckDBPyConnection, kind: str, catalog: str | None, 
     return [row["id"] for row in rows]
 
 
-def _matches(reference: TableKey, wanted: TableKey) -> bool:
-    """A reference names the object when namespace and name agree and catalogs do not differ."""
-    return reference[1:] == wanted[1:] and (
-        reference[0] is None or wanted[0] is None or reference[0] == wanted[0]
-    )
+def _match(reference: TableKey, wanted: TableKey, catalogs: frozenset[str]) -> int | None:
+    """How surely a reference names the object (an index into `MATCHES`), by `uses_as_of`'s rules;
+    None when it cannot name it."""
+    (catalog, namespace, name), (wanted_catalog, wanted_namespace, wanted_name) = reference, wanted
+    if name != wanted_name:
+        return None
+    if namespace == wanted_namespace:
+        if catalog is not None and catalog == wanted_catalog:
+            return 0
+        if catalog is None or wanted_catalog is None:
+            return 1
+        return 2 if catalog not in catalogs else None
+    if namespace[1:] == wanted_namespace and len(namespace) == len(wanted_namespace) + 1:
+        leading = namespace[0]
+        return 3 if wanted_catalog in (None, leading) or leading not in catalogs else None
+    return None
 
 
-def _walk(readers: list[_Reader], start: _Object) -> list[dict[str, Any]]:
+def _walk(readers: list[_Reader], start: _Object, catalogs: frozenset[str]) -> list[dict[str, Any]]:
     """Breadth first from the changed column: each use of it, then each use of the output columns it
     flows into. Every (view, column) is visited once, at its smallest depth."""
     uses: list[dict[str, Any]] = []
@@ -274,8 +316,10 @@ def _walk(readers: list[_Reader], start: _Object) -> list[dict[str, Any]]:
         for reader in readers:
             known = source.schemas_known and not reader.lineage.unknown_schemas
             for use in reader.lineage.uses:
-                if not _matches(use.table, source.key):
+                match = _match(use.table, source.key, catalogs)
+                if match is None:
                     continue
+                certainty = max(match, source.certainty)
                 wanted, read = source.column, tuple(part.lower() for part in use.path)
                 if read[: len(wanted)] != wanted and wanted[: len(read)] != read:
                     continue
@@ -292,6 +336,7 @@ def _walk(readers: list[_Reader], start: _Object) -> list[dict[str, Any]]:
                         "output": output,
                         "via": [*source.via, f"{source.name}.{'.'.join(wanted)}"],
                         "schemas_known": known,
+                        "match": MATCHES[certainty],
                         "unknown_schemas": [
                             ".".join(filter(None, [k[0], *k[1], k[2]]))
                             for k in reader.lineage.unknown_schemas
@@ -306,6 +351,7 @@ def _walk(readers: list[_Reader], start: _Object) -> list[dict[str, Any]]:
                         below,
                         (*source.via, f"{source.name}.{'.'.join(wanted)}"),
                         known,
+                        certainty,
                     )
                     queue.append((step, depth + 1))
     order = {

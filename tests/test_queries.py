@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.pipeline.runs import index_locations
-from viewlineage.queries import api
+from viewlineage.queries import api, impact
 from viewlineage.queries.cli import cli
 from viewlineage.queries.names import version_copy
 from viewlineage.sinks.readers import open_reader
@@ -24,7 +24,7 @@ from viewlineage.sinks.readers import open_reader
 from .conftest import settings_for
 from .data.restore_mtimes import SAMPLE
 from .generate import generate
-from .metadata_files import View
+from .metadata_files import Table, View, schema_of
 from .realwriter.scenario_checks import CHECKS, Check, load_steps
 
 STEPS = load_steps(SAMPLE)
@@ -243,9 +243,10 @@ def test_under_a_version_conflict_lineage_follows_the_preferred_copy(tmp_path: P
 
 
 def test_uses_matches_references_by_catalog(tmp_path: Path) -> None:
-    """A reference naming a catalog reads that catalog's table only; one naming none, in a view with
-    no catalog and no default catalog, may read any, and says so (`catalog_unknown`), down to the
-    views above it."""
+    """A reference naming the table's catalog matches exactly. One naming none, in a view with no
+    catalog and no default catalog, may read any, and says so (`catalog_unknown`, `match`), down to
+    the views above it; one naming a catalog no stored view or table is in (here: any, there being
+    no catalog map) may be an engine's own name for it (`other-catalog`)."""
     root = tmp_path / "warehouse"
     explicit = View(root, "db", "explicit", "d5000000-0000-4000-8000-000000000001")
     explicit.commit(1000, "SELECT * FROM prod.db.t", **{"default-catalog": "prod"})
@@ -256,27 +257,69 @@ def test_uses_matches_references_by_catalog(tmp_path: Path) -> None:
     db = tmp_path / "store.duckdb"
     index_locations([str(root)], settings_for(db))  # no catalog map: the views have no catalog
 
-    def readers(table: str) -> list[tuple[str, int, bool]]:
-        found = api.uses(conn, table, 2000, transitive=True)["views"]
-        return [(v["view"], v["depth"], v["catalog_unknown"]) for v in found]
+    def readers(table: str) -> tuple[list[tuple[str, int, bool, str]], int]:
+        found = api.uses(conn, table, 2000, transitive=True)
+        views = [(v["view"], v["depth"], v["catalog_unknown"], v["match"]) for v in found["views"]]
+        return views, found["uncertain"]
 
     with open_reader(db) as conn:
-        assert readers("prod.db.t") == [
-            ("db.bare", 1, True),
-            ("db.explicit", 1, False),
-            ("db.above", 2, True),
+        assert readers("prod.db.t") == (
+            [
+                ("db.bare", 1, True, "namespace-and-name"),
+                ("db.elsewhere", 1, False, "other-catalog"),
+                ("db.explicit", 1, False, "exact"),
+                ("db.above", 2, True, "namespace-and-name"),
+            ],
+            3,
+        )
+        assert readers("db.t") == (
+            [
+                ("db.bare", 1, True, "namespace-and-name"),
+                ("db.elsewhere", 1, False, "namespace-and-name"),
+                ("db.explicit", 1, False, "namespace-and-name"),
+                ("db.above", 2, True, "namespace-and-name"),
+            ],
+            4,
+        )
+
+
+def test_uses_and_impact_list_every_view_that_could_read_the_table(tmp_path: Path) -> None:
+    """Indexed without --catalog-map, a Spark view (default catalog spark_catalog) reading
+    `lake.crm.customers`, where `lake` is a catalog the indexer cannot know, and the table's own
+    metadata under crm/customers/: `uses` and `impact` once answered "no view". Now the view is
+    listed as matched uncertainly (`leading-part`), indexing records `catalog-ambiguous`, and a
+    view whose SQL does not parse is listed as of unknown lineage."""
+    root = tmp_path / "warehouse"
+    customers = Table(root, "crm", "customers", "d7000000-0000-4000-8000-0000000000aa")
+    customers.schema = schema_of(("id", "long"), ("tier", "string"))
+    customers.commit(900, snapshot_id=1)
+    View(root, "crm", "gold", "d7000000-0000-4000-8000-000000000001").commit(
+        1000,
+        "SELECT id, tier FROM lake.crm.customers WHERE tier = 'gold'",
+        **{"default-catalog": "spark_catalog"},
+    )
+    View(root, "crm", "broken", "d7000000-0000-4000-8000-000000000002").commit(1000, "SELECT FROM WHERE")
+    db = tmp_path / "store.duckdb"
+    stats = index_locations([str(root)], settings_for(db))
+    assert stats.findings["catalog-ambiguous"] == 1
+    with open_reader(db) as conn:
+        found = api.uses(conn, "crm.customers", 2000)
+        assert [(v["view"], v["match"]) for v in found["views"]] == [("crm.gold", "leading-part")]
+        assert found["uncertain"] == 1
+        assert [(v["view"], v["reason"]) for v in found["lineage_unknown"]] == [
+            ("crm.broken", "sql-parse-error at 1:17: Expected table name but got 'WHERE'")
         ]
-        assert readers("other.db.t") == [
-            ("db.bare", 1, True),
-            ("db.elsewhere", 1, False),
-            ("db.above", 2, True),
+        change = impact.parse_change("tier", None, None)
+        affected = impact.impact(conn, "crm.customers", change, 2000)
+        assert [(u["view"], u["column"], u["kind"], u["match"]) for u in affected["uses"]] == [
+            ("crm.gold", "tier", "projected", "leading-part"),
+            ("crm.gold", "tier", "filter", "leading-part"),
         ]
-        assert readers("db.t") == [
-            ("db.bare", 1, True),
-            ("db.elsewhere", 1, False),
-            ("db.explicit", 1, False),
-            ("db.above", 2, True),
-        ]
+        assert (affected["views"], affected["uncertain"]) == (["crm.gold"], 1)
+        assert [v["view"] for v in affected["lineage_unknown"]] == ["crm.broken"]
+        broken = api.deps(conn, "crm.broken", 2000)
+        assert (broken["lineage"], broken["reads"]) == ("unknown", [])
+        assert broken["lineage_unknown"] == found["lineage_unknown"]
 
 
 def test_views_without_a_name_are_each_current(tmp_path: Path) -> None:

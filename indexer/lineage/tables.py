@@ -11,6 +11,7 @@ base table, with the suffix or pin recorded.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 
 import sqlglot
@@ -22,7 +23,7 @@ from viewlineage.indexer.lineage.config import LineageConfig
 from viewlineage.indexer.lineage.dialects import CASE_INSENSITIVE
 from viewlineage.indexer.spec.findings import Finding, Severity
 
-LINEAGE_RULES_VERSION = 1
+LINEAGE_RULES_VERSION = 2
 """Bump when extraction or resolution changes: it is part of the memo key, so stored results of
 older rules are recomputed rather than reused."""
 
@@ -50,6 +51,10 @@ METADATA_TABLES = frozenset(
 """Iceberg metadata table names (`db.t.snapshots` in Spark, `"t$snapshots"` in Trino)."""
 
 _PIN_PREFIXES = ("branch_", "tag_")
+_TOKEN = re.compile(
+    r"<Token token_type: [^,]*, text: (.*?), line: \d+, col: \d+, start: \d+, end: \d+, comments: \[.*?\]>"
+)
+"""sqlglot's repr of a token in its messages: users read the token's text."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +172,7 @@ def _parse_error_finding(exc: ParseError | TokenError) -> Finding:
     errors = getattr(exc, "errors", None) or [{}]
     first = errors[0]
     line, col = first.get("line"), first.get("col")
-    message = first.get("description") or str(exc).splitlines()[0]
+    message = _TOKEN.sub(r"'\1'", first.get("description") or str(exc).splitlines()[0])
     return Finding("sql-parse-error", Severity.ERROR, message, f"{line}:{col}" if line is not None else "")
 
 
@@ -227,6 +232,16 @@ class _Resolver:
             namespace = tuple(self._fold(part) for part in self.request.default_namespace)
         else:
             namespace = tuple(parts[:-1])
+        if catalog is None and len(parts) >= 3 and (self.default_catalog or self.request.view_catalog):
+            self.findings.append(
+                Finding(
+                    "catalog-ambiguous",
+                    Severity.WARNING,
+                    f"{raw!r}: {parts[0]!r} is no known catalog, so it is read as a namespace "
+                    "level; if it names a catalog, say which with --catalog-alias "
+                    f"{self.dialect}:{parts[0]}=CATALOG (queries match it either way, as uncertain)",
+                )
+            )
         if catalog is not None:
             source = "explicit"
         elif self.default_catalog:

@@ -33,12 +33,21 @@ walk(view_id, depth, path, catalog, namespace, table_name, suffix, pin, catalog_
 SELECT * FROM walk;
 
 -- uses_as_of(ref_catalog, ref_parts, t): views reading the table named by ref_parts (namespace
--- levels then name; ref_catalog NULL to match any catalog), directly (depth 1) or through views.
--- path lists the views from the reader down to the one reading the table, path_names the same
--- views by their names at t (catalog.namespace.name; the view id of a view with no name). It walks
--- references by their plain names, which the spans carry: one filtered scan, no join. A current
--- view whose version is not stored reads nothing known (its read_paths are NULL), so it is never
--- walked through.
+-- levels then name; ref_catalog NULL when the table's catalog is unknown), directly (depth 1) or
+-- through views. path lists the views from the reader down to the one reading the table,
+-- path_names the same views by their names at t (catalog.namespace.name; the view id of a view
+-- with no name). It walks references by their plain names, which the spans carry: one filtered
+-- scan, no join. A current view whose version is not stored reads nothing known (its read_paths
+-- are NULL), so it is never walked through.
+-- Every reference that could name the table counts, and `match` says how sure that is, the least
+-- sure step of the path:
+--   exact               the same namespace and name, in the same catalog;
+--   namespace-and-name  the same namespace and name, and the reference's or the table's catalog
+--                       is unknown (no default catalog, no --catalog-map entry);
+--   other-catalog       the same namespace and name in a catalog no stored view or table is in:
+--                       an engine's own name for the table's catalog, if no --catalog-alias says so;
+--   leading-part        one leading part more, which the indexer read as a namespace level for
+--                       want of a known catalog of that name (`lake.crm.t` read in spark_catalog).
 CREATE OR REPLACE MACRO uses_as_of(ref_catalog, ref_parts, t) AS TABLE
 WITH RECURSIVE current AS MATERIALIZED (
     SELECT view_id, catalog, name_path, read_paths,
@@ -51,18 +60,71 @@ reads AS MATERIALIZED (
            split_part(entry, chr(29), 2) AS read_name
     FROM (SELECT view_id, view_name, unnest(string_split(read_paths, chr(30))) AS entry FROM current)
 ),
+catalogs AS MATERIALIZED (
+    SELECT catalog FROM view_names WHERE catalog IS NOT NULL
+    UNION SELECT catalog FROM table_names WHERE catalog IS NOT NULL
+),
 named AS MATERIALIZED (
     SELECT view_id, catalog, name_path AS read_name FROM current WHERE name_path IS NOT NULL
 ),
-walk(view_id, depth, path, catalog_unknown, path_names) AS (
-    SELECT DISTINCT view_id, 1, [view_id], catalog IS NULL, [view_name] FROM reads
+direct AS (
+    SELECT view_id, view_name, catalog,
+           CASE
+               WHEN read_name <> array_to_string(ref_parts, chr(31)) THEN 3
+               WHEN catalog = ref_catalog THEN 0
+               WHEN catalog IS NULL OR ref_catalog IS NULL THEN 1
+               WHEN catalog NOT IN (SELECT catalog FROM catalogs) THEN 2
+           END AS certainty
+    FROM reads
     WHERE read_name = array_to_string(ref_parts, chr(31))
-      AND (ref_catalog IS NULL OR catalog IS NULL OR catalog = ref_catalog)
+       OR (read_name LIKE '%' || chr(31) || array_to_string(ref_parts, chr(31))
+           AND len(string_split(read_name, chr(31))) = len(ref_parts) + 1
+           AND (ref_catalog IS NULL OR split_part(read_name, chr(31), 1) = ref_catalog
+                OR split_part(read_name, chr(31), 1) NOT IN (SELECT catalog FROM catalogs)))
+),
+walk(view_id, depth, path, catalog_unknown, certainty, path_names) AS (
+    SELECT view_id, 1, [view_id], bool_or(catalog IS NULL), min(certainty), [view_name] FROM direct
+    WHERE certainty IS NOT NULL GROUP BY view_id, view_name
     UNION ALL
     SELECT r.view_id, w.depth + 1, list_prepend(r.view_id, w.path), w.catalog_unknown OR r.catalog IS NULL,
+           greatest(w.certainty, CASE WHEN r.catalog IS NULL OR n.catalog IS NULL THEN 1 ELSE 0 END),
            list_prepend(r.view_name, w.path_names)
     FROM walk w JOIN named n ON n.view_id = w.path[1]
     JOIN reads r ON r.read_name = n.read_name AND (r.catalog IS NULL OR n.catalog IS NULL OR r.catalog = n.catalog)
     WHERE NOT list_contains(w.path, r.view_id)
 )
-SELECT view_id, path_names[1] AS view_name, depth, path, path_names, catalog_unknown FROM walk;
+SELECT view_id, path_names[1] AS view_name, depth, path, path_names, catalog_unknown,
+       ['exact', 'namespace-and-name', 'other-catalog', 'leading-part'][certainty + 1] AS match
+FROM walk;
+
+-- lineage_unknown_as_of(t): the views current at t that could read anything, as far as the store
+-- knows, with why: no representation of their version gave lineage (its SQL does not parse, its
+-- dialect is unknown, it is longer than max-sql-length, it is no SQL), or the version is not stored.
+CREATE OR REPLACE MACRO lineage_unknown_as_of(t) AS TABLE
+WITH heads AS MATERIALIZED (
+    SELECT view_id, version_hash,
+           CASE WHEN name_path IS NULL THEN view_id
+                ELSE concat_ws('.', catalog, replace(name_path, chr(31), '.')) END AS view_name
+    FROM view_heads_as_of(t)
+),
+representation_state AS (
+    SELECT r.version_hash,
+           CASE WHEN r.type <> 'sql' THEN 'a ' || r.type || ' representation'
+                WHEN r.sql IS NULL THEN 'no SQL text'
+                WHEN r.dialect IS NULL THEN 'unknown dialect ' || coalesce('''' || r.dialect_raw || '''', '(none)')
+                WHEN r.lineage_key IS NULL THEN 'SQL longer than max-sql-length'
+                ELSE (SELECT f.code || coalesce(' at ' || nullif(f.position, ''), '') || ': ' || f.message
+                      FROM lineage_findings f
+                      WHERE f.lineage_key = r.lineage_key
+                        AND f.code IN ('sql-parse-error', 'sql-analysis-error')
+                      ORDER BY f.ordinal LIMIT 1)
+           END AS failure
+    FROM representations r WHERE r.version_hash IN (SELECT version_hash FROM heads)
+)
+SELECT h.view_id, h.view_name,
+       CASE WHEN h.version_hash IS NULL THEN 'its current version is not stored'
+            WHEN count(s.version_hash) = 0 THEN 'no representation'
+            ELSE string_agg(DISTINCT s.failure, '; ' ORDER BY s.failure) END AS reason
+FROM heads h LEFT JOIN representation_state s USING (version_hash)
+GROUP BY h.view_id, h.view_name, h.version_hash
+HAVING h.version_hash IS NULL OR count(s.version_hash) = 0 OR bool_and(s.failure IS NOT NULL);
