@@ -19,6 +19,7 @@ from viewlineage.queries.names import (
     FOREVER_MS,
     ResolvedTable,
     ResolvedView,
+    did_you_mean,
     display_name,
     iso,
     parse_time,
@@ -352,6 +353,21 @@ def _is_catalog(conn: duckdb.DuckDBPyConnection, name: str) -> bool:
     return bool(known[0]["known"])
 
 
+def _is_named(conn: duckdb.DuckDBPyConnection, parts: list[str]) -> bool:
+    """Whether a stored view or table has this name (namespace levels and name), or stored SQL
+    reads a table of it (maybe after a leading part: see `uses_as_of`)."""
+    found = query_rows(
+        conn,
+        """
+        SELECT EXISTS (FROM table_names WHERE name = ?1) OR EXISTS (FROM view_names WHERE name = ?1)
+            OR EXISTS (FROM table_references WHERE name = ?1[-1]
+                       AND (list_append(namespace, name) = ?1 OR list_append(namespace, name)[2:] = ?1))
+            AS named""",
+        [parts],
+    )
+    return bool(found[0]["named"])
+
+
 def uses(
     conn: duckdb.DuckDBPyConnection, table: str, as_of_ms: int | None = None, transitive: bool = False
 ) -> dict[str, Any]:
@@ -369,6 +385,11 @@ def uses(
         "FROM uses_as_of(?, ?, ?) WHERE depth = 1 OR ? ORDER BY depth, path_names",
         [catalog, reference, at, transitive],
     )
+    if not views and not _is_named(conn, reference):
+        raise UsageError(
+            f"no table or view {table!r} in the store, and no stored SQL reads one of that name"
+            f"{did_you_mean(conn, table)}"
+        )
     return {
         "table": ".".join(([catalog] if catalog else []) + reference),
         "as_of_ms": as_of_ms,

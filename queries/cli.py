@@ -131,7 +131,8 @@ as_of_option = click.option(
     "--as-of",
     "as_of",
     default=None,
-    help="ISO-8601 time (UTC when no zone is given) or epoch ms; default: now.",
+    help="ISO-8601 time (UTC when no zone is given), or epoch time with its unit (1795607008s, "
+    "1795607008000ms, ...; a bare number from 10^11 is ms); default: the latest state the store holds.",
 )
 
 
@@ -151,7 +152,9 @@ def _print_summary(stats: IndexStats, fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps(summary))
         return
-    click.echo(", ".join(f"{value} {key.replace('_', ' ')}" for key, value in summary.items()))
+    run = {key: value for key, value in summary.items() if not key.startswith("store_")}
+    click.echo(", ".join(f"{value} {key.replace('_', ' ')}" for key, value in run.items()))
+    click.echo(f"the store holds {summary['store_files']} files of {summary['store_views']} views")
     for code, count in sorted(stats.findings.items()):
         click.echo(f"  {count:6d} {code}")
     for unlisted in stats.unlisted:
@@ -196,6 +199,8 @@ def index(
         if bar is not None:
             bar.__exit__(None, None, None)
     _print_summary(stats, fmt)
+    if stats.listed == 0:
+        click.echo(f"warning: no metadata file (*.metadata.json) under {', '.join(locations)}", err=True)
 
 
 @cli.command()
@@ -658,6 +663,34 @@ def indexing_process(settings: Settings | None = None) -> None:
 
         if warning := over_machine(settings, machine_memory()):
             click.echo(f"warning: {warning}", err=True)
+
+
+def _global_option_after_the_command(context: click.Context, parameter: click.Parameter, value: Any) -> None:
+    if value not in (None, False):
+        context.obj[str(parameter.name)] = value
+
+
+def _accept_global_options_after_commands() -> None:
+    """`viewlineage show V --db x.duckdb` as well as `viewlineage --db x.duckdb show V`, as duckdb and
+    dbt users type them: every command takes the group's options too (given after the command,
+    they win)."""
+    for command in cli.commands.values():
+        for option in cli.params:
+            if isinstance(option, click.Option) and option.name not in {"version"}:
+                command.params.append(
+                    click.Option(
+                        option.opts,
+                        is_flag=option.is_flag,
+                        default=None if not option.is_flag else False,
+                        expose_value=False,
+                        callback=_global_option_after_the_command,
+                        help=option.help,
+                        type=None if option.is_flag else option.type,
+                    )
+                )
+
+
+_accept_global_options_after_commands()
 
 
 def main() -> None:

@@ -54,7 +54,75 @@ def parse_change(drop: str | None, rename: str | None, change_type: str | None) 
     if not equals or not column.strip() or not target.strip():
         wanted = "A=B" if kind == RENAME else "COLUMN=TYPE"
         raise UsageError(f"--{kind} takes {wanted}, got {text!r}")
+    if kind == CHANGE_TYPE:
+        return Change(kind, _column_path(column), iceberg_type(target))
     return Change(kind, _column_path(column), target.strip().lower())
+
+
+ICEBERG_TYPES = (
+    "boolean",
+    "int",
+    "long",
+    "float",
+    "double",
+    "decimal(P,S)",
+    "date",
+    "time",
+    "timestamp",
+    "timestamptz",
+    "timestamp_ns",
+    "timestamptz_ns",
+    "string",
+    "uuid",
+    "fixed[L]",
+    "binary",
+)
+"""Iceberg's primitive types (a column of a nested type changes through its fields)."""
+ENGINE_TYPES = {
+    "bigint": "long",
+    "integer": "int",
+    "smallint": "int",
+    "tinyint": "int",
+    "real": "float",
+    "double precision": "double",
+    "varchar": "string",
+    "char": "string",
+    "text": "string",
+    "bool": "boolean",
+    "varbinary": "binary",
+    "bytes": "binary",
+    "timestamp_ntz": "timestamp",
+    "timestamp without time zone": "timestamp",
+    "timestamp with time zone": "timestamptz",
+    "timestamp_ltz": "timestamptz",
+}
+"""The engines' names for Iceberg types (Spark, Trino, Flink, SQL)."""
+_SIZED = re.compile(r"^(decimal|numeric)\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)$|^fixed\s*\[\s*(\d+)\s*\]$")
+_LENGTH = re.compile(r"^(varchar|char)\s*\(\s*\d+\s*\)$")
+
+
+def iceberg_type(text: str) -> str:
+    """The Iceberg type `text` names, in Iceberg's spelling (`bigint` is `long`); a `UsageError`
+    listing the accepted names when it names none."""
+    name = " ".join(text.strip().lower().split())
+    if sized := _SIZED.match(name):
+        if sized.group(4) is not None:
+            return f"fixed[{sized.group(4)}]"
+        precision, scale = int(sized.group(2)), int(sized.group(3))
+        if not 1 <= precision <= 38 or scale > precision:
+            raise UsageError(f"{text!r}: a decimal's precision is 1 to 38, its scale at most the precision")
+        return f"decimal({precision},{scale})"
+    if _LENGTH.match(name):
+        return "string"
+    if name in ENGINE_TYPES:
+        return ENGINE_TYPES[name]
+    if name in ICEBERG_TYPES:
+        return name
+    engines = ", ".join(sorted({*ENGINE_TYPES, "numeric(P,S)", "varchar(N)"}))
+    raise UsageError(
+        f"{text!r} is not an Iceberg type. Iceberg's: {', '.join(ICEBERG_TYPES)}; the engines' names "
+        f"for them: {engines}"
+    )
 
 
 def _column_path(text: str) -> tuple[str, ...]:

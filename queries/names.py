@@ -3,6 +3,7 @@ uuid, a location, a name or the tail of one) to one view or one table."""
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,22 +18,34 @@ FOREVER_MS = 2**62
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
-def parse_time(text: str) -> int:
-    """Epoch ms from ISO-8601 (a naive time is UTC) or from an integer of epoch ms.
+SMALLEST_BARE_MS = 10**11
+"""A bare integer this large or larger is epoch milliseconds (1973-03-03 on); a smaller one could be
+seconds (1795607008 is 2026 in seconds, 1970 in ms), so it takes a unit."""
 
-    >>> parse_time("2019-11-12T00:27:11.292"), parse_time("1573518431292")
-    (1573518431292, 1573518431292)
+
+def parse_time(text: str) -> int:
+    """Epoch ms from ISO-8601 (a naive time is UTC), from an integer with a unit (`s`, `ms`, `us`), or
+    from a bare integer of epoch ms of at least 10^11.
+
+    >>> parse_time("2019-11-12T00:27:11.292"), parse_time("1573518431292"), parse_time("1573518431s")
+    (1573518431292, 1573518431292, 1573518431000)
     """
     text = text.strip()
-    if re.fullmatch(r"-?\d{10,}", text):
-        ms = int(text)
+    if number := re.fullmatch(r"(-?\d+)(s|ms|us)?", text):
+        digits, unit = number.groups()
+        if unit is None and abs(int(digits)) < SMALLEST_BARE_MS:
+            raise UsageError(
+                f"{text!r}: a bare number is epoch milliseconds, from 10^11 on; give its unit "
+                f"({digits}s for seconds, {digits}ms, {digits}us) or an ISO-8601 time"
+            )
+        ms = int(digits) * 1000 if unit == "s" else int(digits) // 1000 if unit == "us" else int(digits)
         if not _FIRST_MS <= ms <= _LAST_MS:  # answers give times as ISO-8601 too
-            raise UsageError(f"epoch ms out of range (years 1 to 9999): {text!r}")
+            raise UsageError(f"time out of range (years 1 to 9999): {text!r}")
         return ms
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError as exc:
-        raise UsageError(f"not an ISO-8601 time or epoch ms: {text!r}") from exc
+        raise UsageError(f"not an ISO-8601 time or an epoch number: {text!r}") from exc
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return int(moment.timestamp() * 1000)
@@ -43,8 +56,9 @@ _LAST_MS = int(datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC).timestamp(
 
 
 def iso(ms: int | None) -> str | None:
-    """ISO-8601 UTC with milliseconds."""
-    if ms is None:
+    """ISO-8601 UTC with milliseconds; None for a time past what ISO-8601 writes (years 1 to 9999),
+    such as microseconds a writer stored as milliseconds: answers keep the raw number beside it."""
+    if ms is None or not _FIRST_MS <= ms <= _LAST_MS:
         return None
     return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -89,13 +103,13 @@ def _is_location(text: str) -> bool:
     return "://" in text or text.startswith(("/", "file:", "."))
 
 
-def _one(kind: str, ref: str, rows: list[dict[str, Any]]) -> tuple[str, str]:
+def _one(conn: duckdb.DuckDBPyConnection, kind: str, ref: str, rows: list[dict[str, Any]]) -> tuple[str, str]:
     """(id, display name) of the one view or table found, or a usage error saying why not."""
     named = [
         (row[f"{kind}_id"], display_name(row["catalog"], row["name"], row[f"{kind}_id"])) for row in rows
     ]
     if not named:
-        raise UsageError(f"no {kind} {ref!r} in the store")
+        raise UsageError(f"no {kind} {ref!r} in the store{did_you_mean(conn, ref)}")
     if len(named) > 1:
         raise UsageError(f"{ref!r} is ambiguous: {', '.join(f'{name} ({key})' for key, name in named)}")
     return named[0]
@@ -119,7 +133,7 @@ def resolve_view(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = 
         )
     elif rows is None:
         rows = _holders(conn, _named(conn, "view", text), at)
-    return ResolvedView(*_one("view", ref, rows))
+    return ResolvedView(*_one(conn, "view", ref, rows))
 
 
 def _named(conn: duckdb.DuckDBPyConnection, kind: str, text: str) -> list[dict[str, Any]]:
@@ -170,7 +184,30 @@ def resolve_table(conn: duckdb.DuckDBPyConnection, ref: str) -> ResolvedTable:
             if named
             else []
         )
-    return ResolvedTable(*_one("table", ref, rows))
+    return ResolvedTable(*_one(conn, "table", ref, rows))
+
+
+def did_you_mean(conn: duckdb.DuckDBPyConnection, text: str) -> str:
+    """`; did you mean ...?` with the stored names of views and tables, and the tables stored SQL
+    reads, closest to `text` (compared with and without their catalog); empty when none is close."""
+    names = query_rows(
+        conn,
+        """
+        SELECT DISTINCT catalog, array_to_string(name, '.') AS path FROM view_names
+        UNION SELECT DISTINCT catalog, array_to_string(name, '.') FROM table_names
+        UNION SELECT DISTINCT catalog, array_to_string(list_append(namespace, name), '.')
+        FROM table_references""",
+    )
+    spelled: dict[str, str] = {}
+    for row in names:
+        full = ".".join(filter(None, [row["catalog"], row["path"]]))
+        spelled.setdefault(row["path"], full)
+        spelled.setdefault(full, full)
+    wanted = ".".join(part for part in re.split(r"[./]", text.strip().lower()) if part)
+    close = dict.fromkeys(
+        spelled[name] for name in difflib.get_close_matches(wanted, spelled, n=5, cutoff=0.75)
+    )
+    return f"; did you mean {', '.join(close)}?" if close else ""
 
 
 def _holders(conn: duckdb.DuckDBPyConnection, named: list[dict[str, Any]], at: int) -> list[dict[str, Any]]:

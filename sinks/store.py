@@ -488,6 +488,13 @@ class Store:
         while rows := cursor.fetchmany(chunk):
             yield [(row[0], row[1], row[2], row[3]) for row in rows]
 
+    def holds(self) -> tuple[int, int]:
+        """(indexed files, views) in the store."""
+        ((files, views),) = self.conn.execute(
+            "SELECT (SELECT count(*) FROM files), (SELECT count(DISTINCT view_id) FROM view_files)"
+        ).fetchall()
+        return int(files), int(views)
+
     def incomplete_files(self, locations: Collection[str] | None = None) -> list[str]:
         """Stored files (of those at `locations`) that name content no stored row holds: a
         version, a schema, a lineage result or a logged snapshot that a writer left out as parsed

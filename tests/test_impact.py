@@ -149,6 +149,23 @@ def test_type_changes_iceberg_promotes_are_safe(
     assert result["uses"]  # every use is listed, safe or not
 
 
+def test_change_types_are_iceberg_types_by_any_engine_name() -> None:
+    """`tier=banana` was accepted, and `bigint` was unsafe where `long` was safe: types are
+    Iceberg's, by their own or the engines' names, anything else is refused with the list."""
+    targets = ["bigint", "LONG", "integer", "Decimal(12, 2)", "varchar(20)", "timestamp with time zone"]
+    assert [parse_change(None, None, f"c={t}").target for t in targets] == [
+        "long",
+        "long",
+        "int",
+        "decimal(12,2)",
+        "string",
+        "timestamptz",
+    ]
+    with pytest.raises(UsageError, match=r"'banana' is not an Iceberg type. Iceberg's: boolean, int, long"):
+        parse_change(None, None, "tier=banana")
+    assert promotion_is_safe("int", parse_change(None, None, "c=bigint").target or "")
+
+
 def test_promotion_rules() -> None:
     assert [promotion_is_safe(a, b) for a, b in [("int", "long"), ("float", "double"), ("long", "int")]] == [
         True,

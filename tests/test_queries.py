@@ -69,6 +69,56 @@ def test_time_parsing() -> None:
         api.parse_time("yesterday")
 
 
+def test_epoch_numbers_say_their_unit() -> None:
+    """Epoch seconds were read as milliseconds (1970) and small numbers refused: a bare number is
+    epoch ms from 10^11 on, smaller ones are refused with a hint, and units say which."""
+    assert [api.parse_time(t) for t in ("1795607008s", "1795607008000ms", "1795607008000000us")] == [
+        1795607008000
+    ] * 3
+    assert api.parse_time("100000000000") == 10**11
+    with pytest.raises(
+        UsageError, match=r"'1795607008': a bare number is epoch milliseconds, from 10\^11 on; "
+    ):
+        api.parse_time("1795607008")
+    with pytest.raises(UsageError, match=r"give its unit \(2000s for seconds"):
+        api.parse_time("2000")
+    with pytest.raises(UsageError, match="time out of range"):
+        api.parse_time("99999999999999999ms")
+
+
+def test_times_past_year_9999_show_as_raw_numbers(tmp_path: Path) -> None:
+    """An activation in microseconds written as milliseconds (year 58860) indexed fine, then
+    `history` and `show` crashed (`year 58860 is out of range`): now its ISO-8601 form is null, the
+    raw number stands, and the finding `timestamp-out-of-range` flags it."""
+    root = tmp_path / "warehouse"
+    far = 1795303046500 * 1000
+    View(root, "db", "far", "d8000000-0000-4000-8000-000000000001").commit(far, "SELECT 1 AS x")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db))
+    with open_reader(db) as conn:
+        shown = api.show(conn, "db.far")
+        assert (shown["activated_ms"], shown["activated_at"]) == (far, None)
+        assert [
+            (e["activated_ms"], e["activated_at"]) for e in api.history(conn, "db.far")["activations"]
+        ] == [(far, None)]
+        codes = [f["code"] for f in api.findings(conn, view="db.far")]
+    assert "timestamp-out-of-range" in codes
+    assert "future-activation" in codes
+    result = CliRunner().invoke(cli, ["--db", str(db), "history", "db.far"])
+    assert result.exit_code == 0, result.output
+
+
+def test_a_name_nothing_has_or_reads_is_an_error_with_candidates(conn: duckdb.DuckDBPyConnection) -> None:
+    """`uses prod.db.evnts` answered an empty list while `impact` refused: one rule now, with the
+    closest stored names."""
+    with pytest.raises(
+        UsageError, match=r"no table or view 'prod.db.evnts' in the store.*did you mean prod.db.events"
+    ):
+        api.uses(conn, "prod.db.evnts")
+    with pytest.raises(UsageError, match=r"no view 'event_ag' in the store; did you mean "):
+        api.resolve_view(conn, "event_ag")
+
+
 def test_cli_json_and_text(sample_store: Path) -> None:
     runner = CliRunner()
     result = runner.invoke(

@@ -130,7 +130,7 @@ def test_files_takes_repeated_locations(sample_store: Path, reader: duckdb.DuckD
     [
         ("/api/show", {}, "400 Bad Request", "missing query parameter 'view'"),
         ("/api/show", {"view": "db.big_days", "as_of": "noon"}, "400 Bad Request",
-         "not an ISO-8601 time or epoch ms: 'noon'"),
+         "not an ISO-8601 time or an epoch number: 'noon'"),
         ("/api/uses", {"table": "events"}, "400 Bad Request", "name the table with its namespace: 'events'"),
         ("/api/deps", {"view": "db.big_days", "transitive": "yes"}, "400 Bad Request",
          "transitive is true or false, not 'yes'"),

@@ -146,6 +146,8 @@ def watch_directory(
 ) -> None:
     """Run until `stop` is set (or forever). `readers` (an HTTP API's) read this process's store."""
     root = normalize_location(root)
+    if not os.path.isdir(local_path(root)):
+        raise UsageError(f"{root}: no such directory to watch")
     stop = stop or threading.Event()
     health = health or Health("watch", settings.log_format)
     config = with_roots(settings.parse_config(), [root])

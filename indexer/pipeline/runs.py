@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import threading
 import warnings
 from collections import Counter, deque
@@ -13,7 +14,7 @@ from dataclasses import replace
 import pyarrow as pa
 
 from viewlineage.indexer.config import Settings
-from viewlineage.indexer.errors import RebuildPending, StoreWarning
+from viewlineage.indexer.errors import RebuildPending, StoreWarning, UsageError
 from viewlineage.indexer.faults import Faults
 from viewlineage.indexer.parse.config import CatalogMapEntry, ParseConfig
 from viewlineage.indexer.parse.locations import normalize_location
@@ -28,6 +29,7 @@ from viewlineage.indexer.sources.read import (
     Reader,
     listed_files,
     listed_table,
+    local_path,
     reader_for,
 )
 from viewlineage.sinks.store import Store
@@ -68,6 +70,7 @@ def index_locations(
     if progress is not None:
         progress = _one_at_a_time(progress)
     roots = [normalize_location(location) for location in locations]
+    missing_roots(roots)
     config = with_roots(settings.parse_config(), roots)
     with (
         worker_pool(settings, config) as pool,  # forked first: workers inherit none of what follows
@@ -89,7 +92,16 @@ def index_locations(
         del listings
         todo = _unindexed_files(store, readers, chunks, indexer.stats, progress)
         reads = read_all(todo, settings, files_per_task=BULK_READS_PER_TASK)
-        return indexer.ingest(reads, settings.batch_files, progress, batch_bytes=settings.batch_bytes)
+        stats = indexer.ingest(reads, settings.batch_files, progress, batch_bytes=settings.batch_bytes)
+        stats.store_files, stats.store_views = store.holds()
+        return stats
+
+
+def missing_roots(roots: Iterable[str]) -> None:
+    """A `UsageError` for the first local root that does not exist: before a store file is made."""
+    for root in roots:
+        if "://" not in root and not os.path.exists(local_path(root)):
+            raise UsageError(f"{root}: no such file or directory")
 
 
 def _one_at_a_time(callback: Callable[[int], None]) -> Callable[[int], None]:
@@ -178,4 +190,5 @@ def reindex(settings: Settings) -> IndexStats:
             )
         store.reindexed()
         indexer.stats.listed = indexer.stats.indexed
+        indexer.stats.store_files, indexer.stats.store_views = store.holds()
         return indexer.stats

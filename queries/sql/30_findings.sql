@@ -39,4 +39,16 @@ FROM (
     WHERE r.lineage_key IS NOT NULL
     GROUP BY r.version_hash, r.dialect
 ) d JOIN versions v USING (version_hash)
-GROUP BY v.view_id, v.version_id, v.version_hash HAVING count(DISTINCT tables) > 1;
+GROUP BY v.view_id, v.version_id, v.version_hash HAVING count(DISTINCT tables) > 1
+UNION ALL
+SELECT 'file', l.location, l.view_id, l.version_id, 'future-activation', 'warning',
+       'activated ' || ((l.timestamp_ms - epoch_ms(f.ingested_at)) // 1000) || ' s after this file was '
+       || 'indexed: its writer''s clock runs ahead (answers without --as-of give the latest state anyway)',
+       '$.version-log[' || l.ordinal || '].timestamp-ms'
+FROM version_log l JOIN files f USING (location)
+WHERE l.timestamp_ms > epoch_ms(f.ingested_at) + 60000
+UNION ALL
+SELECT DISTINCT 'view', NULL, view_id, version_id, 'timestamp-out-of-range', 'warning',
+       'activated at ' || timestamp_ms || ' ms, past what a date can be (years 1 to 9999): microseconds '
+       || 'written as milliseconds? Shown as the raw number', '$.version-log'
+FROM activations WHERE timestamp_ms NOT BETWEEN -62135596800000 AND 253402300799999;
