@@ -56,6 +56,13 @@ class Settings(BaseModel):
         description="Longest SQL text analysed for lineage, in characters; longer SQL is stored, "
         "not analysed (finding `sql-too-long`, its lineage unknown).",
     )
+    max_json_values: int = Field(
+        4 * 1024 * 1024,
+        alias="max-json-values",
+        gt=0,
+        description="Most JSON values one document may hold (counted from its commas and brackets, "
+        "strings' included); more is quarantined `too-many-values`. Parsed, each costs ~64 bytes.",
+    )
     read_workers: int = Field(8, alias="read-workers", gt=0, description="Parallel file reads.")
     workers: int = Field(
         0,
@@ -168,6 +175,7 @@ class Settings(BaseModel):
         return ParseConfig(
             max_decompressed_bytes=self.max_decompressed_bytes,
             max_sql_length=self.max_sql_length,
+            max_json_values=self.max_json_values,
             catalog_map=parse_catalog_map(self.catalog_map),
             lineage=LineageConfig(aliases=parse_catalog_aliases(self.catalog_alias)),
         )

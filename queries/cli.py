@@ -42,6 +42,7 @@ _INDEXING = (
     "max_file_bytes",
     "max_decompressed_bytes",
     "max_sql_length",
+    "max_json_values",
     "read_workers",
     "workers",
     "batch_files",
@@ -115,8 +116,8 @@ def settings_from(context: click.Context, **flags: Any) -> Settings:
     return load_settings(obj.get("config"), flags=flags)
 
 
-def output_for(fmt: str) -> Output:
-    return JsonOutput() if fmt == "json" else TextOutput()
+def output_for(fmt: str, keep_empty: bool = False) -> Output:
+    return JsonOutput() if fmt == "json" else TextOutput(keep_empty)
 
 
 format_option = click.option(
@@ -601,7 +602,7 @@ def quarantine(context: click.Context, fmt: str) -> None:
 def sql(context: click.Context, query: str, fmt: str) -> None:
     """Run QUERY on a read-only, sandboxed connection (no file or network access)."""
     with _reader(context) as conn:
-        output_for(fmt).result(api.run_sql(conn, query))
+        output_for(fmt, keep_empty=True).result(api.run_sql(conn, query))
 
 
 def _system_allocator() -> None:

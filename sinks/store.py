@@ -113,7 +113,8 @@ class Store:
         `index` run publishes once, when it closes, not after its first batch too (a CHECKPOINT
         and a copy of the store each). Followers publish when they start (`force`)."""
         self._dirty = False
-        self._abandoned = False
+        self._abandoned: str | None = None
+        """Why this writer stopped (a failed COMMIT), said again to every later call."""
         self.refused: list[str] = []
         """Locations this writer refused (`insert-failed`) or stored as `internal-error`."""
         self.unverified: set[str] = set()
@@ -223,7 +224,7 @@ class Store:
         if not tables:
             return
         if self._abandoned:
-            raise StoreAbandoned(f"{self.path}: this writer stopped after a failed COMMIT")
+            raise StoreAbandoned(self._abandoned)
         statements = {
             "quarantine": [
                 "INSERT OR IGNORE INTO quarantine SELECT * FROM _batch b "
@@ -233,6 +234,8 @@ class Store:
             "files": ["INSERT OR IGNORE INTO files SELECT * FROM _batch"],
             "removals": ["INSERT OR IGNORE INTO removals SELECT * FROM _batch"],
         }
+        # A file stored again after its removal was recorded is back: the removal goes.
+        statements["files"].append("DELETE FROM removals WHERE location IN (SELECT location FROM _batch)")
         if self._quarantine_rows or "quarantine" in tables:  # else there is nothing to clear
             statements["files"].append(
                 "DELETE FROM quarantine WHERE location IN (SELECT location FROM _batch)"
@@ -358,7 +361,6 @@ class Store:
                 self._abandon(exc)
 
     def _abandon(self, exc: duckdb.Error, action: str = "a COMMIT") -> NoReturn:
-        self._abandoned = True
         with contextlib.suppress(duckdb.Error):
             self.conn.execute("PRAGMA disable_checkpoint_on_shutdown")
         remedy = (
@@ -366,11 +368,12 @@ class Store:
             if DISK_FULL in str(exc)
             else "run the command again (with a larger --store-memory if it ran out of memory)"
         )
-        raise StoreAbandoned(
+        self._abandoned = (
             f"{self.path}: {action} failed ({str(exc).splitlines()[0]}); this writer stops without a "
             f"checkpoint. The store holds every batch committed before it: {remedy} and it goes on "
             "from there."
-        ) from exc
+        )
+        raise StoreAbandoned(self._abandoned) from exc
 
     def _within_memory(self, conn: duckdb.DuckDBPyConnection, run: Callable[[], _Result]) -> _Result:
         """`run`, retried with a raised limit while it runs out of memory under `memory_limit`
@@ -417,13 +420,16 @@ class Store:
         ]
 
     def indexed(self, locations: Iterable[str]) -> set[str]:
-        """Which of these locations are already indexed (their files are immutable)."""
-        return self._existing("files", "location", locations)
+        """Which of these locations are already indexed (their files are immutable) and not recorded
+        as removed: a file seen again after its removal is stored again, which clears the removal."""
+        wanted = list(locations)
+        return self._existing("files", "location", wanted) - self._existing("removals", "location", wanted)
 
     def unindexed(self, listed: pa.Table) -> pa.Table:
-        """The rows of a listing (`LISTED`) whose locations are not indexed yet, by location. An
-        anti join hashes the listing (up to `LISTED_CHUNK` rows); NOT IN would hash every stored
-        location, twice the time and memory at 10^6 files."""
+        """The rows of a listing (`LISTED`) whose locations are not indexed yet, or were recorded as
+        removed (the file is back), by location. An anti join hashes the listing (up to
+        `LISTED_CHUNK` rows); NOT IN would hash every stored location, twice the time and memory
+        at 10^6 files."""
         self.lookups.register("_listed", listed)
         try:
             with self._transacting:
@@ -431,7 +437,9 @@ class Store:
                     self.lookups,
                     lambda: self.lookups.sql(
                         "SELECT * FROM _listed l ANTI JOIN files f ON f.location = l.location "
-                        "ORDER BY l.location"
+                        "UNION ALL SELECT l.* FROM _listed l SEMI JOIN "
+                        "(SELECT location FROM removals SEMI JOIN files USING (location)) r "
+                        "ON r.location = l.location ORDER BY location"
                     ).to_arrow_table(),
                 )
         finally:

@@ -23,9 +23,9 @@ from viewlineage.indexer.parse.config import ParseConfig
 from viewlineage.indexer.parse.metadata import decompress, parse_metadata
 from viewlineage.indexer.pipeline.health import Health
 from viewlineage.indexer.pipeline.indexer import Indexer
-from viewlineage.indexer.pipeline.rows import Batch
+from viewlineage.indexer.pipeline.rows import Batch, QuarantinedFile
 from viewlineage.indexer.pipeline.runs import gap_batch, index_locations
-from viewlineage.indexer.sources.read import LocalReader
+from viewlineage.indexer.sources.read import FileRead, LocalReader
 from viewlineage.queries.cli import cli
 from viewlineage.sinks.store import Store
 
@@ -398,3 +398,72 @@ def test_rows_the_store_refuses_quarantine_their_file_alone(
     assert snapshot(db, exclude={"quarantine", "view_spans"}) == snapshot(
         without, exclude={"quarantine", "view_spans"}
     )
+
+
+def test_watch_reports_a_path_it_cannot_look_at_and_quarantines_nothing(tmp_path: Path) -> None:
+    """`watch` took a directory under an unreadable one for a file, quarantined it `unreadable`,
+    and the row outlived the cause. Now such a path is reported as not listed (a reconciliation reads
+    it once it can). Run without the capabilities that let root read anything."""
+    locked = tmp_path / "y"
+    (locked / "metadata").mkdir(parents=True)
+    (locked / "metadata" / "00001-a.metadata.json").write_bytes(VALID)
+    script = (
+        "import sys\n"
+        "from viewlineage.indexer.followers.watch import _expand_directories\n"
+        "from viewlineage.indexer.sources.read import LocalReader\n"
+        "reader = LocalReader()\n"
+        "print(_expand_directories(sys.argv[1:], reader), [str(e) for e in reader.unlisted])\n"
+    )
+    unprivileged = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--", sys.executable]
+    paths = [str(locked / "metadata"), str(tmp_path / "gone.metadata.json")]
+    locked.chmod(0)
+    try:
+        shown = subprocess.run(
+            [*unprivileged, "-c", script, *paths], capture_output=True, text=True, check=True
+        ).stdout
+    finally:
+        locked.chmod(0o755)
+    assert shown == f"['{paths[1]}'] ['{paths[0]}: not listed: Permission denied']\n"
+
+
+@pytest.mark.parametrize("where", ["properties", "summary"])
+def test_a_value_nested_past_the_recursion_limit_is_too_deep(where: str) -> None:
+    """A property nested 980 levels was quarantined `internal-error: RecursionError`, a summary
+    value as deep `too-deep`: both are `too-deep` now."""
+    document = json.loads(VALID)
+    if where == "properties":
+        document["properties"] = {"comment": "DEEP"}
+    else:
+        document["versions"][0]["summary"]["x"] = "DEEP"
+    data = json.dumps(document).replace('"DEEP"', "[" * 980 + "]" * 980).encode()
+    quarantined = Indexer(None, ParseConfig()).parse(
+        FileRead("/w/db/v/metadata/00001-a.metadata.json", data, 0, "t")
+    )
+    assert isinstance(quarantined, QuarantinedFile)
+    assert quarantined.reason == "too-deep"
+
+
+def test_a_value_past_its_type_costs_only_itself() -> None:
+    """A summary value of 5 dropped its whole version (and `current-version-not-found` followed), a
+    field's doc of 5 its whole schema: now the value is left out with its finding, and a field whose
+    id is past 32 bits is left out of its schema alone."""
+    document = json.loads(
+        (CONFORMANCE / "iceberg-spec" / "view-spec__appendixA__00002-metadata.json").read_text()
+    )
+    document["versions"][1]["summary"]["x"] = 5
+    document["schemas"][0]["fields"][0]["doc"] = 5
+    document["schemas"][0]["fields"][1]["id"] = 2**31
+    parsed = Indexer(None, ParseConfig()).parse(
+        FileRead("/w/ns/v/metadata/00001-a.metadata.json", json.dumps(document).encode(), 0, "t")
+    )
+    assert not isinstance(parsed, QuarantinedFile)
+    assert parsed.view is not None
+    assert [version.version_id for version in parsed.view.versions] == [1, 2]
+    assert [(s.schema_id, [(f["name"], f["doc"]) for f in s.fields]) for s in parsed.view.schemas] == [
+        (1, [("event_count", None)])
+    ]
+    assert [(f.code, f.path) for f in parsed.findings if f.code != "location-mismatch"] == [
+        ("invalid-field:doc", "$.schemas[0].fields[0].doc"),
+        ("invalid-field:id", "$.schemas[0].fields[1].id"),
+        ("invalid-field:x", "$.versions[1].summary.x"),
+    ]

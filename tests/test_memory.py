@@ -136,11 +136,11 @@ def test_the_bound_at_the_defaults() -> None:
     assert (bound.fixed, bound.reads, bound.parsing, bound.batches, bound.store) == (
         256 * MiB,
         128 * MiB,
-        1536 * MiB,
+        2048 * MiB,
         960 * MiB,
         1280 * MiB,
     )
-    assert bound.total == 4160 * MiB
+    assert bound.total == 4672 * MiB
 
 
 def test_machine_memory_is_the_smaller_of_ram_and_the_container_limit(tmp_path: Path) -> None:
@@ -154,12 +154,12 @@ def test_machine_memory_is_the_smaller_of_ram_and_the_container_limit(tmp_path: 
     (tmp_path / "memory").mkdir()
     (tmp_path / "memory" / "memory.limit_in_bytes").write_text("9223372036854771712\n")  # v1: no limit
     assert machine_memory(tmp_path) == physical
-    assert over_machine(settings_for(Path("x.duckdb"), workers=2), 4159 * MiB) == (
-        "these settings let indexing hold up to 4,160 MiB (reads 128 MiB, parsing 1,536 MiB, batches "
-        "960 MiB, store 1,280 MiB), more than the 4,159 MiB this machine has: documents near the limits "
+    assert over_machine(settings_for(Path("x.duckdb"), workers=2), 4671 * MiB) == (
+        "these settings let indexing hold up to 4,672 MiB (reads 128 MiB, parsing 2,048 MiB, batches "
+        "960 MiB, store 1,280 MiB), more than the 4,671 MiB this machine has: documents near the limits "
         "could exhaust it; lower --max-decompressed-bytes, --batch-bytes or --workers"
     )
-    assert over_machine(settings_for(Path("x.duckdb"), workers=2), 4160 * MiB) is None
+    assert over_machine(settings_for(Path("x.duckdb"), workers=2), 4672 * MiB) is None
 
 
 def test_index_warns_when_its_settings_exceed_the_machine(tmp_path: Path) -> None:
@@ -200,3 +200,21 @@ def test_reads_run_ahead_by_batch_bytes(tmp_path: Path) -> None:
     assert sorted(reads) == [str(path) for path in paths[:3]]
     assert [item.location for item in ahead] == [str(path) for path in paths[1:]]
     assert len(reads) == 10
+
+
+def test_a_document_of_more_values_than_allowed_is_quarantined(tmp_path: Path) -> None:
+    """250 MiB of `[[],[],...]` in a 245 KB gzip file peaked at 8 GB: a list costs 56 bytes as a
+    Python object for 3 bytes of text. The values are counted first (commas and brackets) and a
+    document with more than max-json-values is quarantined `too-many-values`."""
+    path = _write_view(tmp_path / "w", "v", "SELECT 1", {})
+    document = json.loads(gzip.decompress(path.read_bytes()))
+    document["padding"] = [[]] * 1000
+    path.write_bytes(gzip.compress(json.dumps(document).encode()))
+    db = tmp_path / "s.duckdb"
+    stats = index_locations([str(tmp_path / "w")], settings_for(db, max_json_values=1000))
+    assert (stats.indexed, stats.quarantined) == (0, 1)
+    with Store(db, replica_interval=None) as store:
+        ((reason, message),) = store.conn.execute("SELECT reason, message FROM quarantine").fetchall()
+    assert reason == "too-many-values"
+    assert message.endswith("JSON values, over the max-json-values of 1000")
+    assert index_locations([str(tmp_path / "w")], settings_for(tmp_path / "t.duckdb")).indexed == 1

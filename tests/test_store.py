@@ -692,3 +692,21 @@ def test_spans_a_crashed_writer_deferred_are_derived_by_the_next_and_refused_by_
     unset_times = {"quarantine.modified_ms"}  # the malformed files were written again
     assert snapshot(db, unset_times) == snapshot(tmp_path / "each.duckdb", unset_times)
     open_reader(db).close()
+
+
+def test_a_writer_that_stopped_says_why_every_time(tmp_path: Path) -> None:
+    """After a failed COMMIT (a full disk), a later write said only "this writer stopped after a
+    failed COMMIT": now every call repeats the cause and the remedy."""
+    with Store(tmp_path / "s.duckdb", replica_interval=None) as store:
+        with pytest.raises(StoreAbandoned, match="No space left on device"):
+            store._abandon(duckdb.IOException("IO Error: Could not write file: No space left on device"))
+        with pytest.raises(
+            StoreAbandoned, match=r"a COMMIT failed \(IO Error: .*No space left on device\); .*free space"
+        ):
+            store.write_tables(
+                {
+                    "removals": Batch(removals=[Removal("/w/a.metadata.json", 1, "watch")]).to_arrow()[
+                        "removals"
+                    ]
+                }
+            )

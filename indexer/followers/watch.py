@@ -16,6 +16,7 @@ import errno
 import os
 import queue
 import re
+import stat
 import threading
 import time
 import warnings
@@ -41,7 +42,13 @@ from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
 from viewlineage.indexer.config import Settings
-from viewlineage.indexer.errors import NotRegularFile, ObjectMissing, ReadError, UsageError
+from viewlineage.indexer.errors import (
+    NotRegularFile,
+    ObjectMissing,
+    ReadError,
+    TransientReadError,
+    UsageError,
+)
 from viewlineage.indexer.parse.locations import is_metadata_file_name, normalize_location
 from viewlineage.indexer.parse.metadata import ParsedFile
 from viewlineage.indexer.pipeline.health import Health
@@ -254,6 +261,8 @@ class _Loop:
                 self._reconcile()
                 reconciled_at = time.monotonic()
             due = _expand_directories(_drain(paths, self.settings.batch_files), self.reader)
+            if self.reader.unlisted:
+                self.health.unlisted(self.reader.unlisted)
             removed = _drain(removals, self.settings.batch_files)
             now = time.monotonic()
             due.extend(
@@ -393,9 +402,21 @@ def _retry(retries: dict[str, _Attempt], location: str, stat: tuple[int, int] | 
 
 
 def _expand_directories(paths: list[str], reader: LocalReader) -> list[str]:
+    """The files of the directories among `paths`, and the other paths. One that cannot even be
+    looked at (a directory above it is unreadable) is reported as not listed (`reader.unlisted`), not
+    read: it may be a directory, and quarantining it would outlive the cause; a reconciliation reads
+    it once it can."""
     expanded: list[str] = []
     for path in paths:
-        if os.path.isdir(local_path(path)):
+        try:
+            mode = os.stat(local_path(path)).st_mode
+        except FileNotFoundError:
+            expanded.append(path)  # gone: its read says so
+            continue
+        except OSError as error:
+            reader.unlisted.append(TransientReadError(path, f"not listed: {error.strerror or error}"))
+            continue
+        if stat.S_ISDIR(mode):
             expanded.extend(listed.location for listed in reader.list(path))
         else:
             expanded.append(path)

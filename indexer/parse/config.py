@@ -24,6 +24,9 @@ class ParseConfig:
     max_decompressed_bytes: int = 256 * MiB
     max_sql_length: int = MiB
     """Longest SQL (characters) whose lineage is analysed: sqlglot's memory grows ~10x the text."""
+    max_json_values: int = 4 * 1024 * 1024
+    """Most JSON values (counted from commas and brackets) a document may hold: as Python objects
+    each costs ~64 bytes whatever its size in the text (`[]` is 2 bytes, its list 56)."""
     catalog_map: tuple[CatalogMapEntry, ...] = ()
     lineage: LineageConfig = field(default_factory=LineageConfig)
 

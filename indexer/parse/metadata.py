@@ -193,10 +193,17 @@ def parse_metadata(
     identified by hash and not validated again (`KnownVersion`; their schemas are left out), which
     is most of the work in a file that repeats the last versions of its view.
 
-    Raises `QuarantineError` (reasons: `truncated-gzip`, `over-decompressed-limit`, `not-json`,
-    `not-object`, `not-metadata`, `no-identity`) for what cannot be indexed.
+    Raises `QuarantineError` (reasons: `truncated-gzip`, `over-decompressed-limit`,
+    `too-many-values`, `not-json`, `not-object`, `not-metadata`, `no-identity`) for what cannot be
+    indexed.
     """
     document, was_gzip = decompress(raw, config.max_decompressed_bytes)
+    values = document.count(b",") + document.count(b"[") + document.count(b"{") + 1
+    if values > config.max_json_values:
+        raise QuarantineError(
+            f"up to {values} JSON values, over the max-json-values of {config.max_json_values}",
+            reason="too-many-values",
+        )
     try:
         loaded = orjson.loads(document)
     except orjson.JSONDecodeError as exc:

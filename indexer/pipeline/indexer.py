@@ -151,6 +151,9 @@ class Indexer:
             return parse_metadata(read.data, read.location, self.config, self.known_content)
         except QuarantineError as exc:
             return QuarantinedFile(read.location, exc.reason, str(exc), len(read.data), read.modified_ms)
+        except RecursionError:  # a value nested deeper than validating or copying it can go
+            message = "a value nested deeper than it can be validated (Python's recursion limit)"
+            return QuarantinedFile(read.location, "too-deep", message, len(read.data), read.modified_ms)
         except Exception as exc:  # a bug or a pathological document must not stop a follower
             message = f"{type(exc).__name__}: {str(exc)[:200]}"
             return QuarantinedFile(read.location, "internal-error", message, len(read.data), read.modified_ms)

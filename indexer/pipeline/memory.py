@@ -2,7 +2,8 @@
 (or its container) has: the README's "Memory" section states the same bound.
 
 Each factor is measured (`tests/test_memory.py`, BENCHMARKS.md): parsing one document peaks at
-3x its decompressed size (the document, orjson's working copy and the values it makes); a batch
+3x its decompressed size (the document, orjson's working copy and the values it makes), plus ~64
+bytes per value (`max-json-values` bounds their count: `[]` is 2 bytes of text, 56 as a list); a batch
 closes once its documents reach `batch_bytes`, so it holds at most that plus one document; DuckDB
 holds the rows of a transaction twice, and twice more while COMMIT writes its log.
 """
@@ -19,6 +20,8 @@ from viewlineage.indexer.parse.config import MiB
 FIXED_BYTES = 256 * MiB
 """The interpreter, its libraries, DuckDB's caches and the read threads, with no file in hand."""
 PARSE_FACTOR = 3
+VALUE_BYTES = 64
+"""A parsed JSON value as a Python object, whatever its size in the text."""
 BATCHES_IN_HAND = 3
 """With workers, one batch is analysed, one waits for the store and one is written."""
 STORE_FACTOR = 4
@@ -32,7 +35,7 @@ class MemoryBound:
     reads: int
     """Files read ahead: `batch_bytes` of them, and one more."""
     parsing: int
-    """One document per parsing process."""
+    """One document per parsing process: 3x its text, and its values as Python objects."""
     batches: int
     """Arrow rows of the batches in hand."""
     store: int
@@ -49,7 +52,8 @@ def memory_bound(settings: Settings) -> MemoryBound:
     return MemoryBound(
         fixed=FIXED_BYTES,
         reads=settings.batch_bytes + settings.max_file_bytes,
-        parsing=parsers * PARSE_FACTOR * settings.max_decompressed_bytes,
+        parsing=parsers
+        * (PARSE_FACTOR * settings.max_decompressed_bytes + VALUE_BYTES * settings.max_json_values),
         batches=BATCHES_IN_HAND * batch,
         store=STORE_FACTOR * batch,
     )

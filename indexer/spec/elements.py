@@ -5,6 +5,8 @@ view and table specs) with every nested field flattened.
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import functools
 import hashlib
 import json
@@ -100,13 +102,54 @@ def elements(document: dict[str, Any], key: str, findings: list[Finding]) -> lis
     return value
 
 
+PRUNING_ROUNDS = 3
+"""Validations of an element after its broken parts were left out: a part's removal can leave its
+container broken (a field without its id), which the next round leaves out in turn."""
+
+
 def validated(model: type[ModelT], element: Any, path: str, findings: list[Finding]) -> ModelT | None:
-    """`element` as `model`, or None with findings when it is broken (the caller skips it)."""
+    """`element` as `model`. A value past its type is left out with its finding, and so is the
+    smallest list item it leaves incomplete (a schema field without a valid id), so the element
+    keeps everything else: a summary entry, a field's doc, one field. None, with findings, when
+    the element itself lacks what identifies it (the caller skips it)."""
     try:
         return model.model_validate(element)
     except ValidationError as exc:
         findings.extend(validation_findings(exc, path))
-        return None
+        errors = exc.errors()
+    pruned = copy.deepcopy(element)
+    for _ in range(PRUNING_ROUNDS):
+        if not _prune(pruned, errors):
+            return None
+        try:
+            return model.model_validate(pruned)
+        except ValidationError as exc:
+            errors = exc.errors()
+    return None
+
+
+def _prune(element: Any, errors: list[Any]) -> bool:
+    """Leave out of `element` what each error names: the value (or map entry), or for a missing one
+    the innermost list item holding it; later list items first, so indexes hold. False when that
+    would be the element itself."""
+    targets = set()
+    for error in errors:
+        parts = tuple(part for part in error["loc"] if part != "[key]")
+        if error["type"] == "missing":
+            items = [i for i, part in enumerate(parts[:-1]) if isinstance(part, int)]
+            if not items:
+                return False
+            parts = parts[: items[-1] + 1]
+        if not parts:
+            return False
+        targets.add(parts)
+    for parts in sorted(targets, key=lambda path: [(isinstance(p, str), p) for p in path], reverse=True):
+        container = element
+        with contextlib.suppress(KeyError, IndexError, TypeError):  # gone with an earlier target
+            for part in parts[:-1]:
+                container = container[part]
+            del container[parts[-1]]
+    return True
 
 
 @dataclass(frozen=True, slots=True)

@@ -374,3 +374,26 @@ def test_a_file_whose_rows_the_store_refuses_stops_nothing(tmp_path: Path) -> No
         assert f"quarantined location={first} reason=insert-failed\nbatch outcomes=quarantined:1 " in log
     finally:
         watch.stop()
+
+
+def test_a_file_moved_out_and_back_is_there_again(watched: tuple[Path, Watch], tmp_path: Path) -> None:
+    """The newest file of a view moved out (a removal: the view is dropped) and back: the view
+    stayed dropped for good, and a later `index` kept it so. Now the file is stored again and its
+    removal cleared: the store matches a clean run of the tree."""
+    root, watch = watched
+    metadata = root / "ns" / "v" / "metadata"
+    metadata.mkdir(parents=True)
+    (metadata / f"00001-{VALID_UUID}.metadata.json").write_bytes(VALID)
+    newest = metadata / f"00002-{VALID_UUID}.metadata.json"
+    newest.write_bytes(
+        (CONFORMANCE / "iceberg-spec" / "view-spec__appendixA__00002-metadata.json").read_bytes()
+    )
+    watch.wait_until("SELECT count(*) FROM files", 2)
+    aside = tmp_path / "aside.json"
+    newest.rename(aside)
+    watch.wait_until("SELECT count(*) FROM removals", 1)
+    assert watch.count("SELECT count(*) FROM views_as_of(4611686018427387904)") == 0  # dropped
+    aside.rename(newest)
+    watch.wait_until("SELECT count(*) FROM removals", 0)
+    watch.wait_until("SELECT count(*) FROM views_as_of(4611686018427387904)", 1)
+    assert watch.count("SELECT count(*) FROM files") == 2
