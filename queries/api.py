@@ -74,7 +74,7 @@ def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None)
     if state["dropped_ms"] is not None and state["dropped_ms"] <= at:
         raise UsageError(
             f"view {view.name} was dropped at {iso(state['dropped_ms'])} (its newest metadata file "
-            f"{state['dropped_location']} was removed); ask with an earlier --as-of"
+            f"{state['dropped_location']} was removed); ask as of an earlier time"
         )
     if state["active_version_id"] is None:
         raise UsageError(f"view {view.name} had no active version at {iso(at) if as_of_ms else 'any time'}")
@@ -410,7 +410,7 @@ def findings(
         conn,
         """
         SELECT scope, code, severity, view_id, version_id, location, position, message FROM findings
-        WHERE (?1 IS NULL OR code = ?1 OR code LIKE ?1 || ':%') AND (?2 IS NULL OR view_id = ?2)
+        WHERE (?1 IS NULL OR code = ?1 OR starts_with(code, ?1 || ':')) AND (?2 IS NULL OR view_id = ?2)
         ORDER BY code, view_id, version_id, location, position""",
         [code, view_id],
     )

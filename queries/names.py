@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import duckdb
@@ -51,6 +51,7 @@ def parse_time(text: str) -> int:
     return int(moment.timestamp() * 1000)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _FIRST_MS = int(datetime(1, 1, 1, tzinfo=UTC).timestamp() * 1000)
 _LAST_MS = int(datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC).timestamp() * 1000)
 
@@ -60,7 +61,8 @@ def iso(ms: int | None) -> str | None:
     such as microseconds a writer stored as milliseconds: answers keep the raw number beside it."""
     if ms is None or not _FIRST_MS <= ms <= _LAST_MS:
         return None
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    moment = _EPOCH + timedelta(milliseconds=ms)  # exact: a float of ms/1000 is not, near 9999
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def display_name(catalog: str | None, name: list[str] | None, view_id: str) -> str:

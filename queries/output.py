@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,11 +21,16 @@ class JsonOutput(Output):
 
 
 class TextOutput(Output):
+    """`keep_empty`: show columns that are empty in every row (`sql`: a NULL column is an answer)."""
+
+    def __init__(self, keep_empty: bool = False) -> None:
+        self.keep_empty = keep_empty
+
     def result(self, value: dict[str, Any] | Sequence[dict[str, Any]]) -> None:
         if isinstance(value, dict):
             self._record(value, 0)
         else:
-            click.echo(table(list(value)))
+            click.echo(table(list(value), keep_empty=self.keep_empty))
 
     def _record(self, record: dict[str, Any], indent: int) -> None:
         pad = " " * indent
@@ -50,6 +56,13 @@ class TextOutput(Output):
                 click.echo(f"{pad}{key}: {_cell(item)}")
 
 
+CELL_WIDTH = 80
+
+
+def _cut(text: str, width: int | None) -> str:
+    return text if width is None or len(text) <= width else text[: width - 1] + "…"
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return ""
@@ -58,12 +71,16 @@ def _cell(value: Any) -> str:
     return str(value).replace("\n", " ")
 
 
-def table(rows: list[dict[str, Any]], max_width: int = 80) -> str:
-    """Rows as an aligned text table; empty columns are left out."""
+def table(rows: list[dict[str, Any]], max_width: int | None = None, keep_empty: bool = False) -> str:
+    """Rows as an aligned text table; empty columns are left out unless `keep_empty`. A cell is cut
+    at `max_width` characters (default: 80 on a terminal, none when the output goes elsewhere), and
+    a cut cell ends with `…`."""
     if not rows:
         return "(no rows)"
-    columns = [c for c in rows[0] if any(row.get(c) not in (None, "", [], {}) for row in rows)]
-    cells = [[_cell(row.get(c))[:max_width] for c in columns] for row in rows]
+    if max_width is None:
+        max_width = CELL_WIDTH if sys.stdout.isatty() else None
+    columns = [c for c in rows[0] if keep_empty or any(row.get(c) not in (None, "", [], {}) for row in rows)]
+    cells = [[_cut(_cell(row.get(c)), max_width) for c in columns] for row in rows]
     widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))

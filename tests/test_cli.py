@@ -9,6 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from viewlineage.queries.cli import cli
+from viewlineage.queries.output import table
 
 
 def test_global_options_also_follow_the_command(sample_store: Path) -> None:
@@ -57,3 +58,13 @@ def test_indexing_an_empty_folder_says_so_and_what_the_store_holds(
     assert [(c["indexed"], c["views"]) for c in counts][1] == (0, 0)  # nothing new the second time
     assert counts[0]["store_files"] == counts[1]["store_files"] == counts[0]["indexed"]
     assert counts[1]["store_views"] == counts[0]["store_views"] > 0
+
+
+def test_sql_text_keeps_null_columns_and_cells_are_whole_when_piped(sample_store: Path) -> None:
+    """`sql "SELECT NULL AS a, 1 AS b"` printed only b, and cells were cut at 80 characters with no
+    mark, also when the output was a file: a cut is marked `…` and happens on a terminal only."""
+    nulls = CliRunner().invoke(cli, ["sql", "SELECT NULL AS a, 1 AS b", "--db", str(sample_store)])
+    assert nulls.stdout.splitlines()[0].split() == ["a", "b"]
+    long = CliRunner().invoke(cli, ["sql", "SELECT repeat('x', 200) AS s", "--db", str(sample_store)])
+    assert long.stdout.splitlines()[2] == "x" * 200  # CliRunner's output is no terminal
+    assert table([{"s": "x" * 200}], max_width=80).splitlines()[2] == "x" * 79 + "…"

@@ -106,6 +106,11 @@ def test_times_past_year_9999_show_as_raw_numbers(tmp_path: Path) -> None:
     assert "future-activation" in codes
     result = CliRunner().invoke(cli, ["--db", str(db), "history", "db.far"])
     assert result.exit_code == 0, result.output
+    assert (api.iso(2**63 - 1), api.iso(-(2**63)), api.iso(253402300799999)) == (
+        None,
+        None,
+        "9999-12-31T23:59:59.999Z",
+    )
 
 
 def test_a_name_nothing_has_or_reads_is_an_error_with_candidates(conn: duckdb.DuckDBPyConnection) -> None:
@@ -390,3 +395,18 @@ def test_views_without_a_name_are_each_current(tmp_path: Path) -> None:
             (first.uuid, [first.uuid]),
             (second.uuid, [second.uuid]),
         ]
+
+
+def test_a_finding_code_is_matched_as_written(tmp_path: Path) -> None:
+    """`findings --code %` listed every code with a `:` (a LIKE pattern): codes match as written,
+    or as the part before a `:`."""
+    root = tmp_path / "warehouse"
+    View(root, "db", "v", "d9000000-0000-4000-8000-000000000001").commit(
+        1000, "SELECT 1 AS x", summary={"n": 5}
+    )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db))
+    with open_reader(db) as conn:
+        assert api.findings(conn, "%") == []
+        assert [f["code"] for f in api.findings(conn, "invalid-field")] == ["invalid-field:n"]
+        assert [f["code"] for f in api.findings(conn, "invalid-field:n")] == ["invalid-field:n"]
