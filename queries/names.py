@@ -96,6 +96,12 @@ def _by_id(conn: duckdb.DuckDBPyConnection, kind: str, text: str) -> list[dict[s
     if not (_UUID.match(text.lower()) or text.startswith("loc:")):
         return None
     wanted = text if text.startswith("loc:") else text.lower()
+    if kind == "view":  # one id, under the name of its file in force (copies elsewhere have others)
+        return query_rows(
+            conn,
+            "SELECT view_id, catalog, name FROM view_files WHERE location = view_location_as_of(?, ?)",
+            [wanted, FOREVER_MS],
+        )
     return query_rows(
         conn, f"SELECT {kind}_id, catalog, name FROM {kind}_names WHERE {kind}_id = ?", [wanted]
     )

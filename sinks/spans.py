@@ -45,6 +45,17 @@ drops AS (
     WHERE location IN (SELECT location FROM view_files WHERE view_id IN (SELECT view_id FROM _touched))
     GROUP BY location
 ),
+misplaced AS (
+    SELECT DISTINCT location FROM file_findings WHERE code = 'location-mismatch'
+    AND location IN (SELECT location FROM view_files WHERE view_id IN (SELECT view_id FROM _touched))
+),
+placed_files AS (
+    -- A copy of a view's file elsewhere (its document's location names another directory: the
+    -- finding location-mismatch) never holds the view while a file in place does.
+    SELECT f.* FROM view_files f LEFT JOIN misplaced m ON m.location = f.location
+    WHERE f.view_id IN (SELECT view_id FROM _touched)
+    QUALIFY m.location IS NULL OR bool_and(m.location IS NOT NULL) OVER (PARTITION BY f.view_id)
+),
 ranked_files AS (
     -- One pass over the touched views' file rows: the spans keep few of their columns, and at 10^6
     -- files fetching a row's columns from cold blocks is what a batch's spans cost.
@@ -52,7 +63,7 @@ ranked_files AS (
            lead(commit_ms) OVER ranked AS next_ms,
            lead(location) OVER ranked IS NULL AS newest,
            min(commit_ms) OVER (PARTITION BY view_id) AS first_ms
-    FROM view_files WHERE view_id IN (SELECT view_id FROM _touched)
+    FROM placed_files
     WINDOW ranked AS (
         PARTITION BY view_id ORDER BY commit_ms NULLS LAST, coalesce(sequence_number, -1), location)
 ),

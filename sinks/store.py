@@ -211,7 +211,9 @@ class Store:
         """Insert a batch in one transaction (see `write_tables`)."""
         self.write_tables(batch.to_arrow())
 
-    def write_tables(self, tables: Mapping[str, pa.Table], resumable_children: bool = False) -> None:
+    def write_tables(
+        self, tables: Mapping[str, pa.Table], resumable_children: bool = False, files_back: bool = False
+    ) -> None:
         """Insert Arrow tables (named as store tables) in one transaction. Every key is
         content-derived, so inserting what is already there changes nothing (INSERT OR IGNORE):
         ingest is idempotent and order-free. Child rows go in first, and only those whose parent
@@ -220,7 +222,8 @@ class Store:
         go in when no equal row is stored. A location that indexed once
         stays indexed, so a quarantine row never hides it and a good read supersedes one; an
         `object-missing` row gives way to a removal of the same location (the object was deleted
-        before it could be read)."""
+        before it could be read). With `files_back` (a follower that saw the files appear after
+        their removal was recorded), the files' removals go."""
         if not tables:
             return
         if self._abandoned:
@@ -234,8 +237,8 @@ class Store:
             "files": ["INSERT OR IGNORE INTO files SELECT * FROM _batch"],
             "removals": ["INSERT OR IGNORE INTO removals SELECT * FROM _batch"],
         }
-        # A file stored again after its removal was recorded is back: the removal goes.
-        statements["files"].append("DELETE FROM removals WHERE location IN (SELECT location FROM _batch)")
+        if files_back:
+            statements["files"].append("DELETE FROM removals WHERE location IN (SELECT location FROM _batch)")
         if self._quarantine_rows or "quarantine" in tables:  # else there is nothing to clear
             statements["files"].append(
                 "DELETE FROM quarantine WHERE location IN (SELECT location FROM _batch)"
@@ -419,17 +422,18 @@ class Store:
             row[0] for row in self.conn.execute("SELECT prefix FROM index_roots ORDER BY prefix").fetchall()
         ]
 
-    def indexed(self, locations: Iterable[str]) -> set[str]:
-        """Which of these locations are already indexed (their files are immutable) and not recorded
-        as removed: a file seen again after its removal is stored again, which clears the removal."""
+    def indexed(self, locations: Iterable[str], removed_too: bool = True) -> set[str]:
+        """Which of these locations are already indexed (their files are immutable); without
+        `removed_too`, only those with no removal recorded (a follower that sees the others again
+        stores them with `files_back`)."""
         wanted = list(locations)
-        return self._existing("files", "location", wanted) - self._existing("removals", "location", wanted)
+        indexed = self._existing("files", "location", wanted)
+        return indexed if removed_too else indexed - self._existing("removals", "location", wanted)
 
     def unindexed(self, listed: pa.Table) -> pa.Table:
-        """The rows of a listing (`LISTED`) whose locations are not indexed yet, or were recorded as
-        removed (the file is back), by location. An anti join hashes the listing (up to
-        `LISTED_CHUNK` rows); NOT IN would hash every stored location, twice the time and memory
-        at 10^6 files."""
+        """The rows of a listing (`LISTED`) whose locations are not indexed yet, by location. An
+        anti join hashes the listing (up to `LISTED_CHUNK` rows); NOT IN would hash every stored
+        location, twice the time and memory at 10^6 files."""
         self.lookups.register("_listed", listed)
         try:
             with self._transacting:
@@ -437,9 +441,7 @@ class Store:
                     self.lookups,
                     lambda: self.lookups.sql(
                         "SELECT * FROM _listed l ANTI JOIN files f ON f.location = l.location "
-                        "UNION ALL SELECT l.* FROM _listed l SEMI JOIN "
-                        "(SELECT location FROM removals SEMI JOIN files USING (location)) r "
-                        "ON r.location = l.location ORDER BY location"
+                        "ORDER BY l.location"
                     ).to_arrow_table(),
                 )
         finally:

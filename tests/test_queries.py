@@ -15,11 +15,13 @@ import pytest
 from click.testing import CliRunner
 
 from viewlineage.indexer.errors import UsageError
+from viewlineage.indexer.pipeline.rows import Batch, Removal
 from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries import api, impact
 from viewlineage.queries.cli import cli
 from viewlineage.queries.names import version_copy
 from viewlineage.sinks.readers import open_reader
+from viewlineage.sinks.store import Store
 
 from .conftest import settings_for
 from .data.restore_mtimes import SAMPLE
@@ -410,3 +412,31 @@ def test_a_finding_code_is_matched_as_written(tmp_path: Path) -> None:
         assert api.findings(conn, "%") == []
         assert [f["code"] for f in api.findings(conn, "invalid-field")] == ["invalid-field:n"]
         assert [f["code"] for f in api.findings(conn, "invalid-field:n")] == ["invalid-field:n"]
+
+
+def test_a_copy_of_a_views_file_elsewhere_never_holds_the_view(tmp_path: Path) -> None:
+    """A copy of a view's newest file in another directory (newer mtime, its document naming the
+    view's own directory: location-mismatch) renamed the live view after the copy's path, and its
+    removal then dropped the view. The file in place holds the view; the copy's removal drops
+    nothing."""
+    root = tmp_path / "warehouse"
+    view = View(root, "db", "v", "da000000-0000-4000-8000-000000000001")
+    view.commit(1000, "SELECT 1 AS x")
+    newest = view.commit(2000, "SELECT 2 AS x")
+    copy = root / "bad" / "m" / "metadata" / newest.name
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(newest.read_bytes())
+    os.utime(copy, ns=(3_000_000_000, 3_000_000_000))
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db))
+    with open_reader(db) as conn:
+        shown = api.show(conn, view.uuid)
+        assert (shown["view"], shown["version_id"]) == ("db.v", 2)
+    with Store(db, replica_interval=None) as store:
+        store.write(Batch(removals=[Removal(str(copy), 4000, "watch")]))
+    with open_reader(db) as conn:
+        assert api.show(conn, view.uuid)["view"] == "db.v"
+        assert api.history(conn, view.uuid)["dropped_ms"] is None
+        assert conn.execute("SELECT view_id, name FROM views_as_of(5000)").fetchall() == [
+            (view.uuid, ["db", "v"])
+        ]

@@ -249,6 +249,9 @@ class _Loop:
         self.settings = settings
         self.health = health
         self.retries: dict[str, _Attempt] = {}
+        self.in_flight: set[str] = set()
+        """Locations of batches handed to the store thread and not stored yet: an event for one
+        of them is a repeat (polling reports a file until the store has it)."""
         self.writes: StoreThread[_Built] = StoreThread(self._store)
         """Stores the batches built so far while the next one is read and parsed."""
 
@@ -281,7 +284,11 @@ class _Loop:
         started = time.monotonic()
         outcomes: Counter[str] = Counter(removed=len(removed))
         unique = list(dict.fromkeys(normalize_location(p) for p in due))
-        known = self.store.indexed(location for location in unique if location not in self.retries)
+        flying = self.in_flight.intersection(unique)
+        known = flying | self.store.indexed(
+            (location for location in unique if location not in self.retries and location not in flying),
+            removed_too=False,
+        )
         outcomes["already-indexed"] += len(known)
         ready: list[FileRead | ReadFailure] = []
         parsed: dict[str, ParsedFile | QuarantinedFile] = {}
@@ -312,14 +319,17 @@ class _Loop:
         batch = self.indexer.build_batch(ready, parsed=parsed) if ready else Batch()
         batch.removals.extend(removed)
         if batch:
+            self.in_flight.update(item.read.location for item in batch.indexed)
             self.writes.submit(_Built(batch, outcomes, started))
 
     def _store(self, built: list[_Built]) -> None:
         """On the store thread: the batches built since the last transaction, in one."""
         # Each batch converted on its own: a file it quarantines there is counted so below.
         refused_before = len(self.store.refused)
-        self.store.write_tables(concatenated([each.batch.to_arrow() for each in built]))
+        # Files seen after their removal was recorded are back (a move out and in again).
+        self.store.write_tables(concatenated([each.batch.to_arrow() for each in built]), files_back=True)
         refused = set(self.store.refused[refused_before:])
+        self.in_flight.difference_update(item.read.location for each in built for item in each.batch.indexed)
         complete_files(self.store, self.indexer.config)
         for batch, outcomes, started in built:
             for item in batch.quarantined:

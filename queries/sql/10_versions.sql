@@ -37,11 +37,24 @@ CREATE OR REPLACE MACRO view_files_as_of(t) AS TABLE
 SELECT unnest(arg_max(f, file_state_key(f.commit_ms, f.sequence_number, f.location, t)))
 FROM view_files f GROUP BY f.view_id;
 
+-- placed_view_locations(vid): the view's files that can hold it: a copy elsewhere (its document's
+-- location names another directory: the finding location-mismatch) never holds the view while a
+-- file in place does (the spans apply the same rule).
+CREATE OR REPLACE MACRO placed_view_locations(vid) AS TABLE
+WITH files AS (SELECT location FROM view_files WHERE view_id = vid),
+misplaced AS (
+    SELECT DISTINCT location FROM file_findings
+    WHERE code = 'location-mismatch' AND location IN (SELECT location FROM files)
+)
+SELECT location FROM files
+WHERE location NOT IN (SELECT location FROM misplaced)
+   OR (SELECT count(*) FROM files) = (SELECT count(*) FROM misplaced);
+
 -- view_location_as_of(vid, t): the location of the file whose state held at t for one view,
 -- ranked on narrow columns so that only the one row it names is read in full.
 CREATE OR REPLACE MACRO view_location_as_of(vid, t) AS (
     SELECT arg_max(location, file_state_key(commit_ms, sequence_number, location, t))
-    FROM view_files WHERE view_id = vid
+    FROM view_files WHERE view_id = vid AND location IN (SELECT location FROM placed_view_locations(vid))
 );
 
 -- view_file_as_of(vid, t): that file's row.

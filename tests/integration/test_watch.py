@@ -7,6 +7,7 @@ import gzip
 import json
 import os
 import queue
+import re
 import shutil
 import signal
 import subprocess
@@ -397,3 +398,21 @@ def test_a_file_moved_out_and_back_is_there_again(watched: tuple[Path, Watch], t
     watch.wait_until("SELECT count(*) FROM removals", 0)
     watch.wait_until("SELECT count(*) FROM views_as_of(4611686018427387904)", 1)
     assert watch.count("SELECT count(*) FROM files") == 2
+
+
+def test_polling_counts_each_file_once(tmp_path: Path) -> None:
+    """Polling reports a file until the store has it: a batch still being written had its files
+    read and counted `indexed` again (3,503 for 2,003 files). Each is counted once now."""
+    root = tmp_path / "warehouse"
+    root.mkdir()
+    watch = Watch(root, tmp_path / "store.duckdb", "--poll-seconds", "0.1", "--batch-files", "50")
+    try:
+        generate(root, views=60, commits=10)
+        files = len(list(root.rglob("*.metadata.json")))
+        watch.wait_until("SELECT (SELECT count(*) FROM files) + (SELECT count(*) FROM quarantine)", files)
+        stored = watch.count("SELECT count(*) FROM files")
+        time.sleep(1)
+    finally:
+        watch.stop()
+    counted = sum(int(n) for n in re.findall(r"(?<![\w-])indexed:(\d+)", watch.log.read_text()))
+    assert counted == stored
