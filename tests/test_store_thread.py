@@ -80,10 +80,12 @@ def test_watch_parses_the_next_batches_while_the_last_one_is_stored(tmp_path: Pa
             events.append(("built", time.monotonic()))
             return batch
 
-        def slow_write(tables: dict[str, pa.Table], resumable_children: bool = False) -> None:
+        def slow_write(
+            tables: dict[str, pa.Table], resumable_children: bool = False, files_back: bool = False
+        ) -> None:
             events.append(("write started", time.monotonic()))
             time.sleep(0.5)
-            write(tables, resumable_children)
+            write(tables, resumable_children, files_back)
             written.append(tables["files"].num_rows)
             events.append(("write ended", time.monotonic()))
 
