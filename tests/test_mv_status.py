@@ -10,9 +10,11 @@ from typing import Any
 import duckdb
 import pytest
 from click.testing import CliRunner
+from pydantic import ValidationError
 
 from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.pipeline.runs import index_locations
+from viewlineage.indexer.spec.materialized_view import StorageTableMetadata
 from viewlineage.queries import mviews
 from viewlineage.queries.cli import cli
 from viewlineage.sinks.readers import open_reader
@@ -252,3 +254,17 @@ def test_a_base_table_s_history_comes_from_its_snapshot_log(tmp_path: Path) -> N
         old.unlink()
     db = _indexed(root)
     assert [status(db, "db.mv", at)["state"] for at in (2000, 3500)] == ["FRESH", "STALE"]
+
+
+def test_integer_refresh_ids_are_refresh_ids() -> None:
+    """Writers write `refresh-id` and `current-refresh-id` as numbers, which the draft allows, and
+    the refresh state was dropped with a validation finding: an integer id is its decimal text."""
+    state = StorageTableMetadata.model_validate(
+        {
+            "refreshes": [{"refresh-id": 7, "version-id": 1, "base-tables": []}],
+            "current-refresh-id": 7,
+        }
+    )
+    assert (state.refreshes[0].refresh_id, state.current_refresh_id) == ("7", "7")
+    with pytest.raises(ValidationError):
+        StorageTableMetadata.model_validate({"refreshes": [], "current-refresh-id": True})

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from viewlineage.indexer.spec.base import IcebergModel, Int, Long
 
@@ -60,8 +60,17 @@ BaseTable = Annotated[
 ]
 
 
+def _id_text(value: object) -> object:
+    """The draft leaves a refresh id's type open and writers write numbers: an integer id is its
+    decimal text, so that ids compare whatever their spelling."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+RefreshId = Annotated[str, BeforeValidator(_id_text)]
+
+
 class Refresh(IcebergModel):
-    refresh_id: str = Field(alias="refresh-id")
+    refresh_id: RefreshId = Field(alias="refresh-id")
     version_id: Int = Field(alias="version-id")
     """The view version the refresh materialized"""
     base_tables: list[BaseTable] = Field(alias="base-tables")
@@ -72,7 +81,7 @@ class StorageTableMetadata(IcebergModel):
     """The storage table's property `materialized_view_metadata`, a JSON object."""
 
     refreshes: list[Refresh]
-    current_refresh_id: str | None = Field(default=None, alias="current-refresh-id")
+    current_refresh_id: RefreshId | None = Field(default=None, alias="current-refresh-id")
 
 
 # Format 2: the Iceberg MV spec draft (PR #11041).
