@@ -409,10 +409,21 @@ def findings(
     return query_rows(
         conn,
         """
-        SELECT scope, code, severity, view_id, version_id, location, position, message FROM findings
-        WHERE (?1 IS NULL OR code = ?1 OR starts_with(code, ?1 || ':')) AND (?2 IS NULL OR view_id = ?2)
-        ORDER BY code, view_id, version_id, location, position""",
-        [code, view_id],
+        WITH named AS (
+            -- Each view under its latest name: a current one's, else (dropped) any it had.
+            SELECT view_id, arg_max(concat_ws('.', catalog, array_to_string(name, '.')), held) AS view
+            FROM (
+                SELECT view_id, catalog, name, 1 AS held FROM view_heads_as_of(?3)
+                UNION ALL SELECT view_id, catalog, name, 0 FROM view_names
+            ) GROUP BY view_id
+        )
+        SELECT f.scope, f.code, f.severity, n.view, f.view_id, f.version_id, f.location, f.position,
+               f.message
+        FROM findings f LEFT JOIN named n USING (view_id)
+        WHERE (?1 IS NULL OR f.code = ?1 OR starts_with(f.code, ?1 || ':'))
+          AND (?2 IS NULL OR f.view_id = ?2)
+        ORDER BY f.code, f.view_id, f.version_id, f.location, f.position""",
+        [code, view_id, FOREVER_MS],
     )
 
 

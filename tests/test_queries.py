@@ -412,6 +412,10 @@ def test_a_finding_code_is_matched_as_written(tmp_path: Path) -> None:
         assert api.findings(conn, "%") == []
         assert [f["code"] for f in api.findings(conn, "invalid-field")] == ["invalid-field:n"]
         assert [f["code"] for f in api.findings(conn, "invalid-field:n")] == ["invalid-field:n"]
+        # findings name the view, not only its uuid
+        assert [(f["view"], f["view_id"]) for f in api.findings(conn, "invalid-field")] == [
+            ("db.v", "d9000000-0000-4000-8000-000000000001")
+        ]
 
 
 def test_a_copy_of_a_views_file_elsewhere_never_holds_the_view(tmp_path: Path) -> None:
