@@ -262,17 +262,18 @@ def _following(source: str, settings: Settings) -> Iterator[tuple[Health, thread
     its own store while it writes it), both served on --metrics-port when given, and a stop event
     (`_until_signalled`)."""
     from viewlineage.indexer.pipeline.health import Health
-    from viewlineage.queries.service import query_app
+    from viewlineage.queries.web.app import web_app
+    from viewlineage.queries.web.server import WebServer
 
     health = Health(source, settings.log_format)
     readers = Readers(settings.db)
-    with _until_signalled() as stop:
-        try:
-            if settings.metrics_port is not None:
-                health.serve(settings.metrics_port, settings.metrics_host, query_app(readers.connect))
-            yield health, stop, readers
-        finally:
-            health.close()
+    with _until_signalled() as stop, contextlib.ExitStack() as serving:
+        if settings.metrics_port is not None:
+            app = web_app(readers.connect, health.check, health.registry)
+            server = serving.enter_context(WebServer(app, settings.metrics_host, settings.metrics_port))
+            url = server.url
+            health.log("serving", healthz=f"{url}/healthz", metrics=f"{url}/metrics", api=f"{url}/api/")
+        yield health, stop, readers
 
 
 @cli.command()
@@ -281,23 +282,19 @@ def _following(source: str, settings: Settings) -> Iterator[tuple[Health, thread
 @click.pass_context
 @handle_errors
 def serve(context: click.Context, port: int, host: str) -> None:
-    """Answer the query API (GET /api/<command>, the query commands' JSON) over HTTP until SIGTERM or
-    Ctrl-C. Each request reads the newest replica (every writer publishes one, as it runs and as it
-    finishes), so a server keeps no writer out; the store itself only while it has none. A
-    follower's --metrics-port serves the same API from the store it writes."""
-    from viewlineage.indexer.pipeline.health import start_http_server
-    from viewlineage.queries.service import query_app
+    """Answer the query API (GET /api/<command>, the query commands' JSON) and /healthz over HTTP
+    until SIGTERM or Ctrl-C. Each request reads the newest replica (every writer publishes one, as it
+    runs and as it finishes), so a server keeps no writer out; the store itself only while it has
+    none. A follower's --metrics-port serves the same API from the store it writes."""
+    from viewlineage.queries.web.app import store_health, web_app
+    from viewlineage.queries.web.server import WebServer
 
     db = settings_from(context).db
-    with _until_signalled() as stop:
-        server = start_http_server(host, port, query_app(Readers(db, store_without_replica=True).connect))
-        click.echo(f"serving {db} at http://{host}:{server.server_port}/api/", err=True)
-        try:
-            while not stop.wait(1.0):
-                pass
-        finally:
-            server.shutdown()
-            server.server_close()
+    reader = Readers(db, store_without_replica=True).connect
+    with _until_signalled() as stop, WebServer(web_app(reader, store_health(reader)), host, port) as server:
+        click.echo(f"serving {db} at {server.url}/api/", err=True)
+        while not stop.wait(1.0):
+            pass
 
 
 @cli.command()

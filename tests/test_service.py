@@ -1,20 +1,23 @@
-"""The query API over HTTP answers what the Python API answers, route by route, as JSON; the
-follower's own store behind it is tested with a real `watch` (tests/integration/test_watch.py)."""
+"""The query API over HTTP answers what the Python API answers, route by route, as JSON, from a real
+server on a free port; the follower's own store behind it is tested with a real `watch`
+(tests/integration/test_watch.py)."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
-from wsgiref.util import setup_testing_defaults
 
 import duckdb
 import pytest
@@ -24,7 +27,10 @@ from viewlineage.indexer.pipeline.rows import Batch, Removal
 from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries import api, mviews
 from viewlineage.queries.impact import impact, parse_change
-from viewlineage.queries.service import ROUTES, query_app
+from viewlineage.queries.web import server as web_server
+from viewlineage.queries.web.api import ENDPOINTS
+from viewlineage.queries.web.app import store_health, web_app
+from viewlineage.queries.web.server import WebServer
 from viewlineage.sinks.readers import Readers, open_reader
 from viewlineage.sinks.store import Store
 
@@ -35,12 +41,15 @@ from .realwriter.scenario_checks import load_steps
 SAMPLE = Path(__file__).parent / "data" / "sample"
 
 
-def call(db: Path, path: str, **parameters: Any) -> tuple[str, Any]:
-    environ: dict[str, Any] = {"PATH_INFO": path, "QUERY_STRING": urlencode(parameters, doseq=True)}
-    setup_testing_defaults(environ)
-    started: list[str] = []
-    body = query_app(lambda: open_reader(db))(environ, lambda status, headers: started.append(status))
-    return started[0], json.loads(b"".join(body))
+def serving(db: Path) -> WebServer:
+    """`serve`'s application on `db`, on a free port."""
+    reader = Readers(db, store_without_replica=True).connect
+    return WebServer(web_app(reader, store_health(reader)), "127.0.0.1", 0)
+
+
+def call(db: Path, path: str, **parameters: Any) -> tuple[int, Any]:
+    with serving(db) as server:
+        return get_json(f"{server.url}{path}?{urlencode(parameters, doseq=True)}")
 
 
 def as_json(value: Any) -> Any:
@@ -106,10 +115,10 @@ def test_every_route_answers_as_the_api(sample_store: Path, mv_store: Path, tmp_
     index_locations([str(tmp_path / "w")], settings_for(quarantined))
     stores = {"sample": sample_store, "mv": mv_store, "quarantined": quarantined}
     listed = cases(load_steps(SAMPLE))
-    assert sorted(route for _, route, _, _ in listed) == sorted(set(ROUTES) - {"files"})  # files: below
+    assert sorted(route for _, route, _, _ in listed) == sorted(set(ENDPOINTS) - {"files"})  # files: below
     for store, route, parameters, expected in listed:
         status, answer = call(stores[store], f"/api/{route}", **parameters)
-        assert (route, status) == (route, "200 OK"), answer
+        assert (route, status) == (route, 200), answer
         with open_reader(stores[store]) as conn:
             assert answer == as_json(expected(conn)), route
         rows = [v for v in answer.values() if isinstance(v, list)] if isinstance(answer, dict) else [answer]
@@ -120,7 +129,7 @@ def test_every_route_answers_as_the_api(sample_store: Path, mv_store: Path, tmp_
 def test_files_takes_repeated_locations(sample_store: Path, reader: duckdb.DuckDBPyConnection) -> None:
     (location,) = reader.execute("SELECT min(location) FROM view_files").fetchone() or ("",)
     status, answer = call(sample_store, "/api/files", location=[location, "s3://b/x.metadata.json"])
-    assert status == "200 OK"
+    assert status == 200
     assert [f["status"] for f in answer] == ["indexed", "unknown"]
     assert answer == as_json(api.files(reader, [location, "s3://b/x.metadata.json"]))
 
@@ -128,17 +137,23 @@ def test_files_takes_repeated_locations(sample_store: Path, reader: duckdb.DuckD
 @pytest.mark.parametrize(
     ("path", "parameters", "status", "error"),
     [
-        ("/api/show", {}, "400 Bad Request", "missing query parameter 'view'"),
-        ("/api/show", {"view": "db.big_days", "as_of": "noon"}, "400 Bad Request",
+        ("/api/show", {}, 400, "missing query parameter 'view'"),
+        ("/api/show", {"view": "db.big_days", "as_of": "noon"}, 400,
          "not an ISO-8601 time or an epoch number: 'noon'"),
-        ("/api/uses", {"table": "events"}, "400 Bad Request", "name the table with its namespace: 'events'"),
-        ("/api/deps", {"view": "db.big_days", "transitive": "yes"}, "400 Bad Request",
+        ("/api/uses", {"table": "events"}, 400, "name the table with its namespace: 'events'"),
+        ("/api/deps", {"view": "db.big_days", "transitive": "yes"}, 400,
          "transitive is true or false, not 'yes'"),
-        ("/api/sql", {"query": "SELECT 1"}, "404 Not Found", "no such endpoint: /api/sql"),
+        ("/api/deps", {"view": "db.big_days", "transitve": "true"}, 400,
+         "unknown query parameter 'transitve' (did you mean 'transitive'?)"),
+        ("/api/quarantine", {"limit": "5", "color": "red"}, 400, "unknown query parameter 'color', 'limit'"),
+        ("/api/show", {"view": ["db.big_days", "db.events_clean"]}, 400,
+         "query parameter given more than once: 'view'"),
+        ("/api/sql", {"query": "SELECT 1"}, 404, "no such endpoint: /api/sql"),
+        ("/", {}, 404, "no such page: /"),
     ],
 )  # fmt: skip
 def test_bad_requests_say_why(
-    sample_store: Path, path: str, parameters: dict[str, str], status: str, error: str
+    sample_store: Path, path: str, parameters: dict[str, Any], status: int, error: str
 ) -> None:
     answered, answer = call(sample_store, path, **parameters)
     assert (answered, answer["error"].split(";")[0]) == (status, error)
@@ -206,3 +221,86 @@ def test_a_follower_reads_its_own_store_or_a_replica_never_the_file(tmp_path: Pa
         store.write(Batch(removals=[Removal("/w/y.metadata.json", 6, "watch")]))
         with readers.connect() as conn:
             assert conn.execute("SELECT count(*) FROM removals").fetchone() == (2,)
+
+
+HOSTILE_VALUES = [
+    "",
+    "\x00",
+    "%",
+    "'; DROP TABLE views; --",
+    "a" * 20_000,
+    "99999-01-01",
+    "-99999999999999999999999",
+    "9" * 40,
+    "9223372036854775807",
+    "0001-01-01T00:00:00Z",
+    "9999-12-31T23:59:59.999Z",
+    "s3://",
+    "s3://\x00/x",
+    "/../../etc/passwd",
+    "file:///etc/passwd",
+    "a.b.c.d.e.f.g",
+    "`x`.\"y\".[z]",
+    "x=",
+    "=y",
+    "tier=banana",
+    "é.ü.中",
+    "\ud800",
+]
+
+
+def test_no_value_of_any_parameter_is_a_server_error(sample_store: Path) -> None:
+    """Whatever a client sends in whichever parameter, the answer is a 200 or a 400 that says why:
+    a user's mistake is never a 500."""
+    answers: dict[tuple[str, str, str], int] = {}
+    with serving(sample_store) as server:
+        for name, endpoint in ENDPOINTS.items():
+            for parameter in sorted(endpoint.parameters):
+                for value in HOSTILE_VALUES:
+                    query = urlencode({parameter: value}, encoding="utf-8", errors="surrogatepass")
+                    status, answer = get_json(f"{server.url}/api/{name}?{query}")
+                    assert status == 200 or isinstance(answer["error"], str)
+                    answers[(name, parameter, value[:30])] = status
+    assert {key: status for key, status in answers.items() if status not in (200, 400)} == {}
+    assert sum(status == 400 for status in answers.values()) > len(answers) // 2
+
+
+def test_other_methods_are_refused_as_json(sample_store: Path) -> None:
+    with serving(sample_store) as server:
+        request = urllib.request.Request(f"{server.url}/api/quarantine", method="POST", data=b"x")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=5)
+    assert (refused.value.code, json.loads(refused.value.read())) == (405, {"error": "Method Not Allowed"})
+
+
+def test_serve_answers_healthz_from_whether_the_store_opens(sample_store: Path, tmp_path: Path) -> None:
+    assert call(sample_store, "/healthz") == (200, {"status": "ok"})
+    status, answer = call(tmp_path / "nothing-here.duckdb", "/healthz")
+    assert (status, answer["status"], "no store at" in answer["error"]) == (503, "store-unavailable", True)
+
+
+def test_idle_and_trickling_connections_are_closed_and_hold_no_thread(
+    sample_store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """300 connections that send nothing, and one that sends a byte at a time, neither hold a thread
+    each nor keep the server from answering; each is closed once its request deadline passes."""
+    monkeypatch.setattr(web_server, "REQUEST_SECONDS", 1.0)
+    threads_before = threading.active_count()
+    with serving(sample_store) as server:
+        idle = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(300)]
+        trickling = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+        started = time.monotonic()
+        assert get_json(f"{server.url}/api/quarantine")[0] == 200
+        threads_while_held = threading.active_count()
+        for byte in b"GET /api/quarantine HTTP/1.1\r\n":
+            try:
+                trickling.send(bytes([byte]))
+            except OSError:
+                break
+            time.sleep(0.1)
+        closed = [connection.recv(1) for connection in [*idle, trickling]]
+        waited = time.monotonic() - started
+    for connection in [*idle, trickling]:
+        connection.close()
+    # the server's own thread and the request's worker thread, not one per connection
+    assert (threads_while_held - threads_before <= 3, set(closed), 1.0 <= waited < 5) == (True, {b""}, True)

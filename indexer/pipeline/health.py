@@ -1,6 +1,6 @@
 """Health of a long-running source (`consume`, `watch`): outcome counters, lag and batch latency as
-Prometheus metrics and as structured log lines, and `/healthz` + `/metrics` over HTTP (opt-in), beside
-the query API (`viewlineage.queries.service`).
+Prometheus metrics and as structured log lines, served as `/healthz` and `/metrics` beside the
+query API (`viewlineage.queries.web`) on `--metrics-port`.
 
 Outcomes, counted per message or per file event:
 
@@ -24,40 +24,17 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from socketserver import ThreadingMixIn
 from typing import Any, TextIO
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, Gauge, Histogram, make_wsgi_app
+from prometheus_client import CollectorRegistry, Gauge, Histogram
 from prometheus_client import Counter as PromCounter
 
 from viewlineage.indexer.errors import ReadError
 
 STALL_SECONDS = 60.0
 """/healthz turns unhealthy when the main loop has not come round for this long."""
-
-_StartResponse = Callable[[str, list[tuple[str, str]]], Any]
-WsgiApp = Callable[[dict[str, Any], _StartResponse], Iterable[bytes]]
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        """Scrapes and queries are not worth a log line each."""
-
-
-class _ThreadingServer(ThreadingMixIn, WSGIServer):
-    """One thread per request: a long query does not hold up a scrape or a health check."""
-
-    daemon_threads = True
-
-
-def start_http_server(host: str, port: int, app: WsgiApp) -> WSGIServer:
-    """Serve `app` from a daemon thread (port 0: any free one); `shutdown()` stops it."""
-    server = make_server(host, port, app, server_class=_ThreadingServer, handler_class=_QuietHandler)
-    threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
-    return server
 
 
 class Health:
@@ -87,7 +64,6 @@ class Health:
         self.problem: str | None = None
         """What keeps the source from making progress though its loop runs (an object store that
         does not answer): /healthz says it, with 503, until it clears."""
-        self._server: WSGIServer | None = None
 
     def beat(self) -> None:
         """The main loop came round."""
@@ -133,39 +109,10 @@ class Health:
     def healthy(self) -> bool:
         return self.problem is None and time.monotonic() - self._last_beat < STALL_SECONDS
 
-    def serve(self, port: int, host: str = "127.0.0.1", other: WsgiApp | None = None) -> int:
-        """Serve /healthz and /metrics, and every other path with `other` (the query API), from a
-        daemon thread; returns the bound port."""
-        metrics = make_wsgi_app(self.registry)
-
-        def app(environ: dict[str, Any], start_response: _StartResponse) -> Iterable[bytes]:
-            path = environ.get("PATH_INFO", "")
-            if path == "/metrics":
-                return metrics(environ, start_response)  # type: ignore[no-any-return]
-            if path == "/healthz":
-                ok = self.healthy()
-                status = "ok" if ok else self.problem or "stalled"
-                body = json.dumps({"status": status, "source": self.source}).encode()
-                start_response(
-                    "200 OK" if ok else "503 Service Unavailable", [("Content-Type", "application/json")]
-                )
-                return [body]
-            if other is not None:
-                return other(environ, start_response)
-            start_response("404 Not Found", [("Content-Type", "text/plain")])
-            return [b"not found: try /healthz or /metrics\n"]
-
-        self._server = start_http_server(host, port, app)
-        bound = int(self._server.server_port)
-        served = f"http://{host}:{bound}"
-        api = f"{served}/api/" if other is not None else None
-        self.log("serving", healthz=f"{served}/healthz", metrics=f"{served}/metrics", api=api)
-        return bound
-
-    def close(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+    def check(self) -> tuple[bool, dict[str, Any]]:
+        """Whether the source is healthy, and the document `/healthz` answers."""
+        ok = self.healthy()
+        return ok, {"status": "ok" if ok else self.problem or "stalled", "source": self.source}
 
 
 def _text(value: Any) -> str:

@@ -1,0 +1,156 @@
+"""The query API over HTTP: the CLI's read commands as JSON, for programs and for readers that
+must see a follower's batches the moment they commit.
+
+    GET /api/show?view=V[&as_of=T]              GET /api/uses?table=T[&as_of=][&transitive=true]
+    GET /api/table?table=T[&as_of=]             GET /api/deps?view=V[&as_of=][&transitive=true]
+    GET /api/history?view=V                     GET /api/impact?table=T&drop_column=C|rename_column=A=B
+    GET /api/mv-status[?mv=M][&as_of=]                                    |change_type=C=TYPE[&as_of=]
+    GET /api/files?location=L[&location=L2...]  GET /api/findings[?code=][&view=]
+    GET /api/quarantine
+
+Times (`as_of`) are ISO-8601 or epoch numbers, as on the command line. Answers are the CLI's
+`--format json` documents. A question the store cannot answer (an unknown view, a bad time, an
+unknown or repeated parameter) is a 400 with `{"error": ...}`; a store that cannot be opened, a 503.
+There is no SQL endpoint: a follower answers on its writer's connection.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from viewlineage.indexer.errors import StoreError, UsageError
+from viewlineage.queries import api, mviews
+from viewlineage.queries import impact as impact_module
+from viewlineage.queries.names import parse_time
+
+Reader = Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
+"""Opens a connection for one request and closes it after."""
+
+PREFIX = "/api/"
+
+
+class Parameters:
+    """One request's query parameters, checked against what its endpoint takes: an unknown name or
+    a repeated one that is not repeatable is an error, so that a misspelling never goes unnoticed."""
+
+    def __init__(self, items: Sequence[tuple[str, str]], endpoint: Endpoint) -> None:
+        self._values: dict[str, list[str]] = {}
+        for name, value in items:
+            self._values.setdefault(name, []).append(value)
+        unknown = sorted(set(self._values) - endpoint.parameters)
+        if unknown:
+            hints = [_hint(name, endpoint.parameters) for name in unknown]
+            takes = ", ".join(sorted(endpoint.parameters)) or "none"
+            raise UsageError(f"unknown query parameter {', '.join(hints)}; this endpoint takes: {takes}")
+        repeated = sorted(n for n, v in self._values.items() if len(v) > 1 and n not in endpoint.repeatable)
+        if repeated:
+            raise UsageError(f"query parameter given more than once: {', '.join(map(repr, repeated))}")
+
+    def optional(self, name: str) -> str | None:
+        values = self._values.get(name)
+        return values[0] if values else None
+
+    def required(self, name: str) -> str:
+        value = self.optional(name)
+        if not value:
+            raise UsageError(f"missing query parameter {name!r}")
+        return value
+
+    def locations(self) -> list[str]:
+        """Every `location`, each a URL or an absolute path: a relative one would mean the server's
+        working directory."""
+        found = self._values.get("location", [])
+        if not found:
+            raise UsageError("missing query parameter 'location'")
+        for location in found:
+            if "://" not in location and not location.startswith("/"):
+                raise UsageError(f"a location is a URL or an absolute path, not {location!r}")
+        return found
+
+    def as_of(self) -> int | None:
+        value = self.optional("as_of")
+        return parse_time(value) if value else None
+
+    def flag(self, name: str) -> bool:
+        value = (self.optional(name) or "false").lower()
+        if value not in ("true", "false", "1", "0"):
+            raise UsageError(f"{name} is true or false, not {value!r}")
+        return value in ("true", "1")
+
+
+def _hint(name: str, known: frozenset[str]) -> str:
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    return f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    answer: Callable[[duckdb.DuckDBPyConnection, Parameters], Any]
+    parameters: frozenset[str]
+    repeatable: frozenset[str] = frozenset()
+
+
+def _impact(conn: duckdb.DuckDBPyConnection, q: Parameters) -> Any:
+    change = impact_module.parse_change(
+        q.optional("drop_column"), q.optional("rename_column"), q.optional("change_type")
+    )
+    return impact_module.impact(conn, q.required("table"), change, q.as_of())
+
+
+ENDPOINTS: dict[str, Endpoint] = {
+    "show": Endpoint(
+        lambda conn, q: api.show(conn, q.required("view"), q.as_of()), frozenset({"view", "as_of"})
+    ),
+    "table": Endpoint(
+        lambda conn, q: api.table(conn, q.required("table"), q.as_of()), frozenset({"table", "as_of"})
+    ),
+    "history": Endpoint(lambda conn, q: api.history(conn, q.required("view")), frozenset({"view"})),
+    "deps": Endpoint(
+        lambda conn, q: api.deps(conn, q.required("view"), q.as_of(), q.flag("transitive")),
+        frozenset({"view", "as_of", "transitive"}),
+    ),
+    "uses": Endpoint(
+        lambda conn, q: api.uses(conn, q.required("table"), q.as_of(), q.flag("transitive")),
+        frozenset({"table", "as_of", "transitive"}),
+    ),
+    "mv-status": Endpoint(
+        lambda conn, q: mviews.mv_status(conn, q.optional("mv"), q.as_of()), frozenset({"mv", "as_of"})
+    ),
+    "impact": Endpoint(_impact, frozenset({"table", "as_of", "drop_column", "rename_column", "change_type"})),
+    "files": Endpoint(
+        lambda conn, q: api.files(conn, q.locations()), frozenset({"location"}), frozenset({"location"})
+    ),
+    "findings": Endpoint(
+        lambda conn, q: api.findings(conn, q.optional("code"), q.optional("view")),
+        frozenset({"code", "view"}),
+    ),
+    "quarantine": Endpoint(lambda conn, q: api.quarantine(conn), frozenset()),
+}
+
+
+def answer(reader: Reader, name: str, items: Sequence[tuple[str, str]]) -> tuple[int, Any]:
+    """The status and JSON document that answer `GET /api/<name>?<items>`."""
+    endpoint = ENDPOINTS.get(name)
+    if endpoint is None:
+        known = ", ".join(PREFIX + known for known in ENDPOINTS)
+        return 404, {"error": f"no such endpoint: {PREFIX}{name}; try {known}"}
+    try:
+        parameters = Parameters(items, endpoint)
+        with reader() as conn:
+            return 200, endpoint.answer(conn, parameters)
+    except UsageError as exc:
+        return 400, {"error": str(exc)}
+    except StoreError as exc:
+        return 503, {"error": str(exc)}
+
+
+def encode(value: Any) -> bytes:
+    """A JSON document as the CLI's `--format json` writes it."""
+    return json.dumps(value, default=str, ensure_ascii=False).encode()

@@ -1,0 +1,72 @@
+"""The web application `serve` and a follower's `--metrics-port` run: the query API (`api`) under
+`/api/`, `/healthz` for orchestrators and, for a follower, `/metrics` for Prometheus."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from viewlineage.indexer.errors import StoreError
+from viewlineage.queries.web import api
+
+HealthCheck = Callable[[], tuple[bool, dict[str, Any]]]
+"""Whether the process is healthy, and the JSON document `/healthz` answers."""
+
+
+def json_response(status: int, value: Any) -> Response:
+    return Response(api.encode(value), status, media_type="application/json")
+
+
+def store_health(reader: api.Reader) -> HealthCheck:
+    """`serve`'s health: whether a request can open the store (or its replica) now."""
+
+    def check() -> tuple[bool, dict[str, Any]]:
+        try:
+            with reader() as conn:
+                conn.execute("SELECT 1").fetchall()
+        except StoreError as exc:
+            return False, {"status": "store-unavailable", "error": str(exc)}
+        return True, {"status": "ok"}
+
+    return check
+
+
+def web_app(reader: api.Reader, health: HealthCheck, registry: CollectorRegistry | None = None) -> Starlette:
+    """The routes, answering every error (404, 405, a bug) as JSON `{"error": ...}` too."""
+
+    def query(request: Request) -> Response:
+        status, answer = api.answer(reader, request.path_params["name"], request.query_params.multi_items())
+        return json_response(status, answer)
+
+    def healthz(request: Request) -> Response:
+        ok, document = health()
+        return json_response(200 if ok else 503, document)
+
+    routes = [Route(api.PREFIX + "{name}", query), Route("/healthz", healthz)]
+    if registry is not None:
+        routes.append(
+            Route(
+                "/metrics",
+                lambda request: Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST),
+            )
+        )
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 404:
+            known = [route.path for route in routes]
+            return json_response(404, {"error": f"no such page: {request.url.path}; try {', '.join(known)}"})
+        return json_response(exc.status_code, {"error": exc.detail})
+
+    async def failure(request: Request, exc: Exception) -> Response:
+        # A bug or a store failure: still an answer in the API's terms.
+        return json_response(500, {"error": f"{type(exc).__name__}: {exc}"})
+
+    return Starlette(routes=routes, exception_handlers={HTTPException: http_error, Exception: failure})
