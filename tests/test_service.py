@@ -240,7 +240,7 @@ HOSTILE_VALUES = [
     "/../../etc/passwd",
     "file:///etc/passwd",
     "a.b.c.d.e.f.g",
-    "`x`.\"y\".[z]",
+    '`x`."y".[z]',
     "x=",
     "=y",
     "tier=banana",
