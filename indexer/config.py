@@ -171,6 +171,26 @@ class Settings(BaseModel):
     def worker_count(self) -> int:
         return self.workers or os.cpu_count() or 1
 
+    def naming(self) -> dict[str, tuple[str, ...]]:
+        """The catalog map and aliases in canonical form (sorted, normalised): what a store records
+        of the settings its names derive from (`sinks/migrations/0016_recorded_settings.sql`)."""
+        aliases = parse_catalog_aliases(self.catalog_alias)
+        return {
+            "catalog-map": tuple(
+                sorted(f"{e.prefix}={e.catalog}" for e in parse_catalog_map(self.catalog_map))
+            ),
+            "catalog-alias": tuple(sorted(f"{d}:{n}={c}" for (d, n), c in aliases.items())),
+        }
+
+    def with_naming(self, naming: Mapping[str, tuple[str, ...]]) -> Settings:
+        """These settings with a recorded catalog map and aliases (`naming`) in place of their own."""
+        return self.model_copy(
+            update={
+                "catalog_map": naming.get("catalog-map", ()),
+                "catalog_alias": naming.get("catalog-alias", ()),
+            }
+        )
+
     def parse_config(self) -> ParseConfig:
         return ParseConfig(
             max_decompressed_bytes=self.max_decompressed_bytes,

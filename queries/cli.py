@@ -364,17 +364,32 @@ def backfill(
 
 
 @cli.command("reindex")
+@click.option(
+    "--change-catalogs",
+    is_flag=True,
+    help="Rebuild with the --catalog-map and --catalog-alias given (none given: none), replacing "
+    "those the store was built with; every view and table may be renamed.",
+)
 @setting_options(*_INDEXING)
 @format_option
 @click.pass_context
 @handle_errors
-def reindex_command(context: click.Context, /, fmt: str, **flags: Any) -> None:
-    """Rebuild every derived row from the raw documents in the store."""
-    from viewlineage.indexer.pipeline.runs import reindex
+def reindex_command(context: click.Context, /, fmt: str, change_catalogs: bool, **flags: Any) -> None:
+    """Rebuild every derived row from the raw documents in the store, with the catalog map and
+    aliases the store was built with (every writer reuses them; --change-catalogs replaces them)."""
+    from viewlineage.indexer.pipeline.runs import naming_options, reindex
+    from viewlineage.sinks.readers import recorded_settings
 
     settings = settings_from(context, **flags)
     indexing_process(settings)
-    _print_summary(reindex(settings), fmt)
+    before = recorded_settings(settings.db)
+    stats = reindex(settings, change_naming=change_catalogs)
+    if change_catalogs and before != settings.naming():
+        was = naming_options(before) if before else "none recorded"
+        click.echo(
+            f"changed the store's catalogs from {was} to {naming_options(settings.naming())}", err=True
+        )
+    _print_summary(stats, fmt)
 
 
 def _reader(context: click.Context) -> Any:

@@ -137,6 +137,34 @@ def open_reader(path: str | os.PathLike[str], retry_seconds: float = 2.0) -> duc
             time.sleep(0.05)
 
 
+def recorded_settings(path: str | os.PathLike[str]) -> dict[str, tuple[str, ...]]:
+    """The settings the store at `path` records (`Store.recorded_settings`), read from the store or,
+    while a writer holds it, its replica; empty when there is neither or they are not recorded yet.
+    A writer reads them before it opens the store (and forks its workers), and checks them again
+    once it holds it."""
+    path = Path(path)
+    for file in (path, replica_path(path)):
+        try:
+            conn = duckdb.connect(str(file.resolve(strict=True)), read_only=True, config=dict(READER_CONFIG))
+        except (OSError, duckdb.Error):
+            continue
+        try:
+            return recorded_in(conn)
+        finally:
+            conn.close()
+    return {}
+
+
+def recorded_in(conn: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, ...]]:
+    """What `recorded_settings` holds on `conn`'s store, if it has the table."""
+    exists = conn.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'recorded_settings'"
+    ).fetchall()
+    if not exists[0][0]:
+        return {}
+    return {name: tuple(entries) for name, entries in conn.execute("FROM recorded_settings").fetchall()}
+
+
 def _replica_meanwhile(path: Path, pending: RebuildPending) -> duckdb.DuckDBPyConnection:
     """The last replica, while the store's derived rows are incomplete (a killed `reindex`, or a
     writer that stopped before deriving its views' spans), with a warning that says so."""

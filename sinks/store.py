@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 
 from viewlineage.indexer.errors import RebuildPending, StoreAbandoned, StoreError
 from viewlineage.sinks import spans
-from viewlineage.sinks.readers import REBUILD_INTERRUPTED, replica_path, replicas_directory
+from viewlineage.sinks.readers import REBUILD_INTERRUPTED, recorded_in, replica_path, replicas_directory
 from viewlineage.sinks.schema import install_queries, migrate, reindex_needed
 from viewlineage.sinks.tables import (
     CHILDREN,
@@ -421,6 +421,19 @@ class Store:
         return [
             row[0] for row in self.conn.execute("SELECT prefix FROM index_roots ORDER BY prefix").fetchall()
         ]
+
+    def recorded_settings(self) -> dict[str, tuple[str, ...]]:
+        """The settings the derived rows were made with (migration 0016); empty: none recorded."""
+        return recorded_in(self.conn)
+
+    def record_settings(self, settings: dict[str, tuple[str, ...]]) -> None:
+        self.conn.execute("BEGIN TRANSACTION")
+        self.conn.execute("DELETE FROM recorded_settings")
+        self.conn.execute(
+            "INSERT INTO recorded_settings SELECT unnest(?::VARCHAR[]), unnest(?::VARCHAR[][])",
+            [list(settings), [list(entries) for entries in settings.values()]],
+        )
+        self.conn.execute("COMMIT")
 
     def indexed(self, locations: Iterable[str], removed_too: bool = True) -> set[str]:
         """Which of these locations are already indexed (their files are immutable); without

@@ -25,7 +25,7 @@ from viewlineage.indexer.backfill.stages import (
 from viewlineage.indexer.config import Settings
 from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.parse.locations import normalize_location
-from viewlineage.indexer.pipeline.runs import with_roots, writable_store
+from viewlineage.indexer.pipeline.runs import with_roots, with_store_naming, writable_store
 from viewlineage.sinks.parquet import load_into
 
 
@@ -42,6 +42,8 @@ def backfill(
     progress: Callable[[str], None] = lambda line: None,
 ) -> BackfillStats:
     roots = [normalize_location(location) for location in locations]
+    if into_store:  # the rows merged must name things as the store's do
+        settings = with_store_naming(settings)
     config = with_roots(settings.parse_config(), roots)
     stats = BackfillStats()
     timed = StageTimer(stats, progress)

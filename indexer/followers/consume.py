@@ -33,7 +33,7 @@ from viewlineage.indexer.pipeline.health import Health
 from viewlineage.indexer.pipeline.indexer import Indexer
 from viewlineage.indexer.pipeline.reads import ReadFailure, read_all
 from viewlineage.indexer.pipeline.rows import Batch, QuarantinedFile, Removal
-from viewlineage.indexer.pipeline.runs import gap_batch
+from viewlineage.indexer.pipeline.runs import gap_batch, with_store_naming
 from viewlineage.indexer.pipeline.store_thread import StoreThread
 from viewlineage.indexer.pipeline.workers import worker_pool
 from viewlineage.indexer.sources.events import EventDecodeError, EventKind, decode_message
@@ -198,6 +198,7 @@ class Consumer:
             raise UsageError(
                 "consume needs --allow-prefix s3://bucket/prefix (repeatable) or --allow-any-prefix"
             )
+        settings = with_store_naming(settings)  # before the writer and the workers take them
         self.settings = settings
         self.health = health
         self.faults = faults

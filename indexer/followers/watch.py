@@ -55,7 +55,7 @@ from viewlineage.indexer.pipeline.health import Health
 from viewlineage.indexer.pipeline.indexer import Indexer, complete_files
 from viewlineage.indexer.pipeline.reads import ReadFailure
 from viewlineage.indexer.pipeline.rows import Batch, QuarantinedFile, Removal
-from viewlineage.indexer.pipeline.runs import gap_batch, with_roots, writable_store
+from viewlineage.indexer.pipeline.runs import gap_batch, with_roots, with_store_naming, writable_store
 from viewlineage.indexer.pipeline.store_thread import StoreThread
 from viewlineage.indexer.pipeline.workers import worker_pool
 from viewlineage.indexer.sources.read import FileRead, LocalReader, local_path
@@ -157,6 +157,7 @@ def watch_directory(
         raise UsageError(f"{root}: no such directory to watch")
     stop = stop or threading.Event()
     health = health or Health("watch", settings.log_format)
+    settings = with_store_naming(settings)
     config = with_roots(settings.parse_config(), [root])
     reader = LocalReader()
     paths: queue.Queue[str] = queue.Queue()

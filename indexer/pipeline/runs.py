@@ -32,6 +32,7 @@ from viewlineage.indexer.sources.read import (
     local_path,
     reader_for,
 )
+from viewlineage.sinks.readers import recorded_settings
 from viewlineage.sinks.store import Store
 
 
@@ -44,18 +45,62 @@ def with_roots(config: ParseConfig, roots: Iterable[str]) -> ParseConfig:
     return replace(config, catalog_map=config.catalog_map + extra) if extra else config
 
 
+def with_store_naming(settings: Settings, *, change: bool = False) -> Settings:
+    """`settings` with the catalog map and aliases the store records when they give none, so that
+    every writer names views and tables as the store's rows do. Others are a `UsageError`, unless
+    `change` (`reindex --change-catalogs`, which derives every row again with them). Read before
+    the store is opened, so that worker processes are forked with them; `writable_store` checks
+    them again once it holds the store."""
+    return _named(settings, recorded_settings(settings.db), change)
+
+
+def _named(settings: Settings, recorded: dict[str, tuple[str, ...]], change: bool) -> Settings:
+    given = settings.naming()
+    if change or not recorded or given == recorded:
+        return settings
+    if not any(given.values()):
+        return settings.with_naming(recorded)
+    raise UsageError(
+        f"store {settings.db} names views and tables with {naming_options(recorded)}; this run gives "
+        f"{naming_options(given)}. Leave them out to use the store's, or rename everything with "
+        "`viewlineage reindex --change-catalogs` and the new options"
+    )
+
+
+def naming_options(naming: dict[str, tuple[str, ...]]) -> str:
+    """`naming` (`Settings.naming`) as the options that give it."""
+    given = [
+        f"--{name} {entry}" for name in ("catalog-map", "catalog-alias") for entry in naming.get(name, ())
+    ]
+    return " ".join(given) if given else "no --catalog-map and no --catalog-alias"
+
+
 def writable_store(settings: Settings, *, deferred_spans: bool = False) -> Store:
     """The store, opened for writing. One that an interrupted `reindex` left mid-rebuild is rebuilt
-    first (with these settings): no writer adds to, or skips files because of, half-derived rows."""
+    first (with these settings): no writer adds to, or skips files because of, half-derived rows.
+    `settings` come from `with_store_naming`: the store records their catalog map and aliases if
+    it holds none yet, and refuses others (a writer that recorded its own meanwhile)."""
     opened = functools.partial(
         Store, settings.db, settings.replica_interval, settings.store_memory, deferred_spans=deferred_spans
     )
     try:
-        return opened()
+        store = opened()
     except RebuildPending as exc:
         warnings.warn(f"{exc}. Completing the rebuild now.", StoreWarning, stacklevel=2)
         reindex(settings)
-        return opened()
+        store = opened()
+    try:
+        _record_naming(store, settings, change=False)
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def _record_naming(store: Store, settings: Settings, change: bool) -> None:
+    recorded = store.recorded_settings()
+    if _named(settings, recorded, change).naming() != recorded:
+        store.record_settings(settings.naming())
 
 
 def index_locations(
@@ -71,6 +116,7 @@ def index_locations(
         progress = _one_at_a_time(progress)
     roots = [normalize_location(location) for location in locations]
     missing_roots(roots)
+    settings = with_store_naming(settings)
     config = with_roots(settings.parse_config(), roots)
     with (
         worker_pool(settings, config) as pool,  # forked first: workers inherit none of what follows
@@ -165,14 +211,16 @@ def gap_batch(
     return batch, outcomes
 
 
-def reindex(settings: Settings) -> IndexStats:
-    """Rebuild every derived row from the stored documents, with the current configuration."""
-    config = settings.parse_config()
+def reindex(settings: Settings, *, change_naming: bool = False) -> IndexStats:
+    """Rebuild every derived row from the stored documents, with the current configuration and the
+    store's catalog map and aliases (`change_naming`: with those of `settings`, recorded instead)."""
+    settings = with_store_naming(settings, change=change_naming)
     with Store(
         settings.db, settings.replica_interval, settings.store_memory, rederiving=True, deferred_spans=True
     ) as store:
-        config = with_roots(config, store.roots())
+        config = with_roots(settings.parse_config(), store.roots())
         store.clear_derived()
+        _record_naming(store, settings, change_naming)  # after: a rebuild left pending completes it
         reads = (
             FileRead(location, document, modified_ms, source)
             for chunk in store.stored_documents(settings.batch_files)
