@@ -68,12 +68,16 @@ def test_previous_schema_version_opens_and_migrates(
         monkeypatch.setattr(store_module.spans, derivation, lambda *args: None)
     monkeypatch.setattr(store_module.spans, "stale", lambda conn: pa.array([], pa.string()))
     monkeypatch.setattr(Store, "_rebuild_marked", lambda store: False)  # nor rebuild marks
+    monkeypatch.setattr(Store, "record_settings", lambda store, settings: None)  # nor recorded settings
     index_locations([str(sample_warehouse)], settings_for(db, f"{sample_warehouse}=prod"))
     with duckdb.connect(str(db), read_only=True) as conn:
         assert conn.execute("SELECT id FROM _migrations").fetchall() == [(1,)]
         before = conn.execute("SELECT count(*) FROM versions").fetchone()
     monkeypatch.undo()
-    with pytest.raises(StoreError, match=r"has schema 1, this viewlineage needs 15: a writer .* migrates it"):
+    with pytest.raises(
+        StoreError,
+        match=rf"has schema 1, this viewlineage needs {schema.SCHEMA_VERSION}: a writer .* migrates it",
+    ):
         open_reader(db)
     with (
         pytest.warns(
@@ -100,6 +104,7 @@ def test_previous_schema_version_opens_and_migrates(
             "0013_spans_by_view",
             "0014_stale_spans",
             "0015_rebuilds",
+            "0016_recorded_settings",
         ]
         assert schema.reindex_needed(store.conn) == ["0007_tables_and_materialized_views"]
         keyed = store.conn.execute(
