@@ -86,6 +86,21 @@ class Settings(BaseModel):
         "DuckDB's, 80% of RAM). DuckDB evicts its cache under it, not the key indexes batches "
         "loaded: a limit they outgrow is raised by a tenth, with a warning.",
     )
+    query_memory: str = Field(
+        "2GiB",
+        alias="query-memory",
+        pattern=r"^\s*\d+(\.\d+)?\s*([KMGT]i?B)\s*$",
+        description="DuckDB memory limit of a process that answers queries (the query commands, "
+        "`sql`, `serve`, a follower's API), e.g. `512MiB`. Queries do not spill to disk: one that "
+        "needs more fails with DuckDB's out-of-memory error.",
+    )
+    query_timeout: float = Field(
+        300.0,
+        alias="query-timeout",
+        gt=0,
+        description="Seconds a query (a command's, `sql`'s, an HTTP request's) may run before it is "
+        "stopped with an error (exit 1; HTTP 503). Ctrl-C stops a running query too.",
+    )
     replica_interval: float = Field(
         2.0,
         alias="replica-interval",

@@ -106,6 +106,10 @@ class RebuildPending(StoreError):
     derived them all again. Readers turn to the replica from before; a writer completes it."""
 
 
+class QueryTimeout(StoreError):
+    """A query ran longer than the setting `query-timeout` and was stopped."""
+
+
 class StoreWarning(UserWarning):
     """An answer came from somewhere other than the store's latest state (an older replica)."""
 

@@ -23,9 +23,11 @@ from viewlineage.indexer.config import Settings, load_settings
 from viewlineage.indexer.errors import UsageError, ViewLineageError
 from viewlineage.queries import api, mviews
 from viewlineage.queries.output import JsonOutput, Output, TextOutput
-from viewlineage.sinks.readers import Readers, open_reader
+from viewlineage.sinks.readers import Readers, answered_within, open_reader
 
 if TYPE_CHECKING:
+    import duckdb
+
     from viewlineage.indexer.pipeline.health import Health
     from viewlineage.indexer.pipeline.indexer import IndexStats
 
@@ -52,7 +54,14 @@ _INDEXING = (
     "s3_endpoint",
 )
 _WATCHING = (*(name for name in _INDEXING if name != "s3_endpoint"), "settle_seconds", "poll_seconds")
-_FOLLOWING = ("reconcile_every", "log_format", "metrics_port", "metrics_host")
+_FOLLOWING = (
+    "reconcile_every",
+    "log_format",
+    "metrics_port",
+    "metrics_host",
+    "query_memory",
+    "query_timeout",
+)
 _CONSUMING = (
     "bootstrap_servers",
     "topics",
@@ -91,6 +100,30 @@ def setting_options(*names: str) -> Callable[[F], F]:
         return function
 
     return decorate
+
+
+_QUERYING = ("query_memory", "query_timeout")
+
+
+def query_options(function: F) -> F:
+    """The settings of a command that answers from the store (`--query-memory`, `--query-timeout`),
+    kept in the context for `_ask` rather than passed to the command."""
+
+    def keep(context: click.Context, parameter: click.Parameter, value: Any) -> None:
+        if value is not None and parameter.name:
+            context.meta.setdefault(_QUERY_FLAGS, {})[parameter.name] = value
+
+    for name in reversed(_QUERYING):
+        info = Settings.model_fields[name]
+        kind = float if info.annotation is float else str
+        flag = "--" + (info.alias or name)
+        function = click.option(
+            flag, name, type=kind, default=None, expose_value=False, callback=keep, help=info.description
+        )(function)
+    return function
+
+
+_QUERY_FLAGS = "viewlineage.query_flags"
 
 
 def handle_errors(function: F) -> F:
@@ -266,10 +299,10 @@ def _following(source: str, settings: Settings) -> Iterator[tuple[Health, thread
     from viewlineage.queries.web.server import WebServer
 
     health = Health(source, settings.log_format)
-    readers = Readers(settings.db)
+    readers = Readers(settings.db, memory_limit=settings.query_memory)
     with _until_signalled() as stop, contextlib.ExitStack() as serving:
         if settings.metrics_port is not None:
-            app = web_app(readers.connect, health.check, health.registry)
+            app = web_app(readers.connect, settings.query_timeout, health.check, health.registry)
             server = serving.enter_context(WebServer(app, settings.metrics_host, settings.metrics_port))
             url = server.url
             health.log("serving", healthz=f"{url}/healthz", metrics=f"{url}/metrics", api=f"{url}/api/")
@@ -279,6 +312,7 @@ def _following(source: str, settings: Settings) -> Iterator[tuple[Health, thread
 @cli.command()
 @click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True, help="0: any free.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@query_options
 @click.pass_context
 @handle_errors
 def serve(context: click.Context, port: int, host: str) -> None:
@@ -289,10 +323,11 @@ def serve(context: click.Context, port: int, host: str) -> None:
     from viewlineage.queries.web.app import store_health, web_app
     from viewlineage.queries.web.server import WebServer
 
-    db = settings_from(context).db
-    reader = Readers(db, store_without_replica=True).connect
-    with _until_signalled() as stop, WebServer(web_app(reader, store_health(reader)), host, port) as server:
-        click.echo(f"serving {db} at {server.url}/api/", err=True)
+    settings = settings_from(context, **context.meta.get(_QUERY_FLAGS, {}))
+    reader = Readers(settings.db, store_without_replica=True, memory_limit=settings.query_memory).connect
+    app = web_app(reader, settings.query_timeout, store_health(reader))
+    with _until_signalled() as stop, WebServer(app, host, port) as server:
+        click.echo(f"serving {settings.db} at {server.url}/api/", err=True)
         while not stop.wait(1.0):
             pass
 
@@ -392,8 +427,14 @@ def reindex_command(context: click.Context, /, fmt: str, change_catalogs: bool, 
     _print_summary(stats, fmt)
 
 
-def _reader(context: click.Context) -> Any:
-    return open_reader(settings_from(context).db)
+T = TypeVar("T")
+
+
+def _ask(context: click.Context, question: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
+    """`question`'s answer from a read-only connection to the store, within the query settings."""
+    settings = settings_from(context, **context.meta.get(_QUERY_FLAGS, {}))
+    with open_reader(settings.db, memory_limit=settings.query_memory) as conn:
+        return answered_within(conn, settings.query_timeout, question)
 
 
 def _as_of(value: str | None) -> int | None:
@@ -404,41 +445,39 @@ def _as_of(value: str | None) -> int | None:
 @click.argument("view")
 @as_of_option
 @format_option
+@query_options
 @click.pass_context
 @handle_errors
 def show(context: click.Context, view: str, as_of: str | None, fmt: str) -> None:
     """VIEW's definition at a time: SQL per dialect, schema, defaults, properties, times."""
-    with _reader(context) as conn:
-        output_for(fmt).result(api.show(conn, view, _as_of(as_of)))
+    output_for(fmt).result(_ask(context, lambda conn: api.show(conn, view, _as_of(as_of))))
 
 
 @cli.command("table")
 @click.argument("name")
 @as_of_option
 @format_option
+@query_options
 @click.pass_context
 @handle_errors
 def table_command(context: click.Context, name: str, as_of: str | None, fmt: str) -> None:
     """Table NAME at a time: schema (nested fields included), current snapshot, refs, properties."""
-    with _reader(context) as conn:
-        output_for(fmt).result(api.table(conn, name, _as_of(as_of)))
+    output_for(fmt).result(_ask(context, lambda conn: api.table(conn, name, _as_of(as_of))))
 
 
 @cli.command()
 @click.argument("view")
 @format_option
+@query_options
 @click.pass_context
 @handle_errors
 def history(context: click.Context, view: str, fmt: str) -> None:
     """Every version and activation of VIEW, with the SQL diff between activations."""
-    with _reader(context) as conn:
-        result = api.history(conn, view)
-        if fmt == "json":
-            output_for(fmt).result(result)
-        else:
-            output_for(fmt).result(
-                {key: result[key] for key in ("view", "view_id", "dropped_at", "activations")}
-            )
+    result = _ask(context, lambda conn: api.history(conn, view))
+    if fmt == "json":
+        output_for(fmt).result(result)
+    else:
+        output_for(fmt).result({key: result[key] for key in ("view", "view_id", "dropped_at", "activations")})
 
 
 @cli.command()
@@ -446,12 +485,12 @@ def history(context: click.Context, view: str, fmt: str) -> None:
 @as_of_option
 @click.option("--transitive", is_flag=True, help="Follow the views VIEW reads.")
 @format_option
+@query_options
 @click.pass_context
 @handle_errors
 def deps(context: click.Context, view: str, as_of: str | None, transitive: bool, fmt: str) -> None:
     """The tables VIEW reads."""
-    with _reader(context) as conn:
-        output_for(fmt).result(api.deps(conn, view, _as_of(as_of), transitive))
+    output_for(fmt).result(_ask(context, lambda conn: api.deps(conn, view, _as_of(as_of), transitive)))
 
 
 @cli.command()
@@ -459,29 +498,29 @@ def deps(context: click.Context, view: str, as_of: str | None, transitive: bool,
 @as_of_option
 @click.option("--transitive", is_flag=True, help="Include views reading TABLE through other views.")
 @format_option
+@query_options
 @click.pass_context
 @handle_errors
 def uses(context: click.Context, table: str, as_of: str | None, transitive: bool, fmt: str) -> None:
     """The views that read TABLE."""
-    with _reader(context) as conn:
-        output_for(fmt).result(api.uses(conn, table, _as_of(as_of), transitive))
+    output_for(fmt).result(_ask(context, lambda conn: api.uses(conn, table, _as_of(as_of), transitive)))
 
 
 @cli.command("mv-status")
 @click.argument("mv", required=False)
 @as_of_option
 @format_option
+@query_options
 @click.pass_context
 @handle_errors
 def mv_status(context: click.Context, mv: str | None, as_of: str | None, fmt: str) -> None:
     """Whether materialized view MV (a view, or a Trino storage table, by name) was FRESH, STALE or
     UNKNOWN at a time, with the reason; every MV when MV is left out."""
-    with _reader(context) as conn:
-        result = mviews.mv_status(conn, mv, _as_of(as_of))
-        if fmt == "json":
-            output_for(fmt).result(result)
-        else:
-            _print_mv_status(result)
+    result = _ask(context, lambda conn: mviews.mv_status(conn, mv, _as_of(as_of)))
+    if fmt == "json":
+        output_for(fmt).result(result)
+    else:
+        _print_mv_status(result)
 
 
 def _print_mv_status(result: dict[str, Any]) -> None:
@@ -518,6 +557,7 @@ def _print_mv_status(result: dict[str, Any]) -> None:
 @click.option("--change-type", "change_type", metavar="C=TYPE", help="Column C's type becomes TYPE.")
 @as_of_option
 @format_option
+@query_options
 @click.pass_context
 @handle_errors
 def impact(
@@ -534,87 +574,86 @@ def impact(
     from viewlineage.queries import impact as impact_module
 
     change = impact_module.parse_change(drop, rename, change_type)
-    with _reader(context) as conn:
-        result = impact_module.impact(conn, table, change, _as_of(as_of))
-        if fmt == "json":
-            output_for(fmt).result(result)
-            return
-        verdict = (
-            "safe: Iceberg promotes it without rewriting data"
-            if result["safe"]
-            else f"{len(result['views'])} view(s) affected"
-        )
-        if result["uncertain"]:
-            verdict += f", {result['uncertain']} of them matched uncertainly (see `match`)"
-        if result["lineage_unknown"]:
-            verdict += f"; {len(result['lineage_unknown'])} view(s) of unknown lineage could use it too"
-        click.echo(f"{change.kind} {result['table']}.{result['column']} ({result['column_type']}): {verdict}")
-        output_for(fmt).result(
-            [
-                {
-                    key: use[key]
-                    for key in (
-                        "depth",
-                        "view",
-                        "reads",
-                        "column",
-                        "kind",
-                        "output",
-                        "schemas_known",
-                        "match",
-                    )
-                }
-                for use in result["uses"]
-            ]
-        )
-        if result["lineage_unknown"]:
-            click.echo("lineage unknown:")
-            output_for(fmt).result(result["lineage_unknown"])
+    result = _ask(context, lambda conn: impact_module.impact(conn, table, change, _as_of(as_of)))
+    if fmt == "json":
+        output_for(fmt).result(result)
+        return
+    verdict = (
+        "safe: Iceberg promotes it without rewriting data"
+        if result["safe"]
+        else f"{len(result['views'])} view(s) affected"
+    )
+    if result["uncertain"]:
+        verdict += f", {result['uncertain']} of them matched uncertainly (see `match`)"
+    if result["lineage_unknown"]:
+        verdict += f"; {len(result['lineage_unknown'])} view(s) of unknown lineage could use it too"
+    click.echo(f"{change.kind} {result['table']}.{result['column']} ({result['column_type']}): {verdict}")
+    output_for(fmt).result(
+        [
+            {
+                key: use[key]
+                for key in (
+                    "depth",
+                    "view",
+                    "reads",
+                    "column",
+                    "kind",
+                    "output",
+                    "schemas_known",
+                    "match",
+                )
+            }
+            for use in result["uses"]
+        ]
+    )
+    if result["lineage_unknown"]:
+        click.echo("lineage unknown:")
+        output_for(fmt).result(result["lineage_unknown"])
 
 
 @cli.command()
 @click.option("--code", default=None, help="Only this finding code (a prefix before ':' matches too).")
 @click.option("--view", default=None, help="Only this view.")
 @format_option
+@query_options
 @click.pass_context
 @handle_errors
 def findings(context: click.Context, code: str | None, view: str | None, fmt: str) -> None:
     """Every rule broken by an indexed file or SQL text."""
-    with _reader(context) as conn:
-        output_for(fmt).result(api.findings(conn, code, view))
+    output_for(fmt).result(_ask(context, lambda conn: api.findings(conn, code, view)))
 
 
 @cli.command("files")
 @click.argument("locations", nargs=-1, required=True)
 @format_option
+@query_options
 @click.pass_context
 @handle_errors
 def files_command(context: click.Context, locations: tuple[str, ...], fmt: str) -> None:
     """What the store knows of each metadata file at LOCATIONS: indexed (as which view or table),
     quarantined (why), removed before it was read, or unknown."""
-    with _reader(context) as conn:
-        output_for(fmt).result(api.files(conn, list(locations)))
+    output_for(fmt).result(_ask(context, lambda conn: api.files(conn, list(locations))))
 
 
 @cli.command()
 @format_option
+@query_options
 @click.pass_context
 @handle_errors
 def quarantine(context: click.Context, fmt: str) -> None:
     """Files that could not be indexed, with the reason."""
-    with _reader(context) as conn:
-        output_for(fmt).result(api.quarantine(conn))
+    output_for(fmt).result(_ask(context, api.quarantine))
 
 
 @cli.command()
 @click.argument("query")
 @format_option
+@query_options
 @click.pass_context
 @handle_errors
 def sql(context: click.Context, query: str, fmt: str) -> None:
     """Run QUERY on a read-only, sandboxed connection (no file or network access)."""
-    with _reader(context) as conn:
-        output_for(fmt, keep_empty=True).result(api.run_sql(conn, query))
+    output_for(fmt, keep_empty=True).result(_ask(context, lambda conn: api.run_sql(conn, query)))
 
 
 def _system_allocator() -> None:

@@ -9,25 +9,31 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 import duckdb
 
-from viewlineage.indexer.errors import RebuildPending, StoreError, StoreWarning
+from viewlineage.indexer.errors import QueryTimeout, RebuildPending, StoreError, StoreWarning
 from viewlineage.sinks.schema import SCHEMA_VERSION, applied
 
-READER_CONFIG = {
+READER_CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "enable_external_access": False,
     "lock_configuration": True,
     "autoload_known_extensions": False,
+    "temp_directory": "",
 }
-"""Readers (and the `sql` command) get no file or network access from SQL and cannot re-enable it."""
+"""Readers (and the `sql` command) get no file or network access from SQL and cannot re-enable it.
+No temporary directory either: DuckDB lets a sandboxed connection write there (`COPY ... TO`)."""
+
+QUERY_MEMORY = "2GiB"
+"""A reader's DuckDB memory limit unless the setting `query-memory` says otherwise."""
 
 
 def replica_path(path: str | os.PathLike[str]) -> Path:
@@ -63,9 +69,15 @@ class Readers:
     one process). With `store_without_replica` (`serve`), the store itself while no replica exists
     (every writer publishes one as it finishes)."""
 
-    def __init__(self, path: str | os.PathLike[str], store_without_replica: bool = False) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        store_without_replica: bool = False,
+        memory_limit: str = QUERY_MEMORY,
+    ) -> None:
         self.path = Path(path)
         self.store_without_replica = store_without_replica
+        self.memory_limit = memory_limit
         self._store: QueryableStore | None = None
         self._in_use = 0
         self._changed = threading.Condition()
@@ -108,17 +120,19 @@ class Readers:
 
     def _open(self) -> duckdb.DuckDBPyConnection:
         try:
-            return _open_replica(self.path)
+            return _open_replica(self.path, self.memory_limit)
         except OSError:
             if self.store_without_replica:
-                return open_reader(self.path)
+                return open_reader(self.path, memory_limit=self.memory_limit)
             raise StoreError(
                 f"no replica of {self.path} yet: this process answers once it writes the store or "
                 "the process writing it publishes one"
             ) from None
 
 
-def open_reader(path: str | os.PathLike[str], retry_seconds: float = 2.0) -> duckdb.DuckDBPyConnection:
+def open_reader(
+    path: str | os.PathLike[str], retry_seconds: float = 2.0, memory_limit: str = QUERY_MEMORY
+) -> duckdb.DuckDBPyConnection:
     """A read-only, sandboxed connection: the store itself when no writer holds it, else its replica."""
     path = Path(path)
     if not path.exists():
@@ -126,12 +140,12 @@ def open_reader(path: str | os.PathLike[str], retry_seconds: float = 2.0) -> duc
     deadline = time.monotonic() + retry_seconds
     while True:
         try:
-            return _read_only(path, path)
+            return _read_only(path, path, memory_limit)
         except RebuildPending as exc:
-            return _replica_meanwhile(path, exc)
+            return _replica_meanwhile(path, exc, memory_limit)
         except duckdb.IOException as exc:
             with contextlib.suppress(duckdb.IOException, OSError):
-                return _open_replica(path)
+                return _open_replica(path, memory_limit)
             if time.monotonic() > deadline:
                 raise StoreError(f"store {path} is locked by a writer and has no replica yet: {exc}") from exc
             time.sleep(0.05)
@@ -165,11 +179,11 @@ def recorded_in(conn: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, ...]]:
     return {name: tuple(entries) for name, entries in conn.execute("FROM recorded_settings").fetchall()}
 
 
-def _replica_meanwhile(path: Path, pending: RebuildPending) -> duckdb.DuckDBPyConnection:
+def _replica_meanwhile(path: Path, pending: RebuildPending, memory_limit: str) -> duckdb.DuckDBPyConnection:
     """The last replica, while the store's derived rows are incomplete (a killed `reindex`, or a
     writer that stopped before deriving its views' spans), with a warning that says so."""
     try:
-        replica = _open_replica(path)
+        replica = _open_replica(path, memory_limit)
     except (OSError, StoreError):
         raise StoreError(f"{pending}; it has no replica to answer from meanwhile") from None
     published = datetime.fromtimestamp(replica_path(path).resolve().stat().st_mtime, UTC)
@@ -181,14 +195,64 @@ def _replica_meanwhile(path: Path, pending: RebuildPending) -> duckdb.DuckDBPyCo
     return replica
 
 
-def _open_replica(path: Path) -> duckdb.DuckDBPyConnection:
+def _open_replica(path: Path, memory_limit: str = QUERY_MEMORY) -> duckdb.DuckDBPyConnection:
     """The newest replica of the store at `path` (OSError when there is none)."""
-    return _read_only(path, replica_path(path).resolve(strict=True))  # resolved once: the link moves on
+    # resolved once: the link moves on
+    return _read_only(path, replica_path(path).resolve(strict=True), memory_limit)
 
 
-def _read_only(path: Path, file: Path) -> duckdb.DuckDBPyConnection:
+def _read_only(path: Path, file: Path, memory_limit: str) -> duckdb.DuckDBPyConnection:
     """A sandboxed read-only connection to `file`: the store at `path` or one of its replicas."""
-    return _current(path, duckdb.connect(str(file), read_only=True, config=dict(READER_CONFIG)))
+    config = {**READER_CONFIG, "memory_limit": memory_limit}
+    return _current(path, duckdb.connect(str(file), read_only=True, config=config))
+
+
+T = TypeVar("T")
+
+
+def answered_within(
+    conn: duckdb.DuckDBPyConnection, seconds: float, question: Callable[[duckdb.DuckDBPyConnection], T]
+) -> T:
+    """`question(conn)`, stopped with `QueryTimeout` once it has run `seconds`, or on Ctrl-C (then
+    `KeyboardInterrupt` once DuckDB has stopped). It runs on a thread of its own: DuckDB does not
+    notice signals while it runs a query, and a Python signal handler runs only while the main
+    thread runs Python, as it does here between waits."""
+    outcome: list[tuple[bool, Any]] = []
+    ctrl_c = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append((True, question(conn)))
+        except BaseException as exc:  # handed to the caller's thread
+            outcome.append((False, exc))
+
+    def on_ctrl_c(signum: int, frame: object) -> None:
+        ctrl_c.set()
+        conn.interrupt()
+
+    thread = threading.Thread(target=run, name="query", daemon=True)
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, on_ctrl_c) if in_main else None
+    try:
+        thread.start()
+        deadline = time.monotonic() + seconds
+        while thread.is_alive() and (left := deadline - time.monotonic()) > 0:
+            thread.join(min(left, 0.1))
+        if thread.is_alive():
+            conn.interrupt()
+            thread.join()
+            raise QueryTimeout(
+                f"the query ran longer than {seconds:g} s and was stopped (setting query-timeout)"
+            )
+    finally:
+        if in_main:
+            signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
+    if ctrl_c.is_set():
+        raise KeyboardInterrupt
+    answered, value = outcome[0]
+    if answered:
+        return value  # type: ignore[no-any-return]
+    raise value
 
 
 def _current(path: Path, conn: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:

@@ -4,6 +4,10 @@ line for a mistake, and a summary that says what happened and what the store hol
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -68,3 +72,43 @@ def test_sql_text_keeps_null_columns_and_cells_are_whole_when_piped(sample_store
     long = CliRunner().invoke(cli, ["sql", "SELECT repeat('x', 200) AS s", "--db", str(sample_store)])
     assert long.stdout.splitlines()[2] == "x" * 200  # CliRunner's output is no terminal
     assert table([{"s": "x" * 200}], max_width=80).splitlines()[2] == "x" * 79 + "…"
+
+
+SLOW_SQL = "SELECT sum(range % 7) FROM range(1000000000000)"
+
+
+def test_sql_stops_at_the_query_timeout(sample_store: Path) -> None:
+    started = time.monotonic()
+    result = CliRunner().invoke(cli, ["sql", SLOW_SQL, "--query-timeout", "1", "--db", str(sample_store)])
+    assert (result.exit_code, result.stderr) == (
+        1,
+        "error: the query ran longer than 1 s and was stopped (setting query-timeout)\n",
+    )
+    assert time.monotonic() - started < 10
+
+
+def test_sql_keeps_to_its_memory_limit_and_writes_nowhere(sample_store: Path, tmp_path: Path) -> None:
+    sorting = "SELECT count(*) FROM (SELECT range FROM range(100000000) ORDER BY random())"
+    limited = CliRunner().invoke(cli, ["sql", sorting, "--query-memory", "64MiB", "--db", str(sample_store)])
+    assert limited.exit_code == 2
+    assert limited.stderr.startswith("error: SQL failed: Out of Memory Error")
+    temporary = Path(f"{sample_store}.tmp")  # DuckDB's default temporary directory, where it may write
+    temporary.mkdir(exist_ok=True)
+    try:
+        for target in (temporary / "x.csv", tmp_path / "y.csv"):
+            copy = CliRunner().invoke(
+                cli, ["sql", f"COPY (SELECT 1) TO '{target}'", "--db", str(sample_store)]
+            )
+            assert (copy.exit_code, "file system operations are disabled" in copy.stderr) == (2, True)
+            assert not target.exists()
+    finally:
+        temporary.rmdir()
+
+
+def test_ctrl_c_stops_a_running_query_without_a_traceback(sample_store: Path) -> None:
+    command = [sys.executable, "-m", "viewlineage.queries.cli", "sql", SLOW_SQL, "--db", str(sample_store)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2)  # well into the query
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=20)
+    assert (process.returncode, stderr.strip()) == (1, "Aborted!")

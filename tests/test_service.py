@@ -44,7 +44,7 @@ SAMPLE = Path(__file__).parent / "data" / "sample"
 def serving(db: Path) -> WebServer:
     """`serve`'s application on `db`, on a free port."""
     reader = Readers(db, store_without_replica=True).connect
-    return WebServer(web_app(reader, store_health(reader)), "127.0.0.1", 0)
+    return WebServer(web_app(reader, 60.0, store_health(reader)), "127.0.0.1", 0)
 
 
 def call(db: Path, path: str, **parameters: Any) -> tuple[int, Any]:

@@ -29,6 +29,7 @@ from viewlineage.indexer.errors import StoreError, UsageError
 from viewlineage.queries import api, mviews
 from viewlineage.queries import impact as impact_module
 from viewlineage.queries.names import parse_time
+from viewlineage.sinks.readers import answered_within
 
 Reader = Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
 """Opens a connection for one request and closes it after."""
@@ -135,8 +136,8 @@ ENDPOINTS: dict[str, Endpoint] = {
 }
 
 
-def answer(reader: Reader, name: str, items: Sequence[tuple[str, str]]) -> tuple[int, Any]:
-    """The status and JSON document that answer `GET /api/<name>?<items>`."""
+def answer(reader: Reader, timeout: float, name: str, items: Sequence[tuple[str, str]]) -> tuple[int, Any]:
+    """The status and JSON document that answer `GET /api/<name>?<items>` within `timeout` seconds."""
     endpoint = ENDPOINTS.get(name)
     if endpoint is None:
         known = ", ".join(PREFIX + known for known in ENDPOINTS)
@@ -144,7 +145,7 @@ def answer(reader: Reader, name: str, items: Sequence[tuple[str, str]]) -> tuple
     try:
         parameters = Parameters(items, endpoint)
         with reader() as conn:
-            return 200, endpoint.answer(conn, parameters)
+            return 200, answered_within(conn, timeout, lambda conn: endpoint.answer(conn, parameters))
     except UsageError as exc:
         return 400, {"error": str(exc)}
     except StoreError as exc:

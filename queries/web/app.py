@@ -38,11 +38,15 @@ def store_health(reader: api.Reader) -> HealthCheck:
     return check
 
 
-def web_app(reader: api.Reader, health: HealthCheck, registry: CollectorRegistry | None = None) -> Starlette:
-    """The routes, answering every error (404, 405, a bug) as JSON `{"error": ...}` too."""
+def web_app(
+    reader: api.Reader, timeout: float, health: HealthCheck, registry: CollectorRegistry | None = None
+) -> Starlette:
+    """The routes, answering every error (404, 405, a bug) as JSON `{"error": ...}` too; a query
+    runs at most `timeout` seconds."""
 
     def query(request: Request) -> Response:
-        status, answer = api.answer(reader, request.path_params["name"], request.query_params.multi_items())
+        name, items = request.path_params["name"], request.query_params.multi_items()
+        status, answer = api.answer(reader, timeout, name, items)
         return json_response(status, answer)
 
     def healthz(request: Request) -> Response:
