@@ -240,7 +240,55 @@ def history(conn: duckdb.DuckDBPyConnection, ref: str) -> dict[str, Any]:
         "dropped_at": iso(dropped_ms),
         "versions": list(versions.values()),
         "activations": entries,
+        "property_changes": _property_changes(conn, view.view_id),
+        "incarnations": _incarnations(conn, view.view_id),
     }
+
+
+def _property_changes(conn: duckdb.DuckDBPyConnection, view_id: str) -> list[dict[str, Any]]:
+    """Each commit that set, changed or removed properties, with what it changed; `property_only`
+    when it made no other version current (`ALTER VIEW ... SET TBLPROPERTIES`)."""
+    changes = []
+    for commit in query_rows(conn, "SELECT * FROM view_commits(?)", [view_id]):
+        before, after = dict(commit["previous_properties"] or {}), dict(commit["properties"] or {})
+        if before == after:
+            continue
+        changed = [
+            {"key": key, "before": before.get(key), "after": after.get(key)}
+            for key in sorted(before.keys() | after.keys())
+            if before.get(key) != after.get(key)
+        ]
+        first = commit["previous_properties"] is None and commit["previous_version_id"] is None
+        changes.append(
+            {
+                "committed_ms": commit["commit_ms"],
+                "committed_at": iso(commit["commit_ms"]),
+                "committed_source": commit["commit_source"],
+                "location": commit["location"],
+                "version_id": commit["current_version_id"],
+                "property_only": not first and commit["current_version_id"] == commit["previous_version_id"],
+                "changes": changed,
+            }
+        )
+    return changes
+
+
+def _incarnations(conn: duckdb.DuckDBPyConnection, view_id: str) -> list[dict[str, Any]]:
+    """The other views that had this view's location or name (one dropped and created again)."""
+    found = []
+    for other in query_rows(conn, "SELECT * FROM view_incarnations(?)", [view_id]):
+        dropped = _dropped(conn, other["view_id"])
+        dropped_ms = dropped["dropped_ms"] if dropped is not None else None
+        found.append(
+            {
+                "view_id": other["view_id"],
+                "view": display_name(other["catalog"], other["name"], other["view_id"]),
+                "first_committed_at": iso(other["first_commit_ms"]),
+                "last_committed_at": iso(other["last_commit_ms"]),
+                "dropped_at": iso(dropped_ms),
+            }
+        )
+    return found
 
 
 def _sql_diff(before: dict[str, Any], after: dict[str, Any]) -> str:

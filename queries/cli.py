@@ -476,8 +476,22 @@ def history(context: click.Context, view: str, fmt: str) -> None:
     result = _ask(context, lambda conn: api.history(conn, view))
     if fmt == "json":
         output_for(fmt).result(result)
-    else:
-        output_for(fmt).result({key: result[key] for key in ("view", "view_id", "dropped_at", "activations")})
+        return
+    shown = {key: result[key] for key in ("view", "view_id", "dropped_at", "activations")}
+    shown["property changes"] = [
+        {
+            "committed_at": commit["committed_at"],
+            "version_id": commit["version_id"],
+            "property_only": "yes" if commit["property_only"] else "no",
+            "key": change["key"],
+            "before": change["before"],
+            "after": change["after"],
+        }
+        for commit in result["property_changes"]
+        for change in commit["changes"]
+    ]
+    shown["other views at its location or name"] = result["incarnations"]
+    output_for(fmt).result(shown)
 
 
 @cli.command()

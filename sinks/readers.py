@@ -21,7 +21,7 @@ from typing import Any, Protocol, TypeVar
 import duckdb
 
 from viewlineage.indexer.errors import QueryTimeout, RebuildPending, StoreError, StoreWarning
-from viewlineage.sinks.schema import SCHEMA_VERSION, applied
+from viewlineage.sinks.schema import SCHEMA_VERSION, applied, installed_queries, queries_marker
 
 READER_CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "enable_external_access": False,
@@ -259,6 +259,12 @@ def _current(path: Path, conn: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConn
     """`conn` if its store has this version's schema (the queries need every table of it) and
     the point-in-time indexes of every view (see `viewlineage.sinks.spans`)."""
     found = max(applied(conn), default=0)
+    if found == SCHEMA_VERSION and installed_queries(conn) != queries_marker():
+        conn.close()
+        raise StoreError(
+            f"store {path} holds the queries of another viewlineage release: a writer "
+            "(`viewlineage index`, `watch`, `consume` or `reindex`) installs this one's when it opens it"
+        )
     if found == SCHEMA_VERSION:
         if conn.execute("SELECT EXISTS (FROM _rebuild_started)").fetchall()[0][0]:
             conn.close()

@@ -4,6 +4,7 @@ and the query macros of `viewlineage.queries`, installed by a writer that brings
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from importlib import resources
@@ -77,24 +78,39 @@ def reindex_needed(conn: duckdb.DuckDBPyConnection) -> list[str]:
     return [row[0] for row in conn.execute("SELECT migration FROM _reindex_needed ORDER BY 1").fetchall()]
 
 
-def install_queries(conn: duckdb.DuckDBPyConnection, reinstall: bool = False) -> None:
-    """Create the query views and macros from `queries/sql/*.sql`, in file-name order, unless the
-    store holds these very ones (and no `reinstall`: a migration that changed a table leaves views
-    on it unusable until they are created again). Installing them cost ~50-90 ms an open."""
+@functools.cache
+def _query_texts() -> tuple[str, ...]:
     folder = resources.files("viewlineage.queries").joinpath("sql")
-    texts = [
+    return tuple(
         entry.read_text()
         for entry in sorted(folder.iterdir(), key=lambda e: e.name)
         if entry.name.endswith(".sql")
-    ]
-    digest = hashlib.blake2b("\0".join(texts).encode(), digest_size=16).hexdigest()
-    marker = f"viewlineage queries {digest}"
+    )
+
+
+@functools.cache
+def queries_marker() -> str:
+    """The comment that names this release's queries on `MARKED_VIEW`."""
+    digest = hashlib.blake2b("\0".join(_query_texts()).encode(), digest_size=16)
+    return f"viewlineage queries {digest.hexdigest()}"
+
+
+def installed_queries(conn: duckdb.DuckDBPyConnection) -> str | None:
+    """The marker of the queries the store holds (None: none, or another's that left no marker)."""
     found = conn.execute(
         "SELECT comment FROM duckdb_views() WHERE database_name = current_database() "
         "AND schema_name = 'main' AND view_name = ?",
         [MARKED_VIEW],
     ).fetchall()
-    if found == [(marker,)] and not reinstall:
+    return found[0][0] if found else None
+
+
+def install_queries(conn: duckdb.DuckDBPyConnection, reinstall: bool = False) -> None:
+    """Create the query views and macros from `queries/sql/*.sql`, in file-name order, unless the
+    store holds these very ones (and no `reinstall`: a migration that changed a table leaves views
+    on it unusable until they are created again). Installing them cost ~50-90 ms an open."""
+    texts, marker = _query_texts(), queries_marker()
+    if installed_queries(conn) == marker and not reinstall:
         return
     for text in texts:
         conn.execute(text)

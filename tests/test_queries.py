@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -444,3 +446,58 @@ def test_a_copy_of_a_views_file_elsewhere_never_holds_the_view(tmp_path: Path) -
         assert conn.execute("SELECT view_id, name FROM views_as_of(5000)").fetchall() == [
             (view.uuid, ["db", "v"])
         ]
+
+
+def test_history_lists_property_changes_and_the_other_views_at_its_path(sample_store: Path) -> None:
+    """An auditor sees `ALTER VIEW ... SET TBLPROPERTIES` commits with what they changed, and a view
+    dropped and created again at the same path links the earlier one (and the reverse)."""
+    with open_reader(sample_store) as conn:
+        old = api.history(conn, BIG_DAYS_OLD)
+        new = api.history(conn, "prod.db.big_days")
+    changes = [
+        (
+            commit["version_id"],
+            commit["property_only"],
+            [(c["key"], c["before"], c["after"]) for c in commit["changes"]],
+        )
+        for commit in old["property_changes"]
+    ]
+    assert changes == [
+        (1, False, [
+            ("create_engine_version", None, "Spark 3.5.9"),
+            ("engine_version", None, "Spark 3.5.9"),
+            ("spark.query-column-names", None, "event_date,kind,event_count"),
+        ]),
+        (1, True, [("refresh", None, "daily"), ("team", None, "growth-team")]),
+        (1, True, [("refresh", "daily", "hourly"), ("sla_minutes", None, "30")]),
+        (1, True, [("sla_minutes", "30", None)]),
+    ]  # fmt: skip
+    assert [commit["location"].rsplit("/", 1)[1][:5] for commit in old["property_changes"]] == [
+        "00000", "00001", "00002", "00003"
+    ]  # fmt: skip
+    assert new["view_id"] == "621f9620-d632-4552-aa8d-b485775cc8b8"
+    assert [(v["view_id"], v["view"]) for v in new["incarnations"]] == [(BIG_DAYS_OLD, "prod.db.big_days")]
+    assert [v["view_id"] for v in old["incarnations"]] == [new["view_id"]]
+    text = CliRunner().invoke(cli, ["--db", str(sample_store), "history", BIG_DAYS_OLD]).output
+    assert "property changes:\n" in text
+    assert re.search(r"\n  \S+Z +1 +yes +sla_minutes +30\n", text)
+    assert "other views at its location or name:\n" in text
+
+
+def test_a_reader_of_a_store_with_another_release_s_queries_says_what_to_do(
+    sample_store: Path, tmp_path: Path
+) -> None:
+    copy = tmp_path / "older.duckdb"
+    shutil.copyfile(sample_store, copy)
+    with duckdb.connect(str(copy)) as conn:
+        conn.execute("DROP MACRO TABLE view_commits")
+        conn.execute("COMMENT ON VIEW preferred_versions IS 'viewlineage queries 0123'")
+    result = CliRunner().invoke(cli, ["--db", str(copy), "history", "prod.db.big_days"])
+    assert (result.exit_code, result.stderr) == (
+        1,
+        f"error: store {copy} holds the queries of another viewlineage release: a writer "
+        "(`viewlineage index`, `watch`, `consume` or `reindex`) installs this one's when it opens it\n",
+    )
+    with Store(copy, replica_interval=None):
+        pass
+    assert CliRunner().invoke(cli, ["--db", str(copy), "history", "prod.db.big_days"]).exit_code == 0

@@ -61,6 +61,31 @@ CREATE OR REPLACE MACRO view_location_as_of(vid, t) AS (
 CREATE OR REPLACE MACRO view_file_as_of(vid, t) AS TABLE
 SELECT * FROM view_files WHERE location = view_location_as_of(vid, t);
 
+-- view_commits(vid): the view's files that can hold it, in the order their states took hold
+-- (file_state_key's, files with no commit time first), each beside the one before: what each
+-- commit changed (a version made current, properties set or removed, or only properties).
+CREATE OR REPLACE MACRO view_commits(vid) AS TABLE
+SELECT location, sequence_number, commit_ms, commit_source, current_version_id, properties,
+       lag(current_version_id) OVER w AS previous_version_id,
+       lag(properties) OVER w AS previous_properties
+FROM view_files
+WHERE view_id = vid AND location IN (SELECT location FROM placed_view_locations(vid))
+WINDOW w AS (ORDER BY commit_ms NULLS FIRST, coalesce(sequence_number, -1), location)
+ORDER BY commit_ms NULLS FIRST, coalesce(sequence_number, -1), location;
+
+-- view_incarnations(vid): the other views (other uuids) whose files had the same location or the
+-- same name: a view dropped and created again at its path is a new view, its history apart.
+CREATE OR REPLACE MACRO view_incarnations(vid) AS TABLE
+WITH mine AS (SELECT DISTINCT metadata_location, catalog, name FROM view_files WHERE view_id = vid)
+SELECT f.view_id, arg_max(f.catalog, f.commit_ms) AS catalog, arg_max(f.name, f.commit_ms) AS name,
+       min(f.commit_ms) AS first_commit_ms, max(f.commit_ms) AS last_commit_ms
+FROM view_files f JOIN mine m
+  ON f.metadata_location = m.metadata_location
+  OR (f.catalog IS NOT DISTINCT FROM m.catalog AND f.name = m.name)
+WHERE f.view_id <> vid
+GROUP BY f.view_id
+ORDER BY first_commit_ms, f.view_id;
+
 -- view_drop(vid): a view is dropped when its newest file (latest commit, then highest sequence
 -- number) is removed; dropped_ms is the earliest removal reported for that file.
 CREATE OR REPLACE MACRO view_drop(vid) AS TABLE
