@@ -22,7 +22,7 @@ import click
 from viewlineage.indexer.config import Settings, load_settings
 from viewlineage.indexer.errors import UsageError, ViewLineageError
 from viewlineage.queries import api, mviews
-from viewlineage.queries.output import JsonOutput, Output, TextOutput
+from viewlineage.queries.output import FORMATS, output_for
 from viewlineage.sinks.readers import Readers, answered_within, open_reader
 
 if TYPE_CHECKING:
@@ -149,17 +149,21 @@ def settings_from(context: click.Context, **flags: Any) -> Settings:
     return load_settings(obj.get("config"), flags=flags)
 
 
-def output_for(fmt: str, keep_empty: bool = False) -> Output:
-    return JsonOutput() if fmt == "json" else TextOutput(keep_empty)
-
-
 format_option = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="text",
+    show_default=True,
+    help="Readable tables, JSON with stable fields, or the main table as CSV or Markdown.",
+)
+summary_format_option = click.option(
     "--format",
     "fmt",
     type=click.Choice(["text", "json"]),
     default="text",
     show_default=True,
-    help="Readable table, or JSON with stable fields.",
+    help="A readable summary, or JSON with stable fields.",
 )
 as_of_option = click.option(
     "--as-of",
@@ -206,7 +210,7 @@ def _print_summary(stats: IndexStats, fmt: str) -> None:
 @cli.command()
 @click.argument("locations", nargs=-1, required=True)
 @setting_options(*_INDEXING)
-@format_option
+@summary_format_option
 @click.option("--progress/--no-progress", default=None, help="Progress bar [default: on a terminal].")
 @click.pass_context
 @handle_errors
@@ -359,7 +363,7 @@ def serve(context: click.Context, port: int, host: str) -> None:
 )
 @click.option("--out", default=None, help="Write the Parquet dataset here (one directory per store table).")
 @setting_options(*_INDEXING)
-@format_option
+@summary_format_option
 @click.pass_context
 @handle_errors
 def backfill(
@@ -406,7 +410,7 @@ def backfill(
     "those the store was built with; every view and table may be renamed.",
 )
 @setting_options(*_INDEXING)
-@format_option
+@summary_format_option
 @click.pass_context
 @handle_errors
 def reindex_command(context: click.Context, /, fmt: str, change_catalogs: bool, **flags: Any) -> None:
@@ -474,8 +478,8 @@ def table_command(context: click.Context, name: str, as_of: str | None, fmt: str
 def history(context: click.Context, view: str, fmt: str) -> None:
     """Every version and activation of VIEW, with the SQL diff between activations."""
     result = _ask(context, lambda conn: api.history(conn, view))
-    if fmt == "json":
-        output_for(fmt).result(result)
+    if fmt != "text":
+        output_for(fmt, rows="activations").result(result)
         return
     shown = {key: result[key] for key in ("view", "view_id", "dropped_at", "activations")}
     shown["property changes"] = [
@@ -504,7 +508,8 @@ def history(context: click.Context, view: str, fmt: str) -> None:
 @handle_errors
 def deps(context: click.Context, view: str, as_of: str | None, transitive: bool, fmt: str) -> None:
     """The tables VIEW reads."""
-    output_for(fmt).result(_ask(context, lambda conn: api.deps(conn, view, _as_of(as_of), transitive)))
+    answer = _ask(context, lambda conn: api.deps(conn, view, _as_of(as_of), transitive))
+    output_for(fmt, rows="reads").result(answer)
 
 
 @cli.command()
@@ -517,7 +522,8 @@ def deps(context: click.Context, view: str, as_of: str | None, transitive: bool,
 @handle_errors
 def uses(context: click.Context, table: str, as_of: str | None, transitive: bool, fmt: str) -> None:
     """The views that read TABLE."""
-    output_for(fmt).result(_ask(context, lambda conn: api.uses(conn, table, _as_of(as_of), transitive)))
+    answer = _ask(context, lambda conn: api.uses(conn, table, _as_of(as_of), transitive))
+    output_for(fmt, rows="views").result(answer)
 
 
 @cli.command("mv-status")
@@ -531,8 +537,8 @@ def mv_status(context: click.Context, mv: str | None, as_of: str | None, fmt: st
     """Whether materialized view MV (a view, or a Trino storage table, by name) was FRESH, STALE or
     UNKNOWN at a time, with the reason; every MV when MV is left out."""
     result = _ask(context, lambda conn: mviews.mv_status(conn, mv, _as_of(as_of)))
-    if fmt == "json":
-        output_for(fmt).result(result)
+    if fmt != "text":
+        output_for(fmt, rows="materialized_views").result(result)
     else:
         _print_mv_status(result)
 
@@ -589,8 +595,8 @@ def impact(
 
     change = impact_module.parse_change(drop, rename, change_type)
     result = _ask(context, lambda conn: impact_module.impact(conn, table, change, _as_of(as_of)))
-    if fmt == "json":
-        output_for(fmt).result(result)
+    if fmt != "text":
+        output_for(fmt, rows="uses").result(result)
         return
     verdict = (
         "safe: Iceberg promotes it without rewriting data"

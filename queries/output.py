@@ -1,32 +1,50 @@
-"""How query results are printed: `TextOutput` (readable tables) or `JsonOutput` (stable fields)."""
+"""How query results are printed: readable text (`TextOutput`), JSON with stable fields
+(`JsonOutput`), and a command's main table as CSV (`CsvOutput`) or Markdown (`MarkdownOutput`)."""
 
 from __future__ import annotations
 
+import csv
 import json
+import shutil
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 import click
 
+Result = dict[str, Any] | Sequence[dict[str, Any]]
+
+FORMATS = ("text", "json", "csv", "markdown")
+
 
 class Output:
-    def result(self, value: dict[str, Any] | Sequence[dict[str, Any]]) -> None:
+    def result(self, value: Result) -> None:
         raise NotImplementedError
 
 
+def output_for(fmt: str, keep_empty: bool = False, rows: str | None = None) -> Output:
+    """The printer for `--format fmt`. `rows`: the field of a command's answer that holds its main
+    table (`uses`: `views`), which csv and markdown print; without it, a record's fields print as
+    `field`/`value` rows. `keep_empty`: show columns that are empty in every row (`sql`)."""
+    if fmt == "json":
+        return JsonOutput()
+    if fmt == "csv":
+        return CsvOutput(rows)
+    if fmt == "markdown":
+        return MarkdownOutput(rows)
+    return TextOutput(keep_empty)
+
+
 class JsonOutput(Output):
-    def result(self, value: dict[str, Any] | Sequence[dict[str, Any]]) -> None:
+    def result(self, value: Result) -> None:
         click.echo(json.dumps(value, indent=2, default=str, ensure_ascii=False))
 
 
 class TextOutput(Output):
-    """`keep_empty`: show columns that are empty in every row (`sql`: a NULL column is an answer)."""
-
     def __init__(self, keep_empty: bool = False) -> None:
         self.keep_empty = keep_empty
 
-    def result(self, value: dict[str, Any] | Sequence[dict[str, Any]]) -> None:
+    def result(self, value: Result) -> None:
         if isinstance(value, dict):
             self._record(value, 0)
         else:
@@ -44,43 +62,121 @@ class TextOutput(Output):
                         self._record(row, indent + 2)
                         click.echo()
                 else:
-                    click.echo("\n".join(pad + "  " + line for line in table(item).splitlines()))
+                    width = _cell_width(indent + 2)
+                    click.echo("\n".join(pad + "  " + line for line in table(item, width).splitlines()))
             elif isinstance(item, dict):
                 click.echo(f"{pad}{key}:")
                 for sub_key, sub_item in item.items():
-                    click.echo(f"{pad}  {sub_key} = {sub_item}")
+                    click.echo(f"{pad}  {sub_key} = {cell(sub_item, sub_key)}")
             elif isinstance(item, str) and "\n" in item:
                 click.echo(f"{pad}{key}:")
                 click.echo("\n".join(f"{pad}  | {line}" for line in item.splitlines()))
             else:
-                click.echo(f"{pad}{key}: {_cell(item)}")
+                click.echo(f"{pad}{key}: {cell(item, key)}")
 
 
-CELL_WIDTH = 80
+class CsvOutput(Output):
+    """The main table as CSV (RFC 4180, a header row); nested values as in text cells."""
+
+    def __init__(self, rows: str | None) -> None:
+        self.rows = rows
+
+    def result(self, value: Result) -> None:
+        rows = main_rows(value, self.rows)
+        columns = _columns(rows, keep_empty=True)
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows([_csv_cell(row.get(c), c) for c in columns] for row in rows)
+
+
+class MarkdownOutput(Output):
+    """The main table as a GitHub-flavoured Markdown table."""
+
+    def __init__(self, rows: str | None) -> None:
+        self.rows = rows
+
+    def result(self, value: Result) -> None:
+        rows = main_rows(value, self.rows)
+        columns = _columns(rows, keep_empty=True)
+        lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+        for row in rows:
+            cells = (_markdown_cell(cell(row.get(c), c, multiline=True)) for c in columns)
+            lines.append("| " + " | ".join(cells) + " |")
+        click.echo("\n".join(lines))
+
+
+def main_rows(value: Result, rows: str | None) -> list[dict[str, Any]]:
+    """The rows csv and markdown print: a list answer itself, the `rows` field of a record, or the
+    record's own fields as `field`/`value` rows."""
+    if not isinstance(value, dict):
+        return list(value)
+    if rows is not None:
+        return list(value[rows])
+    return [{"field": key, "value": item} for key, item in value.items()]
+
+
+CHAIN_KEYS = frozenset({"via", "path"})
+"""Fields whose lists are chains of views (`a > b`); other lists of names join with `.` when they
+are the parts of one identifier, else with `, `."""
+IDENTIFIER_KEYS = frozenset({"default_namespace", "namespace", "name", "name_path"})
+
+
+def cell(value: Any, key: str | None = None, multiline: bool = False) -> str:
+    """A value as a table cell reads, never as a Python repr: null is empty, booleans are
+    true/false, lists and maps are joined."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        if value and all(isinstance(v, str) for v in value):
+            separator = " > " if key in CHAIN_KEYS else "." if key in IDENTIFIER_KEYS else ", "
+            return separator.join(value)
+        if all(not isinstance(v, dict | list) for v in value):
+            return ", ".join(cell(v) for v in value)
+        return json.dumps(value, default=str, ensure_ascii=False)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={cell(v, k)}" for k, v in value.items())
+    text = str(value)
+    return text if multiline else text.replace("\n", " ")
+
+
+def _csv_cell(value: Any, key: str) -> str:
+    return cell(value, key, multiline=True)
+
+
+def _markdown_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", "<br>")
+
+
+def _cell_width(indent: int) -> int | None:
+    """How wide a cell may be on this terminal (None: not a terminal, never cut)."""
+    if not sys.stdout.isatty():
+        return None
+    return max(20, shutil.get_terminal_size().columns - indent) // 2
 
 
 def _cut(text: str, width: int | None) -> str:
     return text if width is None or len(text) <= width else text[: width - 1] + "…"
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, list):
-        return " > ".join(str(v) for v in value) if all(isinstance(v, str) for v in value) else str(value)
-    return str(value).replace("\n", " ")
+def _columns(rows: list[dict[str, Any]], keep_empty: bool) -> list[str]:
+    columns: dict[str, None] = {}
+    for row in rows:
+        columns.update(dict.fromkeys(row))
+    return [c for c in columns if keep_empty or any(row.get(c) not in (None, "", [], {}) for row in rows)]
 
 
 def table(rows: list[dict[str, Any]], max_width: int | None = None, keep_empty: bool = False) -> str:
-    """Rows as an aligned text table; empty columns are left out unless `keep_empty`. A cell is cut
-    at `max_width` characters (default: 80 on a terminal, none when the output goes elsewhere), and
-    a cut cell ends with `…`."""
+    """Rows as an aligned text table; empty columns are left out unless `keep_empty`. On a terminal
+    a cell is cut to fit it (at `max_width` when given), and a cut cell ends with `…`; when the output
+    goes elsewhere nothing is cut."""
     if not rows:
         return "(no rows)"
     if max_width is None:
-        max_width = CELL_WIDTH if sys.stdout.isatty() else None
-    columns = [c for c in rows[0] if keep_empty or any(row.get(c) not in (None, "", [], {}) for row in rows)]
-    cells = [[_cut(_cell(row.get(c)), max_width) for c in columns] for row in rows]
+        max_width = _cell_width(0)
+    columns = _columns(rows, keep_empty)
+    cells = [[_cut(cell(row.get(c), c), max_width) for c in columns] for row in rows]
     widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))

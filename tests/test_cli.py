@@ -3,7 +3,10 @@ line for a mistake, and a summary that says what happened and what the store hol
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -112,3 +115,57 @@ def test_ctrl_c_stops_a_running_query_without_a_traceback(sample_store: Path) ->
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=20)
     assert (process.returncode, stderr.strip()) == (1, "Aborted!")
+
+
+def _invoke(store: Path, *arguments: str) -> str:
+    result = CliRunner().invoke(cli, [*arguments, "--db", str(store)])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_csv_and_markdown_print_each_command_s_main_table(sample_store: Path) -> None:
+    answer = json.loads(_invoke(sample_store, "uses", "prod.db.events", "--transitive", "--format", "json"))
+    rows = list(
+        csv.DictReader(
+            io.StringIO(_invoke(sample_store, "uses", "prod.db.events", "--transitive", "--format", "csv"))
+        )
+    )
+    assert [(r["view"], r["depth"], r["path"], r["match"]) for r in rows] == [
+        (v["view"], str(v["depth"]), " > ".join(v["path"]), v["match"]) for v in answer["views"]
+    ]
+    assert len(rows) == len(answer["views"]) > 2
+    markdown = _invoke(
+        sample_store, "uses", "prod.db.events", "--transitive", "--format", "markdown"
+    ).splitlines()
+    assert markdown[0] == "| view | view_id | depth | path | catalog_unknown | match |"
+    assert markdown[1] == "|---|---|---|---|---|---|"
+    first = answer["views"][0]
+    assert markdown[2] == f"| {first['view']} | {first['view_id']} | 1 | {first['view']} | false | exact |"
+    shown = list(
+        csv.reader(io.StringIO(_invoke(sample_store, "show", "prod.db.big_days", "--format", "csv")))
+    )
+    assert shown[:3] == [
+        ["field", "value"],
+        ["view", "prod.db.big_days"],
+        ["view_id", "621f9620-d632-4552-aa8d-b485775cc8b8"],
+    ]
+    assert ["default_namespace", "db"] in shown
+    sql = _invoke(sample_store, "sql", "SELECT 'a|b' AS x, NULL AS y, [1, 2] AS z", "--format", "markdown")
+    assert sql.splitlines() == ["| x | y | z |", "|---|---|---|", "| a\\|b |  | 1, 2 |"]
+
+
+def test_text_output_holds_no_python_reprs(sample_store: Path, mv_store: Path, impact_store: Path) -> None:
+    texts = [
+        _invoke(sample_store, "show", "prod.db.big_days"),
+        _invoke(sample_store, "history", "prod.db.event_agg"),
+        _invoke(sample_store, "deps", "revenue_by_region", "--transitive"),
+        _invoke(sample_store, "uses", "prod.db.events", "--transitive"),
+        _invoke(sample_store, "findings"),
+        _invoke(sample_store, "table", "prod.sales.orders"),
+        _invoke(mv_store, "mv-status"),
+        _invoke(impact_store, "impact", "db.orders", "--drop-column", "amount"),
+        _invoke(sample_store, "sql", "SELECT {'k': 'v'} AS m, NULL AS n, true AS b, ['a', 'b'] AS l"),
+    ]
+    for text in texts:
+        assert not re.search(r"\bNone\b|\bTrue\b|\bFalse\b|\{'|\['", text), text
+    assert texts[-1].splitlines()[-1] == "k=v     true  a, b"
