@@ -157,6 +157,13 @@ format_option = click.option(
     show_default=True,
     help="Readable tables, JSON with stable fields, or the main table as CSV or Markdown.",
 )
+EXIT_QUARANTINED = 3
+"""The exit status of `index` and `reindex --fail-on-quarantine` when the run quarantined files."""
+fail_on_quarantine_option = click.option(
+    "--fail-on-quarantine",
+    is_flag=True,
+    help=f"Exit with status {EXIT_QUARANTINED} when the run quarantined a file (for CI).",
+)
 summary_format_option = click.option(
     "--format",
     "fmt",
@@ -212,10 +219,17 @@ def _print_summary(stats: IndexStats, fmt: str) -> None:
 @setting_options(*_INDEXING)
 @summary_format_option
 @click.option("--progress/--no-progress", default=None, help="Progress bar [default: on a terminal].")
+@fail_on_quarantine_option
 @click.pass_context
 @handle_errors
 def index(
-    context: click.Context, /, locations: tuple[str, ...], fmt: str, progress: bool | None, **flags: Any
+    context: click.Context,
+    /,
+    locations: tuple[str, ...],
+    fmt: str,
+    progress: bool | None,
+    fail_on_quarantine: bool,
+    **flags: Any,
 ) -> None:
     """Index every metadata file under LOCATIONS (paths or s3:// URLs)."""
     from viewlineage.indexer.pipeline.runs import index_locations
@@ -239,6 +253,15 @@ def index(
     _print_summary(stats, fmt)
     if stats.listed == 0:
         click.echo(f"warning: no metadata file (*.metadata.json) under {', '.join(locations)}", err=True)
+    _exit_on_quarantine(context, stats, fail_on_quarantine)
+
+
+def _exit_on_quarantine(context: click.Context, stats: IndexStats, fail_on_quarantine: bool) -> None:
+    if fail_on_quarantine and stats.quarantined:
+        click.echo(
+            f"error: {stats.quarantined} file(s) quarantined (`viewlineage quarantine` says why)", err=True
+        )
+        context.exit(EXIT_QUARANTINED)
 
 
 @cli.command()
@@ -411,9 +434,12 @@ def backfill(
 )
 @setting_options(*_INDEXING)
 @summary_format_option
+@fail_on_quarantine_option
 @click.pass_context
 @handle_errors
-def reindex_command(context: click.Context, /, fmt: str, change_catalogs: bool, **flags: Any) -> None:
+def reindex_command(
+    context: click.Context, /, fmt: str, change_catalogs: bool, fail_on_quarantine: bool, **flags: Any
+) -> None:
     """Rebuild every derived row from the raw documents in the store, with the catalog map and
     aliases the store was built with (every writer reuses them; --change-catalogs replaces them)."""
     from viewlineage.indexer.pipeline.runs import naming_options, reindex
@@ -545,6 +571,8 @@ def mv_status(context: click.Context, mv: str | None, as_of: str | None, fmt: st
 
 def _print_mv_status(result: dict[str, Any]) -> None:
     output = output_for("text")
+    if not result["materialized_views"]:
+        click.echo("(no rows)")
     for status in result["materialized_views"]:
         click.echo(f"{status['mv']}: {status['state']}")
         refresh = status["refresh"] or {}

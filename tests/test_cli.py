@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from viewlineage.queries.cli import cli
@@ -169,3 +170,31 @@ def test_text_output_holds_no_python_reprs(sample_store: Path, mv_store: Path, i
     for text in texts:
         assert not re.search(r"\bNone\b|\bTrue\b|\bFalse\b|\{'|\['", text), text
     assert texts[-1].splitlines()[-1] == "k=v     true  a, b"
+
+
+def test_exit_codes_as_documented(
+    sample_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bad = tmp_path / "w" / "db" / "v" / "metadata"
+    bad.mkdir(parents=True)
+    (bad / "00001-x.metadata.json").write_text("{")
+    db = str(tmp_path / "q.duckdb")
+    strict = CliRunner().invoke(cli, ["index", str(tmp_path / "w"), "--fail-on-quarantine", "--db", db])
+    assert (strict.exit_code, strict.stderr.splitlines()[-1]) == (
+        3,
+        "error: 1 file(s) quarantined (`viewlineage quarantine` says why)",
+    )
+    plain = CliRunner().invoke(cli, ["index", str(tmp_path / "w"), "--db", str(tmp_path / "other.duckdb")])
+    assert plain.exit_code == 0
+    again = CliRunner().invoke(cli, ["index", str(tmp_path / "w"), "--fail-on-quarantine", "--db", db])
+    assert again.exit_code == 3  # a quarantined file is read again by every run, and still fails
+    assert CliRunner().invoke(cli, ["show", "nosuch.view", "--db", str(sample_store)]).exit_code == 2
+    assert CliRunner().invoke(cli, ["show", "v", "--db", str(tmp_path / "none.duckdb")]).exit_code == 1
+    assert CliRunner().invoke(cli, ["mv-status", "--db", str(sample_store)]).stdout == "(no rows)\n"
+    monkeypatch.setitem(sys.modules, "pyspark", None)  # as without the `spark` extra
+    spark = CliRunner().invoke(cli, ["backfill", str(tmp_path / "w"), "--engine", "spark", "--db", db])
+    assert (spark.exit_code, spark.stderr) == (
+        2,
+        "error: backfill --engine spark needs PySpark (import of pyspark halted; None in sys.modules): "
+        "pip install 'viewlineage[spark]'\n",
+    )

@@ -5,8 +5,10 @@ from __future__ import annotations
 import ast
 import json
 import re
+import shlex
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from click.testing import CliRunner
 
@@ -17,6 +19,8 @@ from viewlineage.queries.cli import cli
 from viewlineage.sinks.tables import SCHEMAS
 
 from .conftest import ROOT, settings_for
+from .integration.consume_process import get_json
+from .test_service import serving
 
 README = (Path(__file__).parents[1] / "README.md").read_text()
 
@@ -157,3 +161,60 @@ def test_every_finding_code_and_quarantine_reason_is_documented() -> None:
     assert {"not-json", "internal-error", "not-a-regular-file", "bad-event"} <= reasons
     assert _documented("findings") == codes
     assert _documented("reasons") == reasons
+
+
+QUERY_COMMANDS = {
+    "show",
+    "history",
+    "table",
+    "deps",
+    "uses",
+    "mv-status",
+    "impact",
+    "findings",
+    "files",
+    "quarantine",
+    "sql",
+}
+
+
+def _readme_commands() -> list[list[str]]:
+    """Every `viewlineage <query command>` line of the README's code blocks, as arguments."""
+    found = []
+    for block in re.findall(r"```(?:sh)?\n(.*?)```", README, re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            if line.startswith("viewlineage "):
+                arguments = shlex.split(line, comments=True)[1:]
+                if arguments[0] in QUERY_COMMANDS:
+                    found.append(arguments)
+    return found
+
+
+def test_every_query_example_of_the_readme_runs_on_the_bundled_sample(
+    sample_store: Path, mv_store: Path
+) -> None:
+    examples = _readme_commands()
+    assert {arguments[0] for arguments in examples} == QUERY_COMMANDS
+    outputs = {}
+    for arguments in examples:
+        result = CliRunner().invoke(cli, [*arguments, "--db", str(sample_store)])
+        assert result.exit_code == 0, (arguments, result.output)
+        outputs[arguments[0]] = result.stdout
+    assert outputs["show"].startswith("view: prod.db.event_agg\n")
+    assert json.loads(outputs["uses"])["views"]
+    assert outputs["mv-status"] == "(no rows)\n"
+    (mv_example,) = [arguments for arguments in examples if arguments[0] == "mv-status"]
+    with_mvs = CliRunner().invoke(cli, [*mv_example, "--db", str(mv_store)])
+    assert with_mvs.exit_code == 0, with_mvs.output
+    assert "prod.db.mv_one: " in with_mvs.stdout
+
+
+def test_every_http_example_of_the_readme_answers(sample_store: Path) -> None:
+    urls = re.findall(r"^curl '(http://[^']+)'$", README, re.M)
+    assert len(urls) == 2
+    with serving(sample_store) as server:
+        for url in urls:
+            # curl sends the URL's UTF-8 bytes as they are; urllib wants them escaped
+            local = quote(url.replace("http://127.0.0.1:9464", server.url), safe=":/?&=")
+            status, answer = get_json(local)
+            assert (status, bool(answer)) == (200, True), answer

@@ -56,6 +56,12 @@ def backfill(
             progress(f"listed {stats.listed} files")
             run_local(listed, settings, config, dataset, settings.worker_count, stats, timed, progress)
         elif engine == "spark":
+            try:
+                import pyspark  # noqa: F401
+            except ImportError as exc:
+                raise UsageError(
+                    f"backfill --engine spark needs PySpark ({exc}): pip install 'viewlineage[spark]'"
+                ) from exc
             from viewlineage.indexer.backfill.spark import run_spark
 
             if out is None and not master.startswith("local"):
