@@ -118,7 +118,16 @@ def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None)
 def table(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None) -> dict[str, Any]:
     """A table's state at `as_of_ms` (default: now) from its metadata file in force: schema with
     nested fields, current snapshot, refs, properties."""
-    resolved = resolve_table(conn, ref)
+    try:
+        resolved = resolve_table(conn, ref)
+    except UsageError:
+        _, parts = table_reference(conn, ref)
+        if not is_named(conn, parts) or query_rows(conn, "SELECT 1 FROM table_names WHERE name = ?", [parts]):
+            raise
+        raise UsageError(
+            f"no metadata file of table {ref!r} was indexed: views read it (`viewlineage uses {ref}`), "
+            "but its schema and snapshots are unknown; index the table's directory to know them"
+        ) from None
     at = FOREVER_MS if as_of_ms is None else as_of_ms
     files = query_rows(
         conn, "SELECT * FROM table_file_as_of(?1, ?2) WHERE commit_ms <= ?2", [resolved.table_id, at]
@@ -391,6 +400,16 @@ def lineage_unknown(conn: duckdb.DuckDBPyConnection, at: int) -> list[dict[str, 
     )
 
 
+def table_reference(conn: duckdb.DuckDBPyConnection, table: str) -> tuple[str | None, list[str]]:
+    """`[catalog.]namespace.name` as (catalog, namespace levels and name); the first part is a
+    catalog only if the store knows it."""
+    parts = [part.lower() for part in re.split(r"[./]", table.strip()) if part]
+    if len(parts) < 2:
+        raise UsageError(f"name the table with its namespace: {table!r}")
+    catalog = parts[0] if len(parts) >= 3 and _is_catalog(conn, parts[0]) else None
+    return catalog, parts[1:] if catalog else parts
+
+
 def _is_catalog(conn: duckdb.DuckDBPyConnection, name: str) -> bool:
     known = query_rows(
         conn,
@@ -401,7 +420,7 @@ def _is_catalog(conn: duckdb.DuckDBPyConnection, name: str) -> bool:
     return bool(known[0]["known"])
 
 
-def _is_named(conn: duckdb.DuckDBPyConnection, parts: list[str]) -> bool:
+def is_named(conn: duckdb.DuckDBPyConnection, parts: list[str]) -> bool:
     """Whether a stored view or table has this name (namespace levels and name), or stored SQL
     reads a table of it (maybe after a leading part: see `uses_as_of`)."""
     found = query_rows(
@@ -421,11 +440,7 @@ def uses(
 ) -> dict[str, Any]:
     """The views reading `table` at `as_of_ms`; with `transitive`, through other views too.
     `table` is `[catalog.]namespace.name`; the first part is a catalog only if the store knows it."""
-    parts = [part.lower() for part in re.split(r"[./]", table.strip()) if part]
-    if len(parts) < 2:
-        raise UsageError(f"name the table with its namespace: {table!r}")
-    catalog = parts[0] if len(parts) >= 3 and _is_catalog(conn, parts[0]) else None
-    reference = parts[1:] if catalog else parts
+    catalog, reference = table_reference(conn, table)
     at = FOREVER_MS if as_of_ms is None else as_of_ms
     views = query_rows(
         conn,
@@ -433,7 +448,7 @@ def uses(
         "FROM uses_as_of(?, ?, ?) WHERE depth = 1 OR ? ORDER BY depth, path_names",
         [catalog, reference, at, transitive],
     )
-    if not views and not _is_named(conn, reference):
+    if not views and not is_named(conn, reference):
         raise UsageError(
             f"no table or view {table!r} in the store, and no stored SQL reads one of that name"
             f"{did_you_mean(conn, table)}"

@@ -633,9 +633,15 @@ def impact(
     )
     if result["uncertain"]:
         verdict += f", {result['uncertain']} of them matched uncertainly (see `match`)"
+    if result["unresolved"]:
+        verdict += (
+            f", {result['unresolved']} of them possibly: a schema on the way is not indexed, so "
+            "whether they use the column cannot be told (kind `unknown`)"
+        )
     if result["lineage_unknown"]:
         verdict += f"; {len(result['lineage_unknown'])} view(s) of unknown lineage could use it too"
-    click.echo(f"{change.kind} {result['table']}.{result['column']} ({result['column_type']}): {verdict}")
+    column_type = result["column_type"] or "type unknown: the table's metadata is not indexed"
+    click.echo(f"{change.kind} {result['table']}.{result['column']} ({column_type}): {verdict}")
     output_for(fmt).result(
         [
             {

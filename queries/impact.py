@@ -20,8 +20,8 @@ from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.lineage.columns import ColumnLineage, TableKey, column_lineage, schema_columns
 from viewlineage.indexer.lineage.config import LineageConfig
 from viewlineage.indexer.lineage.tables import LineageRequest
-from viewlineage.queries.api import lineage_unknown
-from viewlineage.queries.names import FOREVER_MS, display_name, iso, query_rows, resolve_table
+from viewlineage.queries.api import is_named, lineage_unknown, table_reference
+from viewlineage.queries.names import FOREVER_MS, ResolvedTable, display_name, iso, query_rows, resolve_table
 
 DROP, RENAME, CHANGE_TYPE = "drop-column", "rename-column", "change-type"
 MATCHES = ("exact", "namespace-and-name", "other-catalog", "leading-part")
@@ -161,6 +161,8 @@ class _Reader:
     lineage: ColumnLineage
     columns: tuple[str, ...]
     """The view's column names from its schema: what readers of the view call its outputs."""
+    reads: tuple[TableKey, ...]
+    """The tables and views its SQL reads (table-level lineage, known whatever the schemas)."""
 
     def output_name(self, output: str) -> str:
         """The view's name for an output of its SQL. `CREATE VIEW v (a, b) AS SELECT count(*), ...`
@@ -180,24 +182,19 @@ def impact(
     conn: duckdb.DuckDBPyConnection, table: str, change: Change, as_of_ms: int | None = None
 ) -> dict[str, Any]:
     at = FOREVER_MS if as_of_ms is None else as_of_ms
-    resolved = resolve_table(conn, table)
-    state = query_rows(
-        conn,
-        "SELECT catalog, name, current_schema_hash FROM table_file_as_of(?1, ?2) WHERE commit_ms <= ?2",
-        [resolved.table_id, at],
-    )
-    if not state or state[0]["name"] is None:
-        raise UsageError(f"table {resolved.name} has no metadata file committed by {iso(at)}")
-    catalog, parts = state[0]["catalog"], list(state[0]["name"])
-    fields = {
-        tuple(row["path"]): row["type"]
-        for row in query_rows(
-            conn,
-            "SELECT path, type FROM schema_fields WHERE schema_hash = ?",
-            [state[0]["current_schema_hash"]],
-        )
-    }
-    column_type = _checked(change, fields, resolved.name)
+    try:
+        resolved = resolve_table(conn, table)
+    except UsageError:
+        # A table views read though its own metadata was never indexed (many index only views):
+        # its uses are known from the views' SQL, its schema is not.
+        catalog, parts = table_reference(conn, table)
+        if not is_named(conn, parts):
+            raise
+        table_id, name, column_type = None, ".".join(([catalog] if catalog else []) + parts), None
+    else:
+        table_id, name = resolved.table_id, resolved.name
+        catalog, parts, fields = _schema_of(conn, resolved, at)
+        column_type = _checked(change, fields, name)
     readers = _readers(conn, catalog, parts, at)
     catalogs = frozenset(
         row["catalog"]
@@ -209,25 +206,54 @@ def impact(
     )
     uses = _walk(
         readers,
-        _Object((catalog, tuple(parts[:-1]), parts[-1]), resolved.name, change.column, (), True),
+        _Object((catalog, tuple(parts[:-1]), parts[-1]), name, change.column, (), True),
         catalogs,
     )
     result: dict[str, Any] = {
-        "table": resolved.name,
-        "table_id": resolved.table_id,
+        "table": name,
+        "table_id": table_id,
         "as_of_ms": as_of_ms,
         "as_of": iso(as_of_ms),
         "change": change.kind,
         "column": ".".join(change.column),
         "column_type": column_type,
         "target": change.target,
-        "safe": promotion_is_safe(column_type, change.target or "") if change.kind == CHANGE_TYPE else False,
+        "safe": (
+            promotion_is_safe(column_type, change.target or "")
+            if change.kind == CHANGE_TYPE and column_type is not None
+            else False
+        ),
+        "table_indexed": table_id is not None,
         "uses": uses,
     }
     result["views"] = sorted({use["view"] for use in uses})
     result["uncertain"] = len({use["view"] for use in uses if use["match"] != "exact"})
+    resolved_views = {use["view"] for use in uses if use["kind"] != "unknown"}
+    result["unresolved"] = len(set(result["views"]) - resolved_views)
     result["lineage_unknown"] = lineage_unknown(conn, at)
     return result
+
+
+def _schema_of(
+    conn: duckdb.DuckDBPyConnection, resolved: ResolvedTable, at: int
+) -> tuple[str | None, list[str], dict[tuple[str, ...], str]]:
+    """The indexed table's catalog, name parts and field types (by path) at `at`."""
+    state = query_rows(
+        conn,
+        "SELECT catalog, name, current_schema_hash FROM table_file_as_of(?1, ?2) WHERE commit_ms <= ?2",
+        [resolved.table_id, at],
+    )
+    if not state or state[0]["name"] is None:
+        raise UsageError(f"table {resolved.name} has no metadata file committed by {iso(at)}")
+    fields = {
+        tuple(row["path"]): row["type"]
+        for row in query_rows(
+            conn,
+            "SELECT path, type FROM schema_fields WHERE schema_hash = ?",
+            [state[0]["current_schema_hash"]],
+        )
+    }
+    return state[0]["catalog"], list(state[0]["name"]), fields
 
 
 def _checked(change: Change, fields: dict[tuple[str, ...], str], table: str) -> str:
@@ -295,8 +321,43 @@ def _readers(
             lineage = column_lineage(request, LineageConfig(), known, resolved)
             own: TableKey = (h["catalog"], tuple(name[:-1]), name[-1])
             named = display_name(h["catalog"], name, view_id)
-            readers.append(_Reader(view_id, named, own, lineage, tuple(c.lower() for c in h["columns"])))
+            columns = tuple(c.lower() for c in h["columns"])
+            readers.append(_Reader(view_id, named, own, lineage, columns, tuple(resolved.values())))
     return readers
+
+
+def _schema_unknown(reader: _Reader, source: _Object, catalogs: frozenset[str]) -> bool:
+    """Whether the schema of `source` is unknown to `reader` (or was on the way to it)."""
+    return not source.schemas_known or any(
+        _match(key, source.key, catalogs) is not None for key in reader.lineage.unknown_schemas
+    )
+
+
+def _unresolved_use(
+    reader: _Reader, source: _Object, depth: int, catalogs: frozenset[str]
+) -> dict[str, Any] | None:
+    """A view that reads `source` though no use of its column was found, where the schema of
+    `source` (or one on the way to it) is unknown: without it an unqualified column or a `*` cannot
+    be told apart, so the view may use the column (kind `unknown`) rather than surely not."""
+    matches = [m for key in reader.reads if (m := _match(key, source.key, catalogs)) is not None]
+    if not matches:
+        return None
+    column = ".".join(source.column)
+    return {
+        "view": reader.name,
+        "view_id": reader.view_id,
+        "depth": depth,
+        "reads": source.name,
+        "column": column,
+        "kind": "unknown",
+        "output": None,
+        "via": [*source.via, f"{source.name}.{column}"],
+        "schemas_known": False,
+        "match": MATCHES[max(min(matches), source.certainty)],
+        "unknown_schemas": [
+            ".".join(filter(None, [k[0], *k[1], k[2]])) for k in reader.lineage.unknown_schemas
+        ],
+    }
 
 
 def _schema_at(conn: duckdb.DuckDBPyConnection, key: TableKey, at: int) -> list[tuple[str, str]] | None:
@@ -383,6 +444,7 @@ def _walk(readers: list[_Reader], start: _Object, catalogs: frozenset[str]) -> l
         visited.add((source.key, source.column))
         for reader in readers:
             known = source.schemas_known and not reader.lineage.unknown_schemas
+            found = len(uses)
             for use in reader.lineage.uses:
                 match = _match(use.table, source.key, catalogs)
                 if match is None:
@@ -422,6 +484,18 @@ def _walk(readers: list[_Reader], start: _Object, catalogs: frozenset[str]) -> l
                         certainty,
                     )
                     queue.append((step, depth + 1))
+            if (
+                len(uses) == found
+                and _schema_unknown(reader, source, catalogs)
+                and (unresolved := _unresolved_use(reader, source, depth, catalogs))
+            ):
+                uses.append(unresolved)
+                # Any of its columns may carry the change: its readers are asked about all (`*`).
+                via = unresolved["via"]
+                certainty = MATCHES.index(unresolved["match"])
+                queue.append(
+                    (_Object(reader.key, reader.name, ("*",), tuple(via), False, certainty), depth + 1)
+                )
     order = {
         "projected": 0,
         "aggregate": 1,
@@ -430,6 +504,7 @@ def _walk(readers: list[_Reader], start: _Object, catalogs: frozenset[str]) -> l
         "join-key": 4,
         "group-by": 5,
         "order-by": 6,
+        "unknown": 8,
     }
     unique = {(u["view"], u["depth"], u["reads"], u["column"], u["kind"], u["output"]): u for u in uses}
     return sorted(

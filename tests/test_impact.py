@@ -5,6 +5,7 @@ Cases on `impact_scenario` (every kind of use) and on the real-writer sample (vi
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +13,12 @@ import pytest
 from click.testing import CliRunner
 
 from viewlineage.indexer.errors import UsageError
+from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries.cli import cli
 from viewlineage.queries.impact import impact, parse_change, promotion_is_safe
 from viewlineage.sinks.readers import open_reader
 
+from .conftest import settings_for
 from .realwriter.scenario_checks import load_steps
 
 SAMPLE = Path(__file__).parent / "data" / "sample"
@@ -278,3 +281,43 @@ SPARK_CASES: dict[str, tuple[str, str, int, list[Use]]] = {
 def test_views_spark_wrote(sample_store: Path, case: str) -> None:
     table, change, step, expected = SPARK_CASES[case]
     assert uses(sample_store, table, change, load_steps(SAMPLE)[step]) == expected
+
+
+def test_a_table_views_read_but_whose_metadata_was_never_indexed(
+    sample_warehouse: Path, tmp_path: Path
+) -> None:
+    """Many users index only views: a table they read is known by the views' SQL alone. `impact`
+    answers from it, and a view whose use of the column cannot be told without the table's schema is
+    listed as possibly affected (kind `unknown`), with its readers: never a silent "not affected"."""
+    views_only = tmp_path / "warehouse"
+    shutil.copytree(sample_warehouse, views_only)
+    for table in ("db/events", "sales/customers", "sales/orders"):
+        shutil.rmtree(views_only / table)
+    db = tmp_path / "views.duckdb"
+    index_locations([str(views_only)], settings_for(db, f"{views_only}=prod"))
+    with open_reader(db) as conn:
+        answer = impact(conn, "prod.db.events", parse_change("kind", None, None))
+    assert (answer["table_id"], answer["table_indexed"], answer["column_type"], answer["unresolved"]) == (
+        None, False, None, 3
+    )  # fmt: skip
+    assert [(u["depth"], u["view"], u["reads"], u["column"], u["kind"]) for u in answer["uses"]] == [
+        (1, "prod.db.event_agg", "prod.db.events", "kind", "unknown"),
+        (1, "prod.db.event_tags", "prod.db.events", "kind", "other"),
+        (2, "prod.acme.finance.revenue_by_region", "prod.db.event_agg", "*", "unknown"),
+        (2, "prod.db.big_days", "prod.db.event_agg", "*", "unknown"),
+    ]
+    text = CliRunner().invoke(cli, ["impact", "prod.db.events", "--drop-column", "kind", "--db", str(db)])
+    assert text.stdout.splitlines()[0] == (
+        "drop-column prod.db.events.kind (type unknown: the table's metadata is not indexed): 4 view(s) "
+        "affected, 3 of them possibly: a schema on the way is not indexed, so whether they use the "
+        "column cannot be told (kind `unknown`)"
+    )
+    shown = CliRunner().invoke(cli, ["table", "prod.db.events", "--db", str(db)])
+    assert (shown.exit_code, shown.stderr) == (
+        2,
+        "error: no metadata file of table 'prod.db.events' was indexed: views read it (`viewlineage uses "
+        "prod.db.events`), but its schema and snapshots are unknown; index the table's directory to know "
+        "them\n",
+    )
+    unknown = CliRunner().invoke(cli, ["impact", "prod.db.nosuch", "--drop-column", "kind", "--db", str(db)])
+    assert (unknown.exit_code, unknown.stderr) == (2, "error: no table 'prod.db.nosuch' in the store\n")
