@@ -14,7 +14,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -187,12 +187,22 @@ def _replica_meanwhile(path: Path, pending: RebuildPending, memory_limit: str) -
     except (OSError, StoreError):
         raise StoreError(f"{pending}; it has no replica to answer from meanwhile") from None
     published = datetime.fromtimestamp(replica_path(path).resolve().stat().st_mtime, UTC)
+    age = _age(datetime.now(UTC) - published)
     warnings.warn(
-        f"{pending}. Answering from its replica of {published:%Y-%m-%dT%H:%M:%SZ}, from before.",
+        f"{pending}. Answering from its replica of {published:%Y-%m-%dT%H:%M:%SZ} ({age} old), from before.",
         StoreWarning,
         stacklevel=3,
     )
     return replica
+
+
+def _age(elapsed: timedelta) -> str:
+    """`42 s`, `5 min`, `3 h`, `2 days`: how old a replica is, to the unit that matters."""
+    seconds = max(0, int(elapsed.total_seconds()))
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit}"
+    return f"{seconds} s"
 
 
 def _open_replica(path: Path, memory_limit: str = QUERY_MEMORY) -> duckdb.DuckDBPyConnection:

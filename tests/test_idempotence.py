@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -282,3 +283,53 @@ def test_tables_and_mv_records_do_not_depend_on_file_order(tmp_path: Path, scena
     with open_reader(reference) as first, open_reader(db) as second:
         for at in range(0, 7000, 250):
             assert mviews.mv_status(first, None, at) == mviews.mv_status(second, None, at), at
+
+
+def test_after_a_killed_index_queries_answer_from_the_last_replica_and_say_how_old(
+    warehouse: tuple[Path, list[Path]], tmp_path: Path
+) -> None:
+    """`index` killed mid-run (SIGKILL after its third batch) leaves its views' spans underived:
+    a query answers from the replica the run before published, says how old it is, and the next
+    writer completes the store."""
+    root, files = warehouse
+    half = tmp_path / "half"
+    kept = sorted(files)[: len(files) // 2]
+    for file in kept:
+        target = half / file.relative_to(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(file.read_bytes())
+    db = tmp_path / "store.duckdb"
+    index_locations([str(half)], settings_for(db))
+    with open_reader(db) as conn:
+        before = conn.execute("SELECT count(*) FROM files").fetchall()
+    command = [
+        sys.executable, "-m", "viewlineage.queries.cli", "index", str(root),
+        "--db", str(db), "--batch-files", "20", "--workers", "1", "--no-progress",
+    ]  # fmt: skip
+    killed = subprocess.run(
+        command, env={**os.environ, "VIEWLINEAGE_FAULTS": "index-batch:3"}, capture_output=True, timeout=300
+    )
+    assert killed.returncode == -signal.SIGKILL
+    query = [
+        sys.executable,
+        "-m",
+        "viewlineage.queries.cli",
+        "sql",
+        "SELECT count(*) AS n FROM files",
+        "--db",
+        str(db),
+    ]
+    answered = subprocess.run(query, capture_output=True, text=True, timeout=60)
+    assert answered.returncode == 0, answered.stderr
+    assert answered.stdout.splitlines()[-1] == str(before[0][0])
+    assert re.fullmatch(
+        rf"warning: store {re.escape(str(db))}: its last writer stopped before deriving the point-in-time "
+        r"indexes of \d+ views; .* Answering from its replica of \S+Z \(\d+ s old\), from before\.\n",
+        answered.stderr,
+    ), answered.stderr
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert finished.returncode == 0, finished.stderr
+    clean = tmp_path / "clean.duckdb"
+    index_locations([str(half)], settings_for(clean))
+    index_locations([str(root)], settings_for(clean))
+    assert snapshot(db) == snapshot(clean)

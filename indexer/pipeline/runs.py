@@ -114,6 +114,13 @@ def index_locations(
     one call at a time."""
     if progress is not None:
         progress = _one_at_a_time(progress)
+    faults = Faults.from_environ()  # crash-safety tests stop the run after a batch is stored
+
+    def stored(files: int) -> None:
+        faults.point("index-batch")
+        if progress is not None:
+            progress(files)
+
     roots = [normalize_location(location) for location in locations]
     missing_roots(roots)
     settings = with_store_naming(settings)
@@ -138,7 +145,7 @@ def index_locations(
         del listings
         todo = _unindexed_files(store, readers, chunks, indexer.stats, progress)
         reads = read_all(todo, settings, files_per_task=BULK_READS_PER_TASK)
-        stats = indexer.ingest(reads, settings.batch_files, progress, batch_bytes=settings.batch_bytes)
+        stats = indexer.ingest(reads, settings.batch_files, stored, batch_bytes=settings.batch_bytes)
         stats.store_files, stats.store_views = store.holds()
         return stats
 
