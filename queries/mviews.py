@@ -35,6 +35,8 @@ class Materialized:
     storage_table_id: str | None
     storage_table: str | None
     """How the MV names its storage table, for messages when it was never indexed."""
+    storage_candidates: int = 1
+    """How many indexed tables the MV's storage-table reference names: 0 never indexed, 2+ ambiguous."""
     allow_stale_data: bool | None = None
     refresh_strategy: str | None = None
     version_id: int | None = None
@@ -154,7 +156,8 @@ def _view_mv(
     if definition:
         d = definition[0]
         location = d["storage_table_location"]
-        storage_id = _table_at_location(conn, location) if location else None
+        at_location = _tables_at_location(conn, location) if location else []
+        storage_id = at_location[0] if len(at_location) == 1 else None
         storage_name = _table_name(conn, storage_id, at) if storage_id else location
         return Materialized(
             name=name,
@@ -163,6 +166,7 @@ def _view_mv(
             format=d["format"],
             storage_table_id=storage_id,
             storage_table=storage_name,
+            storage_candidates=len(at_location),
             allow_stale_data=d["allow_stale_data"],
             refresh_strategy=d["refresh_strategy"],
             version_id=version_id,
@@ -186,6 +190,7 @@ def _view_mv(
         format="refresh-state",
         storage_table_id=candidates[0] if len(candidates) == 1 else None,
         storage_table=display_name(storage_catalog, [*s["namespace"], s["name"]], s["name"]),
+        storage_candidates=len(candidates),
         version_id=version_id,
         version_since_ms=since,
     )
@@ -238,14 +243,14 @@ def _table_name(conn: duckdb.DuckDBPyConnection, table_id: str, at: int) -> str:
     return display_name(rows[0]["catalog"], rows[0]["name"], table_id) if rows else table_id
 
 
-def _table_at_location(conn: duckdb.DuckDBPyConnection, location: str) -> str | None:
+def _tables_at_location(conn: duckdb.DuckDBPyConnection, location: str) -> list[str]:
     rows = query_rows(
         conn,
         "SELECT DISTINCT table_id FROM table_files "
         "WHERE normalized_location(table_location) = normalized_location(?) ORDER BY 1",
         [location],
     )
-    return rows[0]["table_id"] if len(rows) == 1 else None
+    return [row["table_id"] for row in rows]
 
 
 def _tables_named(conn: duckdb.DuckDBPyConnection, catalog: str | None, parts: list[str]) -> list[str]:
@@ -280,10 +285,12 @@ def _refresh(conn: duckdb.DuckDBPyConnection, mv: Materialized, at: int) -> tupl
         )
         return (rows[0], "") if rows else (None, "its properties record no refresh")
     if mv.storage_table_id is None:
-        return (
-            None,
-            f"the metadata of its storage table {mv.storage_table} was never indexed (or is ambiguous)",
-        )
+        if mv.storage_candidates > 1:
+            return (
+                None,
+                f"{mv.storage_candidates} indexed tables answer to its storage table {mv.storage_table}",
+            )
+        return None, f"no metadata file of its storage table {mv.storage_table} was indexed"
     if mv.format == "mv-properties":
         rows = query_rows(
             conn,
@@ -294,7 +301,9 @@ def _refresh(conn: duckdb.DuckDBPyConnection, mv: Materialized, at: int) -> tupl
             WHERE f.commit_ms <= ?2""",
             [mv.storage_table_id, at],
         )
-        return (rows[0], "") if rows else (None, f"storage table {mv.storage_table} names no current refresh")
+        if rows:
+            return rows[0], ""
+        return None, f"storage table {mv.storage_table} names no current refresh{_dropped_records(conn, mv)}"
     head = query_rows(conn, "SELECT snapshot_id FROM ref_head_as_of(?, 'main', ?)", [mv.storage_table_id, at])
     if not head:
         return None, f"storage table {mv.storage_table} had no snapshot"
@@ -304,8 +313,30 @@ def _refresh(conn: duckdb.DuckDBPyConnection, mv: Materialized, at: int) -> tupl
         [mv.storage_table_id, head[0]["snapshot_id"]],
     )
     if not rows:
-        return None, f"the current snapshot {head[0]['snapshot_id']} of {mv.storage_table} records no refresh"
+        snapshot, dropped = head[0]["snapshot_id"], _dropped_records(conn, mv)
+        return None, f"the current snapshot {snapshot} of {mv.storage_table} records no refresh{dropped}"
     return rows[0], ""
+
+
+REFRESH_FINDINGS = ("invalid-mv-metadata", "invalid-refresh-state", "mv-current-refresh-not-found")
+
+
+def _dropped_records(conn: duckdb.DuckDBPyConnection, mv: Materialized) -> str:
+    """Why a storage table's refresh records were not kept, when its files' findings say: a record
+    that does not validate is dropped with a finding."""
+    findings = query_rows(
+        conn,
+        """
+        SELECT DISTINCT f.code, f.path FROM file_findings f JOIN table_files t USING (location)
+        WHERE t.table_id = ? AND list_contains(?, f.code) ORDER BY ALL""",
+        [mv.storage_table_id, list(REFRESH_FINDINGS)],
+    )
+    if not findings:
+        return ""
+    listed = "; ".join(f"{row['code']} at {row['path']}" for row in findings)
+    return (
+        f": its refresh records did not validate and were dropped ({listed}; `viewlineage findings` says why)"
+    )
 
 
 def _status(conn: duckdb.DuckDBPyConnection, mv: Materialized, at: int) -> dict[str, Any]:
@@ -445,9 +476,9 @@ def _source_table(
         if rows:
             return rows[0]["table_id"], ""
     if source["location"]:
-        table_id = _table_at_location(conn, source["location"])
-        if table_id is not None:
-            return table_id, ""
+        at_location = _tables_at_location(conn, source["location"])
+        if len(at_location) == 1:
+            return at_location[0], ""
     candidates = _tables_named(conn, source["catalog"] or mv_catalog, [*source["namespace"], source["name"]])
     if len(candidates) == 1:
         return candidates[0], ""

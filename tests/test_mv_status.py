@@ -268,3 +268,37 @@ def test_integer_refresh_ids_are_refresh_ids() -> None:
     assert (state.refreshes[0].refresh_id, state.current_refresh_id) == ("7", "7")
     with pytest.raises(ValidationError):
         StorageTableMetadata.model_validate({"refreshes": [], "current-refresh-id": True})
+
+
+def test_unknown_states_name_their_actual_cause(tmp_path: Path) -> None:
+    """A refresh record that does not validate is dropped with a finding: `mv-status` says so, not
+    that the storage table was never indexed (which `files` contradicts); a storage table with no
+    indexed metadata, and one that several tables answer to, are told apart."""
+    root = tmp_path / "warehouse"
+    events = Table(root, "db", "events", "e5000000-0000-4000-8000-000000000005")
+    events.commit(1000, S1)
+    _property_mv(root, events)
+    storage = Table(root, "db", "storage", "e5000000-0000-4000-8000-000000000001")
+    storage.properties["materialized_view_metadata"] = json.dumps(
+        {"refreshes": [{"refresh-id": "r2", "base-tables": "not a list"}], "current-refresh-id": "r2"}
+    )
+    storage.commit(2000)
+    orphan = View(root, "db", "orphan_mv", "e5000000-0000-4000-8000-000000000006")
+    orphan.properties["materialized_view_metadata"] = json.dumps(
+        {"storage-table-location": f"{root}/db/never_written"}
+    )
+    orphan.commit(500, "SELECT id FROM db.events")
+    db = _indexed(root)
+    dropped = status(db, "db.mv", 2500)
+    assert (dropped["state"], dropped["reasons"]) == (
+        "UNKNOWN",
+        [
+            "no refresh to check: storage table prod.db.storage names no current refresh: its refresh "
+            "records did not validate and were dropped (invalid-mv-metadata at "
+            "$.properties.materialized_view_metadata; `viewlineage findings` says why)"
+        ],
+    )
+    never = status(db, "db.orphan_mv", 2500)
+    assert never["reasons"] == [
+        f"no refresh to check: no metadata file of its storage table {root}/db/never_written was indexed"
+    ]
