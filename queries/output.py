@@ -75,29 +75,33 @@ class TextOutput(Output):
                 click.echo(f"{pad}{key}: {cell(item, key)}")
 
 
-class CsvOutput(Output):
+class _MainTableOutput(Output):
+    """Prints a command's main table (`main_rows`) in one format."""
+
+    def __init__(self, rows: str | None) -> None:
+        self.rows = rows
+
+    def result(self, value: Result) -> None:
+        rows = main_rows(value, self.rows)
+        self.write(_columns(rows, keep_empty=True), rows)
+
+    def write(self, columns: list[str], rows: list[dict[str, Any]]) -> None:
+        raise NotImplementedError
+
+
+class CsvOutput(_MainTableOutput):
     """The main table as CSV (RFC 4180, a header row); nested values as in text cells."""
 
-    def __init__(self, rows: str | None) -> None:
-        self.rows = rows
-
-    def result(self, value: Result) -> None:
-        rows = main_rows(value, self.rows)
-        columns = _columns(rows, keep_empty=True)
+    def write(self, columns: list[str], rows: list[dict[str, Any]]) -> None:
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(columns)
-        writer.writerows([_csv_cell(row.get(c), c) for c in columns] for row in rows)
+        writer.writerows([cell(row.get(c), c, multiline=True) for c in columns] for row in rows)
 
 
-class MarkdownOutput(Output):
+class MarkdownOutput(_MainTableOutput):
     """The main table as a GitHub-flavoured Markdown table."""
 
-    def __init__(self, rows: str | None) -> None:
-        self.rows = rows
-
-    def result(self, value: Result) -> None:
-        rows = main_rows(value, self.rows)
-        columns = _columns(rows, keep_empty=True)
+    def write(self, columns: list[str], rows: list[dict[str, Any]]) -> None:
         lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
         for row in rows:
             cells = (_markdown_cell(cell(row.get(c), c, multiline=True)) for c in columns)
@@ -139,10 +143,6 @@ def cell(value: Any, key: str | None = None, multiline: bool = False) -> str:
         return ", ".join(f"{k}={cell(v, k)}" for k, v in value.items())
     text = str(value)
     return text if multiline else text.replace("\n", " ")
-
-
-def _csv_cell(value: Any, key: str) -> str:
-    return cell(value, key, multiline=True)
 
 
 def _markdown_cell(text: str) -> str:

@@ -92,6 +92,19 @@ class SeaweedS3:
         )
 
 
+def upload_warehouse(s3: SeaweedS3, warehouse: Path) -> dict[str, int]:
+    """`warehouse`'s files (with their .crc side files) under s3://lake/warehouse/ in a new bucket;
+    {url: LastModified ms}."""
+    client = s3.client()
+    client.create_bucket(Bucket="lake")
+    for path in sorted(warehouse.rglob("*")):
+        if path.is_file():
+            key = f"warehouse/{path.relative_to(warehouse).as_posix()}"
+            client.put_object(Bucket="lake", Key=key, Body=path.read_bytes())
+    listed = client.list_objects_v2(Bucket="lake", Prefix="warehouse/")["Contents"]
+    return {f"s3://lake/{o['Key']}": int(o["LastModified"].timestamp() * 1000) for o in listed}
+
+
 @contextmanager
 def seaweed_s3(
     work_dir: Path, kafka: tuple[str, str] | None = None, ports: tuple[int, ...] | None = None

@@ -19,7 +19,7 @@ import pytest
 from viewlineage.sinks.readers import open_reader
 
 from ..conftest import ROOT
-from ..servers import SeaweedS3, seaweed_s3, tansu_broker
+from ..servers import SeaweedS3, seaweed_s3, tansu_broker, upload_warehouse
 from .consume_process import KAFKA_CONFIG
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -43,12 +43,7 @@ def servers(
         tansu_broker(tmp_path_factory.mktemp("tansu")) as broker,
         seaweed_s3(tmp_path_factory.mktemp("s3")) as s3,
     ):
-        client = s3.client()
-        client.create_bucket(Bucket="lake")
-        for path in sorted(sample_warehouse.rglob("*")):
-            if path.is_file():
-                key = f"warehouse/{path.relative_to(sample_warehouse).as_posix()}"
-                client.put_object(Bucket="lake", Key=key, Body=path.read_bytes())
+        upload_warehouse(s3, sample_warehouse)
         yield s3, broker
 
 

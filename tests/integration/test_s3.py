@@ -18,7 +18,7 @@ from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.indexer.sources.read import DECLINE_AFTER, FsspecReader, ListedFile, reader_for
 
 from ..conftest import settings_for
-from ..servers import SECRET_KEY, SeaweedS3, free_port, seaweed_s3
+from ..servers import SECRET_KEY, SeaweedS3, free_port, seaweed_s3, upload_warehouse
 from ..stores import OBJECT_TIMES, snapshot
 
 pytestmark = pytest.mark.integration
@@ -34,15 +34,8 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedS3]:
 
 @pytest.fixture(scope="module")
 def uploaded(s3: SeaweedS3, sample_warehouse: Path) -> dict[str, int]:
-    """The sample warehouse (with its .crc side files) under s3://lake/warehouse/; {url: LastModified ms}."""
-    client = s3.client()
-    client.create_bucket(Bucket="lake")
-    for path in sorted(sample_warehouse.rglob("*")):
-        if path.is_file():
-            key = f"warehouse/{path.relative_to(sample_warehouse).as_posix()}"
-            client.put_object(Bucket="lake", Key=key, Body=path.read_bytes())
-    listed = client.list_objects_v2(Bucket="lake", Prefix="warehouse/")["Contents"]
-    return {f"s3://lake/{o['Key']}": int(o["LastModified"].timestamp() * 1000) for o in listed}
+    """The sample warehouse under s3://lake/warehouse/; {url: LastModified ms}."""
+    return upload_warehouse(s3, sample_warehouse)
 
 
 def _index_cli(s3: SeaweedS3, db: Path, secret: str) -> subprocess.CompletedProcess[str]:
