@@ -66,9 +66,9 @@ def _version_rows(
     }
 
 
-def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None) -> dict[str, Any]:
-    """The view's definition at `as_of_ms` (default: now)."""
-    view = resolve_view(conn, ref, as_of_ms)
+def _live_state(conn: duckdb.DuckDBPyConnection, view: ResolvedView, as_of_ms: int | None) -> dict[str, Any]:
+    """The view's `view_at` row at `as_of_ms`; a `UsageError` when it did not exist then (dropped,
+    or before its first version): no answer about it may read as "it read nothing"."""
     at = FOREVER_MS if as_of_ms is None else as_of_ms
     state = query_rows(conn, "SELECT * FROM view_at(?, ?)", [view.view_id, at])[0]
     if state["dropped_ms"] is not None and state["dropped_ms"] <= at:
@@ -78,6 +78,14 @@ def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None)
         )
     if state["active_version_id"] is None:
         raise UsageError(f"view {view.name} had no active version at {iso(at) if as_of_ms else 'any time'}")
+    return state
+
+
+def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None) -> dict[str, Any]:
+    """The view's definition at `as_of_ms` (default: now)."""
+    view = resolve_view(conn, ref, as_of_ms)
+    at = FOREVER_MS if as_of_ms is None else as_of_ms
+    state = _live_state(conn, view, as_of_ms)
     stored = (
         query_rows(conn, "SELECT * FROM versions WHERE version_hash = ?", [state["version_hash"]])
         if state["version_hash"] is not None
@@ -343,6 +351,7 @@ def deps(
 ) -> dict[str, Any]:
     """The tables a view reads at `as_of_ms`; with `transitive`, through the views it reads too."""
     view = resolve_view(conn, ref, as_of_ms)
+    _live_state(conn, view, as_of_ms)
     at = FOREVER_MS if as_of_ms is None else as_of_ms
     rows = query_rows(
         conn,

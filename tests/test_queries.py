@@ -501,3 +501,29 @@ def test_a_reader_of_a_store_with_another_release_s_queries_says_what_to_do(
     with Store(copy, replica_interval=None):
         pass
     assert CliRunner().invoke(cli, ["--db", str(copy), "history", "prod.db.big_days"]).exit_code == 0
+
+
+def test_deps_of_a_view_that_did_not_exist_then_is_an_error_not_an_empty_answer(
+    sample_store: Path, tmp_path: Path
+) -> None:
+    copy = tmp_path / "dropped.duckdb"
+    shutil.copyfile(sample_store, copy)
+    with open_reader(copy) as conn:
+        first_ms, newest = conn.execute(
+            "SELECT min(timestamp_ms), (SELECT location FROM view_file_as_of(?1, 1::BIGINT << 62)) "
+            "FROM activations WHERE view_id = ?1",
+            [BIG_DAYS_OLD],
+        ).fetchall()[0]
+    with Store(copy, replica_interval=None) as store:
+        store.write(Batch(removals=[Removal(newest, first_ms + 10**9, "watch")]))
+    with open_reader(copy) as conn:
+        with pytest.raises(UsageError, match=r"^view prod.db.big_days was dropped at "):
+            api.deps(conn, BIG_DAYS_OLD)
+        with pytest.raises(UsageError, match=r"^view prod.db.big_days had no active version at "):
+            api.deps(conn, BIG_DAYS_OLD, first_ms - 1)
+        assert api.deps(conn, BIG_DAYS_OLD, first_ms)["reads"]
+    failed = CliRunner().invoke(cli, ["deps", BIG_DAYS_OLD, "--db", str(copy)])
+    assert (failed.exit_code, failed.stderr.startswith("error: view prod.db.big_days was dropped at ")) == (
+        2,
+        True,
+    )
