@@ -128,9 +128,10 @@ def table(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None
     nested fields, current snapshot, refs, properties."""
     try:
         resolved = resolve_table(conn, ref)
-    except UsageError:
+    except UsageError as exc:
         _, parts = table_reference(conn, ref)
-        if not is_named(conn, parts) or query_rows(conn, "SELECT 1 FROM table_names WHERE name = ?", [parts]):
+        stored = query_rows(conn, "SELECT 1 FROM table_names WHERE name = ?", [parts])
+        if not is_named(conn, parts) or stored or " is a view (" in str(exc):
             raise
         raise UsageError(
             f"no metadata file of table {ref!r} was indexed: views read it (`viewlineage uses {ref}`), "

@@ -20,7 +20,7 @@ from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.lineage.columns import ColumnLineage, TableKey, column_lineage, schema_columns
 from viewlineage.indexer.lineage.config import LineageConfig
 from viewlineage.indexer.lineage.tables import LineageRequest
-from viewlineage.queries.api import is_named, lineage_unknown, table_reference
+from viewlineage.queries.api import is_named, lineage_unknown, show, table_reference
 from viewlineage.queries.names import FOREVER_MS, ResolvedTable, display_name, iso, query_rows, resolve_table
 
 DROP, RENAME, CHANGE_TYPE = "drop-column", "rename-column", "change-type"
@@ -151,6 +151,9 @@ class _Object:
     schemas_known: bool
     certainty: int = 0
     """The least sure match on the way here (an index into `MATCHES`)."""
+    whole: str | None = None
+    """Set when the question is about the whole view, not a column (`column` is `*`): `fails` (it
+    uses a dropped or renamed column, so no query of it runs) or `unknown` (it may use the column)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,15 +185,25 @@ def impact(
     conn: duckdb.DuckDBPyConnection, table: str, change: Change, as_of_ms: int | None = None
 ) -> dict[str, Any]:
     at = FOREVER_MS if as_of_ms is None else as_of_ms
+    is_view = False
     try:
         resolved = resolve_table(conn, table)
-    except UsageError:
-        # A table views read though its own metadata was never indexed (many index only views):
-        # its uses are known from the views' SQL, its schema is not.
-        catalog, parts = table_reference(conn, table)
-        if not is_named(conn, parts):
-            raise
-        table_id, name, column_type = None, ".".join(([catalog] if catalog else []) + parts), None
+    except UsageError as exc:
+        if " is a view (" in str(exc):  # a view's column: its readers, as a table's
+            shown = show(conn, table, as_of_ms)
+            is_view, table_id, name = True, shown["view_id"], shown["view"]
+            catalog, parts = table_reference(conn, name)
+            columns: dict[tuple[str, ...], str] = {
+                (column["name"].lower(),): str(column["type"]) for column in shown["columns"]
+            }
+            column_type = _checked(change, columns, name)
+        else:
+            # A table views read though its own metadata was never indexed (many index only views):
+            # its uses are known from the views' SQL, its schema is not.
+            catalog, parts = table_reference(conn, table)
+            if not is_named(conn, parts):
+                raise
+            table_id, name, column_type = None, ".".join(([catalog] if catalog else []) + parts), None
     else:
         table_id, name = resolved.table_id, resolved.name
         catalog, parts, fields = _schema_of(conn, resolved, at)
@@ -208,6 +221,7 @@ def impact(
         readers,
         _Object((catalog, tuple(parts[:-1]), parts[-1]), name, change.column, (), True),
         catalogs,
+        breaks=change.kind in (DROP, RENAME),
     )
     result: dict[str, Any] = {
         "table": name,
@@ -224,6 +238,7 @@ def impact(
             else False
         ),
         "table_indexed": table_id is not None,
+        "is_view": is_view,
         "uses": uses,
     }
     result["views"] = sorted({use["view"] for use in uses})
@@ -333,31 +348,45 @@ def _schema_unknown(reader: _Reader, source: _Object, catalogs: frozenset[str]) 
     )
 
 
-def _unresolved_use(
-    reader: _Reader, source: _Object, depth: int, catalogs: frozenset[str]
-) -> dict[str, Any] | None:
-    """A view that reads `source` though no use of its column was found, where the schema of
-    `source` (or one on the way to it) is unknown: without it an unqualified column or a `*` cannot
-    be told apart, so the view may use the column (kind `unknown`) rather than surely not."""
-    matches = [m for key in reader.reads if (m := _match(key, source.key, catalogs)) is not None]
-    if not matches:
-        return None
-    column = ".".join(source.column)
+def _row(
+    reader: _Reader, source: _Object, depth: int, column: str, kind: str, output: str | None, certainty: int
+) -> dict[str, Any]:
     return {
         "view": reader.name,
         "view_id": reader.view_id,
         "depth": depth,
         "reads": source.name,
         "column": column,
-        "kind": "unknown",
-        "output": None,
+        "kind": kind,
+        "output": output,
         "via": [*source.via, f"{source.name}.{column}"],
         "schemas_known": False,
-        "match": MATCHES[max(min(matches), source.certainty)],
+        "match": MATCHES[certainty],
         "unknown_schemas": [
             ".".join(filter(None, [k[0], *k[1], k[2]])) for k in reader.lineage.unknown_schemas
         ],
     }
+
+
+def _whole_use(
+    reader: _Reader, source: _Object, depth: int, catalogs: frozenset[str], kind: str
+) -> dict[str, Any] | None:
+    """A use of `source` as a whole by a view that reads it (table-level lineage): `fails` when
+    `source` fails to run; `unknown` when no use of the column was found but the schema of `source`
+    (or one on the way to it) is unknown, so that an unqualified column or a `*` cannot be told apart:
+    the view may use the column rather than surely not."""
+    matches = [m for key in reader.reads if (m := _match(key, source.key, catalogs)) is not None]
+    if not matches:
+        return None
+    column = ".".join(source.column)
+    return _row(reader, source, depth, column, kind, None, max(min(matches), source.certainty))
+
+
+def _whole(reader: _Reader, use: dict[str, Any], kind: str) -> _Object:
+    """The question about `reader` as a whole, for the views that read it."""
+    return _Object(
+        reader.key, reader.name, ("*",), tuple(use["via"]), False, MATCHES.index(use["match"]), kind
+    )
 
 
 def _schema_at(conn: duckdb.DuckDBPyConnection, key: TableKey, at: int) -> list[tuple[str, str]] | None:
@@ -431,9 +460,13 @@ def _match(reference: TableKey, wanted: TableKey, catalogs: frozenset[str]) -> i
     return None
 
 
-def _walk(readers: list[_Reader], start: _Object, catalogs: frozenset[str]) -> list[dict[str, Any]]:
+def _walk(
+    readers: list[_Reader], start: _Object, catalogs: frozenset[str], breaks: bool
+) -> list[dict[str, Any]]:
     """Breadth first from the changed column: each use of it, then each use of the output columns it
-    flows into. Every (view, column) is visited once, at its smallest depth."""
+    flows into. With `breaks` (a dropped or renamed column), a view that uses the column in any way
+    fails as a whole, and so does every view that reads it, whichever columns. Every (view, column)
+    is visited once, at its smallest depth."""
     uses: list[dict[str, Any]] = []
     queue = deque([(start, 1)])
     visited: set[tuple[TableKey, tuple[str, ...]]] = set()
@@ -443,6 +476,13 @@ def _walk(readers: list[_Reader], start: _Object, catalogs: frozenset[str]) -> l
             continue
         visited.add((source.key, source.column))
         for reader in readers:
+            if source.whole is not None:
+                whole = _whole_use(reader, source, depth, catalogs, source.whole)
+                if whole is not None:
+                    if not any(u["view"] == reader.name and u["reads"] == source.name for u in uses):
+                        uses.append(whole)
+                    queue.append((_whole(reader, whole, source.whole), depth + 1))
+                continue
             known = source.schemas_known and not reader.lineage.unknown_schemas
             found = len(uses)
             for use in reader.lineage.uses:
@@ -457,45 +497,22 @@ def _walk(readers: list[_Reader], start: _Object, catalogs: frozenset[str]) -> l
                 output = reader.output_name(use.output) if use.output is not None else None
                 uses.append(
                     {
-                        "view": reader.name,
-                        "view_id": reader.view_id,
-                        "depth": depth,
-                        "reads": source.name,
-                        "column": column,
-                        "kind": use.kind,
-                        "output": output,
+                        **_row(reader, source, depth, column, use.kind, output, certainty),
                         "via": [*source.via, f"{source.name}.{'.'.join(wanted)}"],
                         "schemas_known": known,
-                        "match": MATCHES[certainty],
-                        "unknown_schemas": [
-                            ".".join(filter(None, [k[0], *k[1], k[2]]))
-                            for k in reader.lineage.unknown_schemas
-                        ],
                     }
                 )
                 if output is not None:
                     below = (output.lower(), *wanted[len(read) :])
-                    step = _Object(
-                        reader.key,
-                        reader.name,
-                        below,
-                        (*source.via, f"{source.name}.{'.'.join(wanted)}"),
-                        known,
-                        certainty,
-                    )
-                    queue.append((step, depth + 1))
-            if (
-                len(uses) == found
-                and _schema_unknown(reader, source, catalogs)
-                and (unresolved := _unresolved_use(reader, source, depth, catalogs))
-            ):
-                uses.append(unresolved)
-                # Any of its columns may carry the change: its readers are asked about all (`*`).
-                via = unresolved["via"]
-                certainty = MATCHES.index(unresolved["match"])
-                queue.append(
-                    (_Object(reader.key, reader.name, ("*",), tuple(via), False, certainty), depth + 1)
-                )
+                    via = (*source.via, f"{source.name}.{'.'.join(wanted)}")
+                    queue.append((_Object(reader.key, reader.name, below, via, known, certainty), depth + 1))
+            if len(uses) > found and breaks:
+                queue.append((_whole(reader, uses[-1], "fails"), depth + 1))
+            elif len(uses) == found and _schema_unknown(reader, source, catalogs):
+                unresolved = _whole_use(reader, source, depth, catalogs, "unknown")
+                if unresolved is not None:
+                    uses.append(unresolved)
+                    queue.append((_whole(reader, unresolved, "unknown"), depth + 1))
     order = {
         "projected": 0,
         "aggregate": 1,
@@ -504,6 +521,7 @@ def _walk(readers: list[_Reader], start: _Object, catalogs: frozenset[str]) -> l
         "join-key": 4,
         "group-by": 5,
         "order-by": 6,
+        "fails": 7,
         "unknown": 8,
     }
     unique = {(u["view"], u["depth"], u["reads"], u["column"], u["kind"], u["output"]): u for u in uses}

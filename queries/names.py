@@ -117,7 +117,7 @@ def _one(conn: duckdb.DuckDBPyConnection, kind: str, ref: str, rows: list[dict[s
         (row[f"{kind}_id"], display_name(row["catalog"], row["name"], row[f"{kind}_id"])) for row in rows
     ]
     if not named:
-        raise UsageError(f"no {kind} {ref!r} in the store{did_you_mean(conn, ref)}")
+        raise UsageError(f"no {kind} {ref!r} in the store{did_you_mean(conn, ref, kind)}")
     if len(named) > 1:
         raise UsageError(f"{ref!r} is ambiguous: {', '.join(f'{name} ({key})' for key, name in named)}")
     return named[0]
@@ -195,27 +195,36 @@ def resolve_table(conn: duckdb.DuckDBPyConnection, ref: str) -> ResolvedTable:
     return ResolvedTable(*_one(conn, "table", ref, rows))
 
 
-def did_you_mean(conn: duckdb.DuckDBPyConnection, text: str) -> str:
+def did_you_mean(conn: duckdb.DuckDBPyConnection, text: str, wanted: str | None = None) -> str:
     """`; did you mean ...?` with the stored names of views and tables, and the tables stored SQL
-    reads, closest to `text` (compared with and without their catalog); empty when none is close."""
+    reads, closest to `text` (compared with and without their catalog); empty when none is close.
+    When a `wanted` kind ("view", "table") was asked for and `text` names the other, it says so."""
     names = query_rows(
         conn,
         """
-        SELECT DISTINCT catalog, array_to_string(name, '.') AS path FROM view_names
-        UNION SELECT DISTINCT catalog, array_to_string(name, '.') FROM table_names
-        UNION SELECT DISTINCT catalog, array_to_string(list_append(namespace, name), '.')
+        SELECT DISTINCT 'view' AS kind, catalog, array_to_string(name, '.') AS path FROM view_names
+        UNION SELECT DISTINCT 'table', catalog, array_to_string(name, '.') FROM table_names
+        UNION SELECT DISTINCT 'table', catalog, array_to_string(list_append(namespace, name), '.')
         FROM table_references""",
     )
     spelled: dict[str, str] = {}
+    kinds: dict[str, set[str]] = {}
     for row in names:
         full = ".".join(filter(None, [row["catalog"], row["path"]]))
-        spelled.setdefault(row["path"], full)
-        spelled.setdefault(full, full)
-    wanted = ".".join(part for part in re.split(r"[./]", text.strip().lower()) if part)
+        for name in (row["path"], full):
+            spelled.setdefault(name, full)
+            kinds.setdefault(name, set()).add(row["kind"])
+    asked = ".".join(part for part in re.split(r"[./]", text.strip().lower()) if part)
+    other = {"view": "table", "table": "view"}.get(wanted or "")
+    if other is not None and other in kinds.get(asked, set()):
+        command = "show" if other == "view" else "table"
+        return f"; {spelled[asked]} is a {other} (`viewlineage {command} {spelled[asked]}`)"
     close = dict.fromkeys(
-        spelled[name] for name in difflib.get_close_matches(wanted, spelled, n=5, cutoff=0.75)
+        spelled[name]
+        for name in difflib.get_close_matches(asked, spelled, n=6, cutoff=0.75)
+        if name != asked and spelled[name] != asked
     )
-    return f"; did you mean {', '.join(close)}?" if close else ""
+    return f"; did you mean {', '.join(list(close)[:5])}?" if close else ""
 
 
 def _holders(conn: duckdb.DuckDBPyConnection, named: list[dict[str, Any]], at: int) -> list[dict[str, Any]]:

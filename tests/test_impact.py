@@ -232,6 +232,9 @@ SPARK_CASES: dict[str, tuple[str, str, int, list[Use]]] = {
         [
             (1, "event_agg", "prod.db.events", "kind", "aggregate", "distinct_kinds"),
             (1, "event_tags", "prod.db.events", "kind", "other", None),
+            # event_agg no longer runs, so neither does any view reading it, whichever columns
+            (2, "prod.acme.finance.revenue_by_region", "prod.db.event_agg", "*", "fails", None),
+            (2, "big_days", "prod.db.event_agg", "*", "fails", None),
         ],
     ),
     # At step 27 event_agg (version 8) windows over an aggregate subquery, and the first big_days
@@ -245,6 +248,7 @@ SPARK_CASES: dict[str, tuple[str, str, int, list[Use]]] = {
             (1, "event_agg", "prod.db.events", "event_ts", "window", "rolling_7d"),
             (1, "event_agg", "prod.db.events", "event_ts", "filter", None),
             (1, "event_agg", "prod.db.events", "event_ts", "group-by", None),
+            (2, "prod.acme.finance.revenue_by_region", "prod.db.event_agg", "*", "fails", None),
             (2, "big_days", "prod.db.event_agg", "event_date", "projected", "event_date"),
             (2, "big_days", "prod.db.event_agg", "rolling_7d", "projected", "rolling_7d"),
         ],
@@ -321,3 +325,31 @@ def test_a_table_views_read_but_whose_metadata_was_never_indexed(
     )
     unknown = CliRunner().invoke(cli, ["impact", "prod.db.nosuch", "--drop-column", "kind", "--db", str(db)])
     assert (unknown.exit_code, unknown.stderr) == (2, "error: no table 'prod.db.nosuch' in the store\n")
+
+
+def test_a_view_s_column_has_an_impact_too_and_names_say_what_they_are(sample_store: Path) -> None:
+    with open_reader(sample_store) as conn:
+        answer = impact(conn, "prod.db.event_agg", parse_change("event_count", None, None))
+    assert (answer["is_view"], answer["table_id"], answer["column_type"]) == (
+        True, "d9f43627-b716-4982-b052-9e38d3e11a0b", "long"
+    )  # fmt: skip
+    assert [(u["depth"], u["view"], u["column"], u["kind"]) for u in answer["uses"]] == [
+        (1, "prod.acme.finance.revenue_by_region", "event_count", "aggregate"),
+        (1, "prod.db.big_days", "event_count", "projected"),
+        (1, "prod.db.big_days", "event_count", "filter"),
+    ]
+    as_table = CliRunner().invoke(cli, ["table", "prod.db.event_agg", "--db", str(sample_store)])
+    assert as_table.stderr == (
+        "error: no table 'prod.db.event_agg' in the store; prod.db.event_agg is a view "
+        "(`viewlineage show prod.db.event_agg`)\n"
+    )
+    as_view = CliRunner().invoke(cli, ["show", "prod.sales.orders", "--db", str(sample_store)])
+    assert as_view.stderr == (
+        "error: no view 'prod.sales.orders' in the store; prod.sales.orders is a table "
+        "(`viewlineage table prod.sales.orders`)\n"
+    )
+    misspelt = CliRunner().invoke(cli, ["show", "prod.db.event_ag", "--db", str(sample_store)])
+    assert misspelt.stderr == (
+        "error: no view 'prod.db.event_ag' in the store; did you mean prod.db.event_agg, "
+        "prod.db.event_tags, prod.db.events?\n"
+    )
