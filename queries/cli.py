@@ -158,7 +158,8 @@ format_option = click.option(
     help="Readable tables, JSON with stable fields, or the main table as CSV or Markdown.",
 )
 EXIT_QUARANTINED = 3
-"""The exit status of `index` and `reindex --fail-on-quarantine` when the run quarantined files."""
+"""The exit status of `index --fail-on-quarantine` when the run quarantined files, and of `reindex
+--fail-on-quarantine` when the store holds quarantined files."""
 fail_on_quarantine_option = click.option(
     "--fail-on-quarantine",
     is_flag=True,
@@ -253,14 +254,12 @@ def index(
     _print_summary(stats, fmt)
     if stats.listed == 0:
         click.echo(f"warning: no metadata file (*.metadata.json) under {', '.join(locations)}", err=True)
-    _exit_on_quarantine(context, stats, fail_on_quarantine)
+    _exit_on_quarantine(context, stats.quarantined, fail_on_quarantine)
 
 
-def _exit_on_quarantine(context: click.Context, stats: IndexStats, fail_on_quarantine: bool) -> None:
-    if fail_on_quarantine and stats.quarantined:
-        click.echo(
-            f"error: {stats.quarantined} file(s) quarantined (`viewlineage quarantine` says why)", err=True
-        )
+def _exit_on_quarantine(context: click.Context, quarantined: int, fail_on_quarantine: bool) -> None:
+    if fail_on_quarantine and quarantined:
+        click.echo(f"error: {quarantined} file(s) quarantined (`viewlineage quarantine` says why)", err=True)
         context.exit(EXIT_QUARANTINED)
 
 
@@ -455,6 +454,10 @@ def reindex_command(
             f"changed the store's catalogs from {was} to {naming_options(settings.naming())}", err=True
         )
     _print_summary(stats, fmt)
+    if fail_on_quarantine:  # reindex reads no file again: what counts is what the store holds
+        with open_reader(settings.db) as conn:
+            held = int(conn.execute("SELECT count(*) FROM quarantine").fetchall()[0][0])
+        _exit_on_quarantine(context, held, fail_on_quarantine)
 
 
 T = TypeVar("T")
@@ -512,7 +515,7 @@ def history(context: click.Context, view: str, fmt: str) -> None:
         {
             "committed_at": commit["committed_at"],
             "version_id": commit["version_id"],
-            "property_only": "yes" if commit["property_only"] else "no",
+            "property_only": commit["property_only"],
             "key": change["key"],
             "before": change["before"],
             "after": change["after"],

@@ -46,7 +46,10 @@ def parse_change(drop: str | None, rename: str | None, change_type: str | None) 
         (kind, text) for kind, text in ((DROP, drop), (RENAME, rename), (CHANGE_TYPE, change_type)) if text
     ]
     if len(given) != 1:
-        raise UsageError("give exactly one of --drop-column, --rename-column, --change-type")
+        raise UsageError(
+            "give exactly one of --drop-column, --rename-column, --change-type "
+            "(over HTTP: drop_column, rename_column, change_type)"
+        )
     kind, text = given[0]
     if kind == DROP:
         return Change(kind, _column_path(text))

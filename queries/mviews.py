@@ -16,7 +16,15 @@ from typing import Any
 import duckdb
 
 from viewlineage.indexer.errors import UsageError
-from viewlineage.queries.names import FOREVER_MS, display_name, iso, query_rows, resolve_table, resolve_view
+from viewlineage.queries.names import (
+    FOREVER_MS,
+    did_you_mean,
+    display_name,
+    iso,
+    query_rows,
+    resolve_table,
+    resolve_view,
+)
 
 FRESH, STALE, UNKNOWN = "FRESH", "STALE", "UNKNOWN"
 MAIN = "main"
@@ -69,7 +77,13 @@ def _find(conn: duckdb.DuckDBPyConnection, ref: str, at: int) -> Materialized:
         if found is None:
             raise UsageError(f"view {view.name} is not a materialized view at {iso(at) or 'any time'}")
         return found
-    table = resolve_table(conn, ref)
+    try:
+        table = resolve_table(conn, ref)
+    except UsageError:
+        raise UsageError(
+            f"no materialized view {ref!r} in the store: no view, and no storage table, of that name"
+            f"{did_you_mean(conn, ref)}"
+        ) from None
     found = _storage_table_mv(conn, table.table_id, table.name, at)
     if found is None:
         raise UsageError(f"table {table.name} records no materialized-view refresh by {iso(at)}")

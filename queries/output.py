@@ -83,23 +83,33 @@ class _MainTableOutput(Output):
 
     def result(self, value: Result) -> None:
         rows = main_rows(value, self.rows)
-        self.write(_columns(rows, keep_empty=True), rows)
+        if rows:  # no rows, no columns to name: csv prints nothing, markdown says so
+            self.write(_columns(rows, keep_empty=True), rows)
+        else:
+            self.empty()
+
+    def empty(self) -> None:
+        pass
 
     def write(self, columns: list[str], rows: list[dict[str, Any]]) -> None:
         raise NotImplementedError
 
 
 class CsvOutput(_MainTableOutput):
-    """The main table as CSV (RFC 4180, a header row); nested values as in text cells."""
+    """The main table as CSV (RFC 4180, a header row); lists of names as in text cells, other lists
+    and maps as JSON, so that a cell splits back unambiguously."""
 
     def write(self, columns: list[str], rows: list[dict[str, Any]]) -> None:
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(columns)
-        writer.writerows([cell(row.get(c), c, multiline=True) for c in columns] for row in rows)
+        writer.writerows([_csv_cell(row.get(c), c) for c in columns] for row in rows)
 
 
 class MarkdownOutput(_MainTableOutput):
     """The main table as a GitHub-flavoured Markdown table."""
+
+    def empty(self) -> None:
+        click.echo("(no rows)")
 
     def write(self, columns: list[str], rows: list[dict[str, Any]]) -> None:
         lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
@@ -143,6 +153,12 @@ def cell(value: Any, key: str | None = None, multiline: bool = False) -> str:
         return ", ".join(f"{k}={cell(v, k)}" for k, v in value.items())
     text = str(value)
     return text if multiline else text.replace("\n", " ")
+
+
+def _csv_cell(value: Any, key: str) -> str:
+    if isinstance(value, dict) or (isinstance(value, list) and not all(isinstance(v, str) for v in value)):
+        return json.dumps(value, default=str, ensure_ascii=False)
+    return cell(value, key, multiline=True)
 
 
 def _markdown_cell(text: str) -> str:

@@ -188,6 +188,11 @@ def test_exit_codes_as_documented(
     assert plain.exit_code == 0
     again = CliRunner().invoke(cli, ["index", str(tmp_path / "w"), "--fail-on-quarantine", "--db", db])
     assert again.exit_code == 3  # a quarantined file is read again by every run, and still fails
+    rebuilt = CliRunner().invoke(cli, ["reindex", "--fail-on-quarantine", "--db", db])
+    assert (rebuilt.exit_code, rebuilt.stderr.splitlines()[-1]) == (
+        3,
+        "error: 1 file(s) quarantined (`viewlineage quarantine` says why)",
+    )
     assert CliRunner().invoke(cli, ["show", "nosuch.view", "--db", str(sample_store)]).exit_code == 2
     assert CliRunner().invoke(cli, ["show", "v", "--db", str(tmp_path / "none.duckdb")]).exit_code == 1
     assert CliRunner().invoke(cli, ["mv-status", "--db", str(sample_store)]).stdout == "(no rows)\n"

@@ -480,7 +480,7 @@ def test_history_lists_property_changes_and_the_other_views_at_its_path(sample_s
     assert [v["view_id"] for v in old["incarnations"]] == [new["view_id"]]
     text = CliRunner().invoke(cli, ["--db", str(sample_store), "history", BIG_DAYS_OLD]).output
     assert "property changes:\n" in text
-    assert re.search(r"\n  \S+Z +1 +yes +sla_minutes +30\n", text)
+    assert re.search(r"\n  \S+Z +1 +true +sla_minutes +30\n", text)
     assert "other views at its location or name:\n" in text
 
 

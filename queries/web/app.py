@@ -65,7 +65,7 @@ def web_app(
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         if exc.status_code == 404:
-            known = [route.path for route in routes]
+            known = [api.PREFIX + name for name in api.ENDPOINTS] + [route.path for route in routes[1:]]
             return json_response(404, {"error": f"no such page: {request.url.path}; try {', '.join(known)}"})
         return json_response(exc.status_code, {"error": exc.detail})
 
