@@ -13,6 +13,7 @@ import duckdb
 
 from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.parse.locations import normalize_location
+from viewlineage.sinks.readers import check_stopped
 
 FOREVER_MS = 2**62
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -86,6 +87,7 @@ class ResolvedTable:
 def query_rows(
     conn: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None
 ) -> list[dict[str, Any]]:
+    check_stopped()  # a question of many statements stops between them (`answered_within`)
     cursor = conn.execute(sql, params or [])
     columns = [d[0] for d in cursor.description or []]
     return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]

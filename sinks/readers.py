@@ -8,6 +8,7 @@ Kept apart from the writer so that the query commands load neither pyarrow nor t
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import signal
 import threading
@@ -219,6 +220,18 @@ def _read_only(path: Path, file: Path, memory_limit: str) -> duckdb.DuckDBPyConn
 
 T = TypeVar("T")
 
+QUESTION_STOPPED: contextvars.ContextVar[threading.Event] = contextvars.ContextVar("question_stopped")
+"""Set, in the thread that answers a question (`answered_within`), once it is to stop: a question
+made of many statements checks it before each (`check_stopped`), since interrupting DuckDB stops
+only the statement running."""
+
+
+def check_stopped() -> None:
+    """Raise `QueryTimeout` if the question this thread answers was stopped."""
+    stopped = QUESTION_STOPPED.get(None)
+    if stopped is not None and stopped.is_set():
+        raise QueryTimeout("the question was stopped")
+
 
 def answered_within(
     conn: duckdb.DuckDBPyConnection, seconds: float, question: Callable[[duckdb.DuckDBPyConnection], T]
@@ -229,8 +242,10 @@ def answered_within(
     thread runs Python, as it does here between waits."""
     outcome: list[tuple[bool, Any]] = []
     ctrl_c = threading.Event()
+    stopped = threading.Event()
 
     def run() -> None:
+        QUESTION_STOPPED.set(stopped)
         try:
             outcome.append((True, question(conn)))
         except BaseException as exc:  # handed to the caller's thread
@@ -238,6 +253,7 @@ def answered_within(
 
     def on_ctrl_c(signum: int, frame: object) -> None:
         ctrl_c.set()
+        stopped.set()
         conn.interrupt()
 
     thread = threading.Thread(target=run, name="query", daemon=True)
@@ -249,6 +265,7 @@ def answered_within(
         while thread.is_alive() and (left := deadline - time.monotonic()) > 0:
             thread.join(min(left, 0.1))
         if thread.is_alive():
+            stopped.set()  # a question of many statements stops before its next one
             conn.interrupt()
             thread.join()
             raise QueryTimeout(

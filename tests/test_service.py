@@ -22,16 +22,17 @@ from urllib.parse import urlencode
 import duckdb
 import pytest
 
-from viewlineage.indexer.errors import StoreError
+from viewlineage.indexer.errors import QueryTimeout, StoreError
 from viewlineage.indexer.pipeline.rows import Batch, Removal
 from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries import api, mviews
 from viewlineage.queries.impact import impact, parse_change
+from viewlineage.queries.names import query_rows
 from viewlineage.queries.web import server as web_server
 from viewlineage.queries.web.api import ENDPOINTS
 from viewlineage.queries.web.app import store_health, web_app
 from viewlineage.queries.web.server import WebServer
-from viewlineage.sinks.readers import Readers, open_reader
+from viewlineage.sinks.readers import Readers, answered_within, open_reader
 from viewlineage.sinks.store import Store
 
 from .conftest import settings_for
@@ -304,3 +305,24 @@ def test_idle_and_trickling_connections_are_closed_and_hold_no_thread(
         connection.close()
     # the server's own thread and the request's worker thread, not one per connection
     assert (threads_while_held - threads_before <= 3, set(closed), 1.0 <= waited < 5) == (True, {b""}, True)
+
+
+def test_a_question_of_many_statements_stops_at_its_timeout(sample_store: Path) -> None:
+    """Interrupting DuckDB stops one statement: a question made of many (impact walks views one by
+    one) ran on for minutes after its timeout answered, and its request with it."""
+    ran: list[float] = []
+
+    def many_statements(conn: duckdb.DuckDBPyConnection) -> None:
+        for _ in range(10_000):
+            query_rows(conn, "SELECT 1")
+            ran.append(time.monotonic())
+            time.sleep(0.01)
+
+    with open_reader(sample_store) as conn:
+        started = time.monotonic()
+        with pytest.raises(QueryTimeout, match=r"ran longer than 0\.5 s"):
+            answered_within(conn, 0.5, many_statements)
+        stopped = time.monotonic()
+        count = len(ran)
+        time.sleep(0.3)
+    assert (stopped - started < 2, len(ran) == count) == (True, True)
