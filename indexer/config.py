@@ -94,6 +94,13 @@ class Settings(BaseModel):
         "`sql`, `serve`, a follower's API), e.g. `512MiB`. Queries do not spill to disk: one that "
         "needs more fails with DuckDB's out-of-memory error.",
     )
+    sql_max_rows: int = Field(
+        100_000,
+        alias="sql-max-rows",
+        gt=0,
+        description="`sql`: print at most this many rows (with a warning when there were more): a "
+        "result is held in memory before it is printed.",
+    )
     query_timeout: float = Field(
         300.0,
         alias="query-timeout",
@@ -192,7 +199,7 @@ class Settings(BaseModel):
         aliases = parse_catalog_aliases(self.catalog_alias)
         return {
             "catalog-map": tuple(
-                sorted(f"{e.prefix}={e.catalog}" for e in parse_catalog_map(self.catalog_map))
+                sorted({f"{e.prefix}={e.catalog}" for e in parse_catalog_map(self.catalog_map)})
             ),
             "catalog-alias": tuple(sorted(f"{d}:{n}={c}" for (d, n), c in aliases.items())),
         }

@@ -565,12 +565,16 @@ def _file_status(asked: str, row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_sql(conn: duckdb.DuckDBPyConnection, text: str) -> list[dict[str, Any]]:
-    """Any SQL on the read-only, sandboxed connection."""
+def run_sql(conn: duckdb.DuckDBPyConnection, text: str, max_rows: int | None = None) -> list[dict[str, Any]]:
+    """Any SQL on the read-only, sandboxed connection; at most `max_rows` rows and one more, which
+    tells the caller there were more (a result is held in memory before it is printed)."""
     try:
-        return query_rows(conn, text)
+        cursor = conn.execute(text)
+        columns = [d[0] for d in cursor.description or []]
+        rows = cursor.fetchall() if max_rows is None else cursor.fetchmany(max_rows + 1)
     except duckdb.Error as exc:
         raise UsageError(f"SQL failed: {exc}") from exc
+    return [dict(zip(columns, row, strict=True)) for row in rows]
 
 
 __all__ = [

@@ -706,11 +706,20 @@ def quarantine(context: click.Context, fmt: str) -> None:
 @click.argument("query")
 @format_option
 @query_options
+@setting_options("sql_max_rows")
 @click.pass_context
 @handle_errors
-def sql(context: click.Context, query: str, fmt: str) -> None:
+def sql(context: click.Context, query: str, fmt: str, sql_max_rows: int | None) -> None:
     """Run QUERY on a read-only, sandboxed connection (no file or network access)."""
-    output_for(fmt, keep_empty=True).result(_ask(context, lambda conn: api.run_sql(conn, query)))
+    flags = {**context.meta.get(_QUERY_FLAGS, {}), "sql_max_rows": sql_max_rows}
+    most = settings_from(context, **flags).sql_max_rows
+    rows = _ask(context, lambda conn: api.run_sql(conn, query, most))
+    if len(rows) > most:
+        rows = rows[:most]
+        click.echo(
+            f"warning: more than {most} rows; the first {most} are shown (setting sql-max-rows)", err=True
+        )
+    output_for(fmt, keep_empty=True).result(rows)
 
 
 def _system_allocator() -> None:

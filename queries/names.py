@@ -41,7 +41,7 @@ def parse_time(text: str) -> int:
             )
         ms = int(digits) * 1000 if unit == "s" else int(digits) // 1000 if unit == "us" else int(digits)
         if not _FIRST_MS <= ms <= _LAST_MS:  # answers give times as ISO-8601 too
-            raise UsageError(f"time out of range (years 1 to 9999): {text!r}")
+            raise UsageError(f"time out of range (years 1 to 9999 UTC): {text!r}")
         return ms
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -49,7 +49,13 @@ def parse_time(text: str) -> int:
         raise UsageError(f"not an ISO-8601 time or an epoch number: {text!r}") from exc
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
+    try:  # exact: a float timestamp rounds the last microseconds of 9999 into year 10000
+        ms = (moment - _EPOCH) // timedelta(milliseconds=1)
+    except OverflowError:
+        ms = _LAST_MS + 1
+    if not _FIRST_MS <= ms <= _LAST_MS:  # an offset can move year 1 or 9999 out of range
+        raise UsageError(f"time out of range (years 1 to 9999 UTC): {text!r}")
+    return ms
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -145,6 +145,8 @@ def open_reader(
         except RebuildPending as exc:
             return _replica_meanwhile(path, exc, memory_limit)
         except duckdb.IOException as exc:
+            if "not a valid DuckDB database file" in str(exc):
+                raise StoreError(f"{path} is not a viewlineage store (not a DuckDB database file)") from exc
             with contextlib.suppress(duckdb.IOException, OSError):
                 return _open_replica(path, memory_limit)
             if time.monotonic() > deadline:

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from viewlineage.indexer.errors import UsageError
+from viewlineage.queries import api
 from viewlineage.queries.cli import cli
 from viewlineage.queries.output import table
 
@@ -202,4 +204,27 @@ def test_exit_codes_as_documented(
         2,
         "error: backfill --engine spark needs PySpark (import of pyspark halted; None in sys.modules): "
         "pip install 'viewlineage[spark]'\n",
+    )
+
+
+def test_found_by_the_adversary(sample_store: Path, tmp_path: Path) -> None:
+    """sql prints a bounded result; times at the edges of year 1 and 9999 are exact or refused;
+    a file that is no store says so; (the API's bare flag is in test_service)."""
+    capped = CliRunner().invoke(
+        cli, ["sql", "SELECT range FROM range(10)", "--sql-max-rows", "3", "--db", str(sample_store)]
+    )
+    assert (capped.stdout.split(), capped.stderr) == (
+        ["range", "-----", "0", "1", "2"],
+        "warning: more than 3 rows; the first 3 are shown (setting sql-max-rows)\n",
+    )
+    assert api.parse_time("9999-12-31T23:59:59.999999Z") == 253402300799999
+    for text in ("9999-12-31T23:59:59-01:00", "0001-01-01T00:00:00+01:00"):
+        with pytest.raises(UsageError, match=r"^time out of range \(years 1 to 9999 UTC\)"):
+            api.parse_time(text)
+    garbage = tmp_path / "garbage.duckdb"
+    garbage.write_text("garbage\n")
+    shown = CliRunner().invoke(cli, ["show", "v", "--db", str(garbage)])
+    assert (shown.exit_code, shown.stderr) == (
+        1,
+        f"error: {garbage} is not a viewlineage store (not a DuckDB database file)\n",
     )

@@ -118,3 +118,16 @@ def test_a_store_from_before_records_the_first_writers(mapped_store: Path, sampl
     shutil.copyfile(mapped_store, copy)
     assert run(copy, "reindex", "--catalog-map", f"{sample_warehouse}=prod")[0] == 0
     assert recorded_settings(copy)["catalog-map"] == (f"{sample_warehouse}=prod",)
+
+
+def test_a_repeated_entry_or_the_store_s_own_alias_alone_is_no_change(
+    mapped_store: Path, sample_warehouse: Path
+) -> None:
+    entry = f"{sample_warehouse}=prod"
+    assert (
+        run(mapped_store, "index", str(sample_warehouse), "--catalog-map", entry, "--catalog-map", entry)[0]
+        == 0
+    )
+    code, _, stderr = run(mapped_store, "reindex", "--catalog-alias", "trino:iceberg=prod")
+    assert code == 2
+    assert "; this run gives --catalog-alias trino:iceberg=prod. Leave them out" in stderr

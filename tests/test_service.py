@@ -127,6 +127,12 @@ def test_every_route_answers_as_the_api(sample_store: Path, mv_store: Path, tmp_
     assert call(sample_store, "/api/show", view="db.big_days")[1]["view"] == "prod.db.big_days"
 
 
+def test_a_bare_flag_is_true(sample_store: Path) -> None:
+    with serving(sample_store) as server:
+        status, answer = get_json(f"{server.url}/api/uses?table=prod.db.events&transitive")
+    assert (status, answer["transitive"], max(view["depth"] for view in answer["views"])) == (200, True, 2)
+
+
 def test_files_takes_repeated_locations(sample_store: Path, reader: duckdb.DuckDBPyConnection) -> None:
     (location,) = reader.execute("SELECT min(location) FROM view_files").fetchone() or ("",)
     status, answer = call(sample_store, "/api/files", location=[location, "s3://b/x.metadata.json"])
@@ -150,6 +156,8 @@ def test_files_takes_repeated_locations(sample_store: Path, reader: duckdb.DuckD
         ("/api/show", {"view": ["db.big_days", "db.events_clean"]}, 400,
          "query parameter given more than once: 'view'"),
         ("/api/sql", {"query": "SELECT 1"}, 404, "no such endpoint: /api/sql"),
+        ("/api/uses", {"table": "prod.db.events", "transitive": "maybe"}, 400,
+         "transitive is true or false, not 'maybe'"),
         ("/", {}, 404, "no such page: /"),
     ],
 )  # fmt: skip

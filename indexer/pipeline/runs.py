@@ -55,10 +55,11 @@ def with_store_naming(settings: Settings, *, change: bool = False) -> Settings:
 
 
 def _named(settings: Settings, recorded: dict[str, tuple[str, ...]], change: bool) -> Settings:
+    """Each of the two settings left out is the store's; one given must be the store's."""
     given = settings.naming()
     if change or not recorded or given == recorded:
         return settings
-    if not any(given.values()):
+    if {name: entries or recorded.get(name, ()) for name, entries in given.items()} == recorded:
         return settings.with_naming(recorded)
     raise UsageError(
         f"store {settings.db} names views and tables with {naming_options(recorded)}; this run gives "

@@ -80,7 +80,9 @@ class Parameters:
         return parse_time(value) if value else None
 
     def flag(self, name: str) -> bool:
-        value = (self.optional(name) or "false").lower()
+        """`true`/`1`, `false`/`0`; given with no value (`&transitive`), true."""
+        given = self.optional(name)
+        value = "false" if given is None else (given or "true").lower()
         if value not in ("true", "false", "1", "0"):
             raise UsageError(f"{name} is true or false, not {value!r}")
         return value in ("true", "1")
