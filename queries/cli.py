@@ -644,6 +644,8 @@ def impact(
     if result["lineage_unknown"]:
         verdict += f"; {len(result['lineage_unknown'])} view(s) of unknown lineage could use it too"
     column_type = result["column_type"] or "type unknown: the table's metadata is not indexed"
+    if result["target"] is not None:
+        column_type += f" -> {result['target']}"
     click.echo(f"{change.kind} {result['table']}.{result['column']} ({column_type}): {verdict}")
     output_for(fmt).result(
         [

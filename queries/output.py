@@ -137,7 +137,13 @@ IDENTIFIER_KEYS = frozenset({"default_namespace", "namespace", "name", "name_pat
 
 def cell(value: Any, key: str | None = None, multiline: bool = False) -> str:
     """A value as a table cell reads, never as a Python repr: null is empty, booleans are
-    true/false, lists and maps are joined."""
+    true/false, lists and maps are joined; on one line a newline shows as `↵`, so that no value
+    breaks a table's rows or reads as another."""
+    text = _joined(value, key)
+    return text if multiline else text.replace("\n", "↵")
+
+
+def _joined(value: Any, key: str | None) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -147,12 +153,11 @@ def cell(value: Any, key: str | None = None, multiline: bool = False) -> str:
             separator = " > " if key in CHAIN_KEYS else "." if key in IDENTIFIER_KEYS else ", "
             return separator.join(value)
         if all(not isinstance(v, dict | list) for v in value):
-            return ", ".join(cell(v) for v in value)
+            return ", ".join(_joined(v, None) for v in value)
         return json.dumps(value, default=str, ensure_ascii=False)
     if isinstance(value, dict):
-        return ", ".join(f"{k}={cell(v, k)}" for k, v in value.items())
-    text = str(value)
-    return text if multiline else text.replace("\n", " ")
+        return ", ".join(f"{k}={_joined(v, k)}" for k, v in value.items())
+    return str(value)
 
 
 def _csv_cell(value: Any, key: str) -> str:

@@ -172,6 +172,10 @@ def test_text_output_holds_no_python_reprs(sample_store: Path, mv_store: Path, i
     for text in texts:
         assert not re.search(r"\bNone\b|\bTrue\b|\bFalse\b|\{'|\['", text), text
     assert texts[-1].splitlines()[-1] == "k=v     true  a, b"
+    broken = _invoke(
+        sample_store, "sql", "SELECT 'a' || chr(10) || 'b' AS x, map {'k': 'v' || chr(10) || 'w'} AS m"
+    )
+    assert broken.splitlines()[-1] == "a↵b  k=v↵w"
 
 
 def test_exit_codes_as_documented(
