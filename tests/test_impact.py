@@ -14,11 +14,13 @@ from click.testing import CliRunner
 
 from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.pipeline.runs import index_locations
+from viewlineage.queries import api
 from viewlineage.queries.cli import cli
 from viewlineage.queries.impact import impact, parse_change, promotion_is_safe
 from viewlineage.sinks.readers import open_reader
 
 from .conftest import settings_for
+from .metadata_files import Table, View, schema_of
 from .realwriter.scenario_checks import load_steps
 
 SAMPLE = Path(__file__).parent / "data" / "sample"
@@ -353,3 +355,50 @@ def test_a_view_s_column_has_an_impact_too_and_names_say_what_they_are(sample_st
         "error: no view 'prod.db.event_ag' in the store; did you mean prod.db.event_agg, "
         "prod.db.event_tags, prod.db.events?\n"
     )
+
+
+def test_a_walk_through_views_follows_uncertain_matches_as_the_first_step_does(tmp_path: Path) -> None:
+    """Indexed without --catalog-map, a view whose SQL names another view with its catalog
+    (`lake.sales.order_totals`, read in spark_catalog) matches it by a leading part: `uses` found
+    that edge directly, but walking through views stopped there, so transitive answers and impact
+    left the reader out without a word."""
+    root = tmp_path / "warehouse"
+    Table(
+        root,
+        "sales",
+        "orders",
+        "c1000000-0000-4000-8000-000000000001",
+        schema=schema_of(("amount", "double")),
+    ).commit(1000, 1)
+    View(
+        root,
+        "sales",
+        "order_totals",
+        "c1000000-0000-4000-8000-000000000002",
+        schema=schema_of(("total", "double")),
+    ).commit(2000, "SELECT sum(amount) AS total FROM sales.orders")
+    View(
+        root,
+        "sales",
+        "big_totals",
+        "c1000000-0000-4000-8000-000000000003",
+        schema=schema_of(("total", "double")),
+    ).commit(
+        3000,
+        "SELECT total FROM lake.sales.order_totals WHERE total > 100",
+        **{"default-catalog": "spark_catalog"},
+    )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db))
+    with open_reader(db) as conn:
+        walked = api.uses(conn, "sales.orders", transitive=True)["views"]
+        changed = impact(conn, "sales.orders", parse_change("amount", None, None))
+    assert [(v["view"], v["depth"], v["match"]) for v in walked] == [
+        ("sales.order_totals", 1, "namespace-and-name"),
+        ("sales.big_totals", 2, "leading-part"),
+    ]
+    assert [(u["view"], u["depth"], u["kind"], u["match"]) for u in changed["uses"]] == [
+        ("sales.order_totals", 1, "aggregate", "namespace-and-name"),
+        ("sales.big_totals", 2, "projected", "leading-part"),
+        ("sales.big_totals", 2, "filter", "leading-part"),
+    ]

@@ -56,16 +56,19 @@ WITH RECURSIVE current AS MATERIALIZED (
     FROM view_heads_as_of(t)
 ),
 reads AS MATERIALIZED (
-    SELECT view_id, view_name, nullif(split_part(entry, chr(29), 1), '') AS catalog,
-           split_part(entry, chr(29), 2) AS read_name
-    FROM (SELECT view_id, view_name, unnest(string_split(read_paths, chr(30))) AS entry FROM current)
+    SELECT *, split_part(read_name, chr(31), -1) AS tail FROM (
+        SELECT view_id, view_name, nullif(split_part(entry, chr(29), 1), '') AS catalog,
+               split_part(entry, chr(29), 2) AS read_name
+        FROM (SELECT view_id, view_name, unnest(string_split(read_paths, chr(30))) AS entry FROM current)
+    )
 ),
 catalogs AS MATERIALIZED (
     SELECT catalog FROM view_names WHERE catalog IS NOT NULL
     UNION SELECT catalog FROM table_names WHERE catalog IS NOT NULL
 ),
 named AS MATERIALIZED (
-    SELECT view_id, catalog, name_path AS read_name FROM current WHERE name_path IS NOT NULL
+    SELECT view_id, catalog, name_path AS read_name, split_part(name_path, chr(31), -1) AS tail
+    FROM current WHERE name_path IS NOT NULL
 ),
 direct AS (
     SELECT view_id, view_name, catalog,
@@ -86,12 +89,25 @@ walk(view_id, depth, path, catalog_unknown, certainty, path_names) AS (
     SELECT view_id, 1, [view_id], bool_or(catalog IS NULL), min(certainty), [view_name] FROM direct
     WHERE certainty IS NOT NULL GROUP BY view_id, view_name
     UNION ALL
+    -- A view read through a view: matched by the rules of `direct`, the view's own name standing
+    -- for the table's (joined on the last part, so that the join stays a hash join).
     SELECT r.view_id, w.depth + 1, list_prepend(r.view_id, w.path), w.catalog_unknown OR r.catalog IS NULL,
-           greatest(w.certainty, CASE WHEN r.catalog IS NULL OR n.catalog IS NULL THEN 1 ELSE 0 END),
+           greatest(w.certainty, CASE
+               WHEN r.read_name <> n.read_name THEN 3
+               WHEN r.catalog = n.catalog THEN 0
+               WHEN r.catalog IS NULL OR n.catalog IS NULL THEN 1
+               ELSE 2 END),
            list_prepend(r.view_name, w.path_names)
     FROM walk w JOIN named n ON n.view_id = w.path[1]
-    JOIN reads r ON r.read_name = n.read_name AND (r.catalog IS NULL OR n.catalog IS NULL OR r.catalog = n.catalog)
+    JOIN reads r ON r.tail = n.tail
     WHERE NOT list_contains(w.path, r.view_id)
+      AND ((r.read_name = n.read_name
+            AND (r.catalog IS NULL OR n.catalog IS NULL OR r.catalog = n.catalog
+                 OR r.catalog NOT IN (SELECT catalog FROM catalogs)))
+           OR (r.read_name LIKE '%' || chr(31) || n.read_name
+               AND len(string_split(r.read_name, chr(31))) = len(string_split(n.read_name, chr(31))) + 1
+               AND (n.catalog IS NULL OR split_part(r.read_name, chr(31), 1) = n.catalog
+                    OR split_part(r.read_name, chr(31), 1) NOT IN (SELECT catalog FROM catalogs))))
 )
 SELECT view_id, path_names[1] AS view_name, depth, path, path_names, catalog_unknown,
        ['exact', 'namespace-and-name', 'other-catalog', 'leading-part'][certainty + 1] AS match
