@@ -284,6 +284,8 @@ def _checked(change: Change, fields: dict[tuple[str, ...], str], table: str) -> 
     kind = fields[change.column]
     if change.kind == CHANGE_TYPE and kind in ("struct", "list", "map"):
         raise UsageError(f"{'.'.join(change.column)} is a {kind}: change the type of a field inside it")
+    if change.kind == CHANGE_TYPE and kind.replace(" ", "") == change.target:
+        raise UsageError(f"{table}.{'.'.join(change.column)} is already {kind}: no change")
     return kind
 
 

@@ -402,3 +402,14 @@ def test_a_walk_through_views_follows_uncertain_matches_as_the_first_step_does(t
         ("sales.big_totals", 2, "projected", "leading-part"),
         ("sales.big_totals", 2, "filter", "leading-part"),
     ]
+
+
+def test_a_change_to_the_column_s_own_type_is_no_change(impact_store: Path) -> None:
+    with open_reader(impact_store) as conn:
+        for target in ("decimal(10,2)", "DECIMAL( 10 , 2 )"):
+            with pytest.raises(
+                UsageError, match=r"^prod\.db\.orders\.amount is already decimal\(10, 2\): no change$"
+            ):
+                impact(conn, "prod.db.orders", parse_change(None, None, f"amount={target}"))
+        with pytest.raises(UsageError, match=r"is already int: no change$"):
+            impact(conn, "prod.db.orders", parse_change(None, None, "qty=integer"))
