@@ -392,10 +392,15 @@ def test_a_walk_through_views_follows_uncertain_matches_as_the_first_step_does(t
     index_locations([str(root)], settings_for(db))
     with open_reader(db) as conn:
         walked = api.uses(conn, "sales.orders", transitive=True)["views"]
+        deps = api.deps(conn, "sales.big_totals", transitive=True)["reads"]
         changed = impact(conn, "sales.orders", parse_change("amount", None, None))
     assert [(v["view"], v["depth"], v["match"]) for v in walked] == [
         ("sales.order_totals", 1, "namespace-and-name"),
         ("sales.big_totals", 2, "leading-part"),
+    ]
+    assert [(r["table"], r["depth"], r["is_view"]) for r in deps] == [
+        ("spark_catalog.lake.sales.order_totals", 1, True),
+        ("sales.orders", 2, False),
     ]
     assert [(u["view"], u["depth"], u["kind"], u["match"]) for u in changed["uses"]] == [
         ("sales.order_totals", 1, "aggregate", "namespace-and-name"),

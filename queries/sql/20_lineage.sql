@@ -7,16 +7,29 @@ SELECT view_id, catalog, name, reads FROM view_heads_as_of(t) WHERE version_hash
 
 -- view_reads_as_of(t): each current view's table references (the union over its dialects), with
 -- the current view the reference names, if any. A reference with an unknown catalog matches a view
--- on namespace and name only (catalog_unknown).
+-- on namespace and name only (catalog_unknown); failing any, one with a leading part more names the
+-- view when that part is its catalog or no known catalog (`lake.sales.v` read in spark_catalog, the
+-- `leading-part` match of uses_as_of).
 CREATE OR REPLACE MACRO view_reads_as_of(t) AS TABLE
 WITH current AS MATERIALIZED (SELECT view_id, catalog, name, reads FROM current_reads_as_of(t)),
-reference AS (SELECT view_id, unnest(reads, recursive := true) FROM current)
+catalogs AS MATERIALIZED (
+    SELECT catalog FROM view_names WHERE catalog IS NOT NULL
+    UNION SELECT catalog FROM table_names WHERE catalog IS NOT NULL
+),
+reference AS (
+    SELECT *, len(namespace) > 0 AND namespace[1] IN (SELECT catalog FROM catalogs) AS leads_with_catalog
+    FROM (SELECT view_id, unnest(reads, recursive := true) FROM current)
+)
 SELECT r.view_id, r.catalog, r.namespace, r.name AS table_name, r.suffix, r.pin, r.catalog_unknown,
-       target.view_id AS target_view_id
+       coalesce(target.view_id, shifted.view_id) AS target_view_id
 FROM reference r
 LEFT JOIN current target
     ON list_append(r.namespace, r.name) = target.name
-   AND (r.catalog IS NULL OR target.catalog IS NULL OR r.catalog = target.catalog);
+   AND (r.catalog IS NULL OR target.catalog IS NULL OR r.catalog = target.catalog)
+LEFT JOIN current shifted
+    ON target.view_id IS NULL AND len(r.namespace) > 0
+   AND list_append(r.namespace[2:], r.name) = shifted.name
+   AND (shifted.catalog IS NULL OR r.namespace[1] = shifted.catalog OR NOT r.leads_with_catalog);
 
 -- deps_as_of(start, t): what view `start` reads, through views recursively; depth 1 is direct.
 CREATE OR REPLACE MACRO deps_as_of(start, t) AS TABLE
