@@ -53,14 +53,14 @@ _INDEXING = (
     "replica_interval",
     "s3_endpoint",
 )
+_QUERYING = ("query_memory", "query_timeout")
 _WATCHING = (*(name for name in _INDEXING if name != "s3_endpoint"), "settle_seconds", "poll_seconds")
 _FOLLOWING = (
     "reconcile_every",
     "log_format",
     "metrics_port",
     "metrics_host",
-    "query_memory",
-    "query_timeout",
+    *_QUERYING,
 )
 _CONSUMING = (
     "bootstrap_servers",
@@ -73,14 +73,16 @@ _CONSUMING = (
 )
 
 
-def _setting_option(name: str) -> Callable[[F], F]:
+def _setting_option(name: str, **extra: Any) -> Callable[[F], F]:
+    """The option of one setting, from the `Settings` table (name, type, help); `extra`: more of
+    click's option arguments."""
     info = Settings.model_fields[name]
     flag = "--" + (info.alias or name).replace("_", "-")
     annotation = info.annotation
     if annotation is bool:
-        return click.option(flag, name, is_flag=True, default=None, help=info.description)
+        return click.option(flag, name, is_flag=True, default=None, help=info.description, **extra)
     if annotation == tuple[str, ...]:
-        return click.option(flag, name, multiple=True, default=None, help=info.description)
+        return click.option(flag, name, multiple=True, default=None, help=info.description, **extra)
     kind: Any = str  # strings, and durations that `Settings` parses
     if annotation in (int, int | None):
         kind = int
@@ -88,7 +90,7 @@ def _setting_option(name: str) -> Callable[[F], F]:
         kind = float
     elif get_origin(annotation) is Literal:
         kind = click.Choice(get_args(annotation))
-    return click.option(flag, name, type=kind, default=None, help=info.description)
+    return click.option(flag, name, type=kind, default=None, help=info.description, **extra)
 
 
 def setting_options(*names: str) -> Callable[[F], F]:
@@ -102,28 +104,25 @@ def setting_options(*names: str) -> Callable[[F], F]:
     return decorate
 
 
-_QUERYING = ("query_memory", "query_timeout")
-
-
 def query_options(function: F) -> F:
     """The settings of a command that answers from the store (`--query-memory`, `--query-timeout`),
-    kept in the context for `_ask` rather than passed to the command."""
+    kept in the context for `_query_settings` rather than passed to the command."""
 
     def keep(context: click.Context, parameter: click.Parameter, value: Any) -> None:
         if value is not None and parameter.name:
             context.meta.setdefault(_QUERY_FLAGS, {})[parameter.name] = value
 
     for name in reversed(_QUERYING):
-        info = Settings.model_fields[name]
-        kind = float if info.annotation is float else str
-        flag = "--" + (info.alias or name)
-        function = click.option(
-            flag, name, type=kind, default=None, expose_value=False, callback=keep, help=info.description
-        )(function)
+        function = _setting_option(name, expose_value=False, callback=keep)(function)
     return function
 
 
 _QUERY_FLAGS = "viewlineage.query_flags"
+
+
+def _query_settings(context: click.Context, **flags: Any) -> Settings:
+    """The settings of a command that answers from the store, its `query_options` included."""
+    return settings_from(context, **context.meta.get(_QUERY_FLAGS, {}), **flags)
 
 
 def handle_errors(function: F) -> F:
@@ -349,7 +348,7 @@ def serve(context: click.Context, port: int, host: str) -> None:
     from viewlineage.queries.web.app import store_health, web_app
     from viewlineage.queries.web.server import WebServer
 
-    settings = settings_from(context, **context.meta.get(_QUERY_FLAGS, {}))
+    settings = _query_settings(context)
     reader = Readers(settings.db, store_without_replica=True, memory_limit=settings.query_memory).connect
     app = web_app(reader, settings.query_timeout, store_health(reader))
     with _until_signalled() as stop, WebServer(app, host, port) as server:
@@ -465,7 +464,7 @@ T = TypeVar("T")
 
 def _ask(context: click.Context, question: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
     """`question`'s answer from a read-only connection to the store, within the query settings."""
-    settings = settings_from(context, **context.meta.get(_QUERY_FLAGS, {}))
+    settings = _query_settings(context)
     with open_reader(settings.db, memory_limit=settings.query_memory) as conn:
         return answered_within(conn, settings.query_timeout, question)
 
@@ -713,8 +712,7 @@ def quarantine(context: click.Context, fmt: str) -> None:
 @handle_errors
 def sql(context: click.Context, query: str, fmt: str, sql_max_rows: int | None) -> None:
     """Run QUERY on a read-only, sandboxed connection (no file or network access)."""
-    flags = {**context.meta.get(_QUERY_FLAGS, {}), "sql_max_rows": sql_max_rows}
-    most = settings_from(context, **flags).sql_max_rows
+    most = _query_settings(context, sql_max_rows=sql_max_rows).sql_max_rows
     rows = _ask(context, lambda conn: api.run_sql(conn, query, most))
     if len(rows) > most:
         rows = rows[:most]

@@ -288,13 +288,13 @@ def _current(path: Path, conn: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConn
     """`conn` if its store has this version's schema (the queries need every table of it) and
     the point-in-time indexes of every view (see `viewlineage.sinks.spans`)."""
     found = max(applied(conn), default=0)
-    if found == SCHEMA_VERSION and installed_queries(conn) != queries_marker():
-        conn.close()
-        raise StoreError(
-            f"store {path} holds the queries of another viewlineage release: a writer "
-            "(`viewlineage index`, `watch`, `consume` or `reindex`) installs this one's when it opens it"
-        )
     if found == SCHEMA_VERSION:
+        if installed_queries(conn) != queries_marker():
+            conn.close()
+            raise StoreError(
+                f"store {path} holds the queries of another viewlineage release: a writer "
+                "(`viewlineage index`, `watch`, `consume` or `reindex`) installs this one's when it opens it"
+            )
         if conn.execute("SELECT EXISTS (FROM _rebuild_started)").fetchall()[0][0]:
             conn.close()
             raise RebuildPending(f"store {path}: {REBUILD_INTERRUPTED}")

@@ -100,8 +100,9 @@ def writable_store(settings: Settings, *, deferred_spans: bool = False) -> Store
 
 def _record_naming(store: Store, settings: Settings, change: bool) -> None:
     recorded = store.recorded_settings()
-    if _named(settings, recorded, change).naming() != recorded:
-        store.record_settings(settings.naming())
+    named = _named(settings, recorded, change).naming()  # refuses others
+    if named != recorded:
+        store.record_settings(named)
 
 
 def index_locations(
