@@ -427,13 +427,15 @@ class Store:
         return recorded_in(self.conn)
 
     def record_settings(self, settings: dict[str, tuple[str, ...]]) -> None:
-        self.conn.execute("BEGIN TRANSACTION")
+        with self._transaction():
+            self._replace_recorded_settings(settings)
+
+    def _replace_recorded_settings(self, settings: dict[str, tuple[str, ...]]) -> None:
         self.conn.execute("DELETE FROM recorded_settings")
         self.conn.execute(
             "INSERT INTO recorded_settings SELECT unnest(?::VARCHAR[]), unnest(?::VARCHAR[][])",
             [list(settings), [list(entries) for entries in settings.values()]],
         )
-        self.conn.execute("COMMIT")
 
     def indexed(self, locations: Iterable[str], removed_too: bool = True) -> set[str]:
         """Which of these locations are already indexed (their files are immutable); without
@@ -566,10 +568,13 @@ class Store:
         """Whether a rebuild began and has not completed (migration 0015)."""
         return bool(self.conn.execute("SELECT EXISTS (FROM _rebuild_started)").fetchall()[0][0])
 
-    def clear_derived(self) -> None:
+    def clear_derived(self, naming: dict[str, tuple[str, ...]]) -> None:
         """Begin a rebuild: the derived rows go, and the store is marked mid-rebuild until
-        `reindexed` (migration 0015) in the same transaction. No replica is published meanwhile."""
+        `reindexed` (migration 0015) and records the `naming` settings the rebuild derives names
+        with, in the same transaction, so that a writer completing a killed rebuild uses them. No
+        replica is published meanwhile."""
         with self._transaction():
+            self._replace_recorded_settings(naming)
             for name in (*spans.TABLES, *reversed(DERIVED_TABLES)):
                 self.conn.execute(f"DELETE FROM {name}")
             self.conn.execute("DELETE FROM _rebuild_started")

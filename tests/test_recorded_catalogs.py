@@ -5,7 +5,9 @@ replaces them (issue: `reindex` without repeating `--catalog-map` renamed every 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from viewlineage.indexer.errors import StoreWarning
 from viewlineage.queries.cli import cli
 from viewlineage.sinks.readers import open_reader, recorded_settings
 
@@ -92,6 +95,28 @@ def test_reindex_change_catalogs_renames_and_says_so(mapped_store: Path, sample_
     assert not [name for name in view_names(mapped_store) if name.startswith("prod.")]
     assert run(mapped_store, "reindex")[0] == 0  # and the new map is the store's from now on
     assert "dev.db.big_days" in view_names(mapped_store)
+
+
+def test_a_killed_catalog_change_is_completed_with_the_new_map(
+    mapped_store: Path, sample_warehouse: Path
+) -> None:
+    """SIGKILL right after `reindex --change-catalogs` cleared the derived rows: the next writer,
+    given no map, completed the rebuild with the old one, and nothing said the change was lost.
+    The new map is recorded in the transaction that clears the rows."""
+    killed = subprocess.run(
+        [
+            sys.executable, "-m", "viewlineage.queries.cli", "--db", str(mapped_store),
+            "reindex", "--change-catalogs", "--catalog-map", f"{sample_warehouse}=dev",
+        ],
+        env={**os.environ, "VIEWLINEAGE_FAULTS": "reindex-cleared:1"},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    with pytest.warns(StoreWarning, match="Completing the rebuild now"):
+        assert run(mapped_store, "index", str(sample_warehouse))[0] == 0
+    assert recorded_settings(mapped_store)["catalog-map"] == (f"{sample_warehouse}=dev",)
+    assert "dev.db.big_days" in view_names(mapped_store)
+    assert not [name for name in view_names(mapped_store) if name.startswith("prod.")]
 
 
 def test_a_follower_with_another_map_refuses_to_start(mapped_store: Path, sample_warehouse: Path) -> None:

@@ -224,18 +224,18 @@ def reindex(settings: Settings, *, change_naming: bool = False) -> IndexStats:
     """Rebuild every derived row from the stored documents, with the current configuration and the
     store's catalog map and aliases (`change_naming`: with those of `settings`, recorded instead)."""
     settings = with_store_naming(settings, change=change_naming)
+    faults = Faults.from_environ()  # crash-safety tests stop the rebuild between its steps
     with Store(
         settings.db, settings.replica_interval, settings.store_memory, rederiving=True, deferred_spans=True
     ) as store:
         config = with_roots(settings.parse_config(), store.roots())
-        store.clear_derived()
-        _record_naming(store, settings, change_naming)  # after: a rebuild left pending completes it
+        store.clear_derived(_named(settings, store.recorded_settings(), change_naming).naming())
+        faults.point("reindex-cleared")
         reads = (
             FileRead(location, document, modified_ms, source)
             for chunk in store.stored_documents(settings.batch_files)
             for location, document, modified_ms, source in chunk
         )
-        faults = Faults.from_environ()  # crash-safety tests stop the rebuild after a batch
         with worker_pool(settings, config) as pool:
             indexer = Indexer(store, config, pool)
             indexer.ingest(
