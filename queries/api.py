@@ -420,6 +420,19 @@ def table_reference(conn: duckdb.DuckDBPyConnection, table: str) -> tuple[str | 
     return catalog, parts[1:] if catalog else parts
 
 
+def read_target(conn: duckdb.DuckDBPyConnection, text: str, at: int) -> tuple[str | None, list[str]]:
+    """What views' reads of `text` are matched against: the catalog and name of the indexed table,
+    or the view at `at`, that `text` names, so that `sales.orders` and `prod.sales.orders` (or its
+    uuid) are one question, as in `impact`; `text` as written (`table_reference`) when it names no
+    one table or view."""
+    for resolved in (lambda: resolve_table(conn, text), lambda: resolve_view(conn, text, at)):
+        try:
+            return table_reference(conn, resolved().name)
+        except UsageError:
+            continue
+    return table_reference(conn, text)
+
+
 def _is_catalog(conn: duckdb.DuckDBPyConnection, name: str) -> bool:
     known = query_rows(
         conn,
@@ -449,9 +462,10 @@ def uses(
     conn: duckdb.DuckDBPyConnection, table: str, as_of_ms: int | None = None, transitive: bool = False
 ) -> dict[str, Any]:
     """The views reading `table` at `as_of_ms`; with `transitive`, through other views too.
-    `table` is `[catalog.]namespace.name`; the first part is a catalog only if the store knows it."""
-    catalog, reference = table_reference(conn, table)
+    `table` names an indexed table or a view as `show` takes names, else is
+    `[catalog.]namespace.name` (`read_target`)."""
     at = FOREVER_MS if as_of_ms is None else as_of_ms
+    catalog, reference = read_target(conn, table, at)
     views = query_rows(
         conn,
         "SELECT view_name AS view, view_id, depth, path_names AS path, catalog_unknown, match "

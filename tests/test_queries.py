@@ -527,3 +527,16 @@ def test_deps_of_a_view_that_did_not_exist_then_is_an_error_not_an_empty_answer(
         2,
         True,
     )
+
+
+@pytest.mark.parametrize("name", ["sales.orders", "prod.sales.orders", "orders"])
+def test_uses_and_impact_agree_on_a_short_name(conn: duckdb.DuckDBPyConnection, name: str) -> None:
+    """`uses sales.orders` called every read of `prod.sales.orders` `namespace-and-name` (its
+    catalog left unknown), while `impact sales.orders` called the same reads `exact`: both now
+    match reads against the indexed table the name resolves to."""
+    readers = [("prod.sales.customer_revenue", "exact"), ("prod.sales.order_rank", "exact")]
+    used = api.uses(conn, name)
+    assert (used["table"], used["uncertain"]) == ("prod.sales.orders", 0)
+    assert [(view["view"], view["match"]) for view in used["views"]] == readers
+    impacted = impact.impact(conn, name, impact.parse_change("amount", None, None))
+    assert sorted({(use["view"], use["match"]) for use in impacted["uses"] if use["depth"] == 1}) == readers
