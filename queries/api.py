@@ -26,7 +26,9 @@ from viewlineage.queries.names import (
     query_rows,
     resolve_table,
     resolve_view,
+    tables_named,
     version_copy,
+    views_named,
 )
 
 
@@ -385,6 +387,7 @@ def deps(
                 "suffix": row["suffix"],
                 "pin": row["pin"],
                 "catalog_unknown": row["catalog_unknown"],
+                "match": row["match"],
             }
         )
     reads.sort(key=lambda r: (r["depth"], r["table"], r["via"]))
@@ -398,6 +401,7 @@ def deps(
         "transitive": transitive,
         "lineage": "unknown" if any(row["view_id"] == view.view_id for row in unknown) else "known",
         "reads": reads,
+        "uncertain": sum(read["match"] != "exact" for read in reads),
         "lineage_unknown": unknown,
     }
 
@@ -422,14 +426,14 @@ def table_reference(conn: duckdb.DuckDBPyConnection, table: str) -> tuple[str | 
 
 def read_target(conn: duckdb.DuckDBPyConnection, text: str, at: int) -> tuple[str | None, list[str]]:
     """What views' reads of `text` are matched against: the catalog and name of the indexed table,
-    or the view at `at`, that `text` names, so that `sales.orders` and `prod.sales.orders` (or its
-    uuid) are one question, as in `impact`; `text` as written (`table_reference`) when it names no
-    one table or view."""
-    for resolved in (lambda: resolve_table(conn, text), lambda: resolve_view(conn, text, at)):
-        try:
-            return table_reference(conn, resolved().name)
-        except UsageError:
-            continue
+    or else the view at `at`, that `text` names, so that `sales.orders` and `prod.sales.orders` (or
+    its uuid) are one question, as in `impact`; `text` as written (`table_reference`) when it names
+    none, or several."""
+    for named in (tables_named(conn, text), views_named(conn, text, at)):
+        if len(named) == 1 and named[0]["name"]:
+            return named[0]["catalog"], list(named[0]["name"])
+        if named:
+            break
     return table_reference(conn, text)
 
 

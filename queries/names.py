@@ -135,6 +135,11 @@ def resolve_view(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = 
     """A view by uuid, `loc:` id, file or view location, or name: `catalog.ns.view`, or any tail of
     it (`ns.view`, `view`) that names one view; `/` also separates. A name resolves to the uuid that
     held it at `at_ms` (default: the latest)."""
+    return ResolvedView(*_one(conn, "view", ref, views_named(conn, ref, at_ms)))
+
+
+def views_named(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = None) -> list[dict[str, Any]]:
+    """The views `ref` could name (`resolve_view`), as rows of `view_id`, `catalog` and `name`."""
     at = FOREVER_MS if at_ms is None else at_ms
     text = ref.strip()
     rows = _by_id(conn, "view", text)
@@ -149,7 +154,7 @@ def resolve_view(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = 
         )
     elif rows is None:
         rows = _holders(conn, _named(conn, "view", text), at)
-    return ResolvedView(*_one(conn, "view", ref, rows))
+    return rows
 
 
 def _named(conn: duckdb.DuckDBPyConnection, kind: str, text: str) -> list[dict[str, Any]]:
@@ -172,6 +177,11 @@ def resolve_table(conn: duckdb.DuckDBPyConnection, ref: str) -> ResolvedTable:
     """A table whose metadata is indexed, by table-uuid, table or file location, or name (any tail
     of `catalog.ns.table`, as for views). Several tables under one name (dropped and re-created):
     the one whose files came last."""
+    return ResolvedTable(*_one(conn, "table", ref, tables_named(conn, ref)))
+
+
+def tables_named(conn: duckdb.DuckDBPyConnection, ref: str) -> list[dict[str, Any]]:
+    """The tables `ref` could name (`resolve_table`), as rows of `table_id`, `catalog` and `name`."""
     text = ref.strip()
     rows = _by_id(conn, "table", text)
     if rows is None and _is_location(text):
@@ -200,7 +210,7 @@ def resolve_table(conn: duckdb.DuckDBPyConnection, ref: str) -> ResolvedTable:
             if named
             else []
         )
-    return ResolvedTable(*_one(conn, "table", ref, rows))
+    return rows
 
 
 def did_you_mean(conn: duckdb.DuckDBPyConnection, text: str, wanted: str | None = None) -> str:
@@ -211,6 +221,7 @@ def did_you_mean(conn: duckdb.DuckDBPyConnection, text: str, wanted: str | None 
         conn,
         """
         SELECT DISTINCT 'view' AS kind, catalog, array_to_string(name, '.') AS path FROM view_names
+        WHERE name IS NOT NULL
         UNION SELECT DISTINCT 'table', catalog, array_to_string(name, '.') FROM table_names
         UNION SELECT DISTINCT 'table', catalog, array_to_string(list_append(namespace, name), '.')
         FROM table_references""",

@@ -398,14 +398,63 @@ def test_a_walk_through_views_follows_uncertain_matches_as_the_first_step_does(t
         ("sales.order_totals", 1, "namespace-and-name"),
         ("sales.big_totals", 2, "leading-part"),
     ]
-    assert [(r["table"], r["depth"], r["is_view"]) for r in deps] == [
-        ("spark_catalog.lake.sales.order_totals", 1, True),
-        ("sales.orders", 2, False),
+    assert [(r["table"], r["depth"], r["is_view"], r["match"]) for r in deps] == [
+        ("spark_catalog.lake.sales.order_totals", 1, True, "leading-part"),
+        ("sales.orders", 2, False, "leading-part"),
     ]
     assert [(u["view"], u["depth"], u["kind"], u["match"]) for u in changed["uses"]] == [
         ("sales.order_totals", 1, "aggregate", "namespace-and-name"),
         ("sales.big_totals", 2, "projected", "leading-part"),
         ("sales.big_totals", 2, "filter", "leading-part"),
+    ]
+
+
+def test_deps_says_how_surely_a_read_is_a_view(tmp_path: Path) -> None:
+    """`deps` showed `is_view: true` for a read it took to be a view by a guess (a leading part
+    read as a namespace level, Trino's own catalog name no stored view is in) as if it were known, and followed
+    such reads no further than `uses` did. Each read now has the `match` of its path, as in `uses`."""
+    root = tmp_path / "warehouse"
+    View(
+        root,
+        "sales",
+        "order_totals",
+        "c2000000-0000-4000-8000-000000000002",
+        schema=schema_of(("total", "double")),
+    ).commit(2000, "SELECT sum(amount) AS total FROM prod.sales.orders")
+    View(
+        root,
+        "sales",
+        "trino_totals",
+        "c2000000-0000-4000-8000-000000000003",
+        schema=schema_of(("total", "double")),
+    ).commit(3000, "SELECT total FROM sales.order_totals", **{"default-catalog": "iceberg"})
+    View(
+        root,
+        "sales",
+        "spark_totals",
+        "c2000000-0000-4000-8000-000000000004",
+        schema=schema_of(("total", "double")),
+    ).commit(4000, "SELECT total FROM prod.sales.order_totals")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        trino = api.deps(conn, "prod.sales.trino_totals", transitive=True)
+        spark = api.deps(conn, "prod.sales.spark_totals", transitive=True)
+        walked = api.uses(conn, "prod.sales.orders", transitive=True)["views"]
+    assert [(r["table"], r["depth"], r["is_view"], r["match"]) for r in trino["reads"]] == [
+        ("iceberg.sales.order_totals", 1, True, "other-catalog"),
+        ("prod.sales.orders", 2, False, "other-catalog"),
+    ]
+    assert trino["uncertain"] == 2
+    assert [(r["table"], r["depth"], r["is_view"], r["match"]) for r in spark["reads"]] == [
+        ("prod.sales.order_totals", 1, True, "exact"),
+        ("prod.sales.orders", 2, False, "exact"),
+    ]
+    assert spark["uncertain"] == 0
+    assert [(v["view"], v["depth"], v["match"]) for v in walked] == [
+        ("prod.sales.order_totals", 1, "exact"),
+        ("prod.sales.spark_totals", 2, "exact"),
+        ("prod.sales.trino_totals", 2, "other-catalog"),
     ]
 
 

@@ -399,6 +399,9 @@ def test_views_without_a_name_are_each_current(tmp_path: Path) -> None:
             (first.uuid, [first.uuid]),
             (second.uuid, [second.uuid]),
         ]
+        # a misspelt name is a usage error, not a TypeError from the nameless views' suggestions
+        with pytest.raises(UsageError, match=r"^no view 'db\.frist' in the store$"):
+            api.show(conn, "db.frist")
 
 
 def test_a_finding_code_is_matched_as_written(tmp_path: Path) -> None:

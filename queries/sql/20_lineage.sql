@@ -6,10 +6,11 @@ CREATE OR REPLACE MACRO current_reads_as_of(t) AS TABLE
 SELECT view_id, catalog, name, reads FROM view_heads_as_of(t) WHERE version_hash IS NOT NULL;
 
 -- view_reads_as_of(t): each current view's table references (the union over its dialects), with
--- the current view the reference names, if any. A reference with an unknown catalog matches a view
--- on namespace and name only (catalog_unknown); failing any, one with a leading part more names the
--- view when that part is its catalog or no known catalog (`lake.sales.v` read in spark_catalog, the
--- `leading-part` match of uses_as_of).
+-- each current view the reference could name and how surely (target_match, as `match` of
+-- uses_as_of): the same namespace and name in the same catalog (0), with the reference's or the
+-- view's catalog unknown (1) or in a catalog no stored view or table is in (2); failing any, one
+-- with a leading part more names the view when that part is its catalog or no known catalog
+-- (`lake.sales.v` read in spark_catalog, 3).
 CREATE OR REPLACE MACRO view_reads_as_of(t) AS TABLE
 WITH current AS MATERIALIZED (SELECT view_id, catalog, name, reads FROM current_reads_as_of(t)),
 catalogs AS MATERIALIZED (
@@ -17,33 +18,46 @@ catalogs AS MATERIALIZED (
     UNION SELECT catalog FROM table_names WHERE catalog IS NOT NULL
 ),
 reference AS (
-    SELECT *, len(namespace) > 0 AND namespace[1] IN (SELECT catalog FROM catalogs) AS leads_with_catalog
+    SELECT *, len(namespace) > 0 AND namespace[1] IN (SELECT catalog FROM catalogs) AS leads_with_catalog,
+           catalog IS NOT NULL AND catalog NOT IN (SELECT catalog FROM catalogs) AS other_catalog
     FROM (SELECT view_id, unnest(reads, recursive := true) FROM current)
 )
 SELECT r.view_id, r.catalog, r.namespace, r.name AS table_name, r.suffix, r.pin, r.catalog_unknown,
-       coalesce(target.view_id, shifted.view_id) AS target_view_id
+       coalesce(target.view_id, shifted.view_id) AS target_view_id,
+       CASE WHEN target.view_id IS NOT NULL THEN
+                CASE WHEN r.catalog = target.catalog THEN 0
+                     WHEN r.catalog IS NULL OR target.catalog IS NULL THEN 1
+                     ELSE 2 END
+            WHEN shifted.view_id IS NOT NULL THEN 3 END AS target_match
 FROM reference r
 LEFT JOIN current target
     ON list_append(r.namespace, r.name) = target.name
-   AND (r.catalog IS NULL OR target.catalog IS NULL OR r.catalog = target.catalog)
+   AND (r.catalog IS NULL OR target.catalog IS NULL OR r.catalog = target.catalog OR r.other_catalog)
 LEFT JOIN current shifted
     ON target.view_id IS NULL AND len(r.namespace) > 0
    AND list_append(r.namespace[2:], r.name) = shifted.name
    AND (shifted.catalog IS NULL OR r.namespace[1] = shifted.catalog OR NOT r.leads_with_catalog);
 
 -- deps_as_of(start, t): what view `start` reads, through views recursively; depth 1 is direct.
+-- certainty: the least sure step of the path to the read, its own view target's included.
 CREATE OR REPLACE MACRO deps_as_of(start, t) AS TABLE
 WITH RECURSIVE reads AS MATERIALIZED (SELECT * FROM view_reads_as_of(t)),
-walk(view_id, depth, path, catalog, namespace, table_name, suffix, pin, catalog_unknown, target_view_id) AS (
-    SELECT view_id, 1, [view_id], catalog, namespace, table_name, suffix, pin, catalog_unknown, target_view_id
+walk(view_id, depth, path, catalog, namespace, table_name, suffix, pin, catalog_unknown, target_view_id,
+     target_match, via) AS (
+    SELECT view_id, 1, [view_id], catalog, namespace, table_name, suffix, pin, catalog_unknown, target_view_id,
+           target_match, 0
     FROM reads WHERE view_id = start
     UNION ALL
     SELECT r.view_id, w.depth + 1, list_append(w.path, r.view_id), r.catalog, r.namespace, r.table_name,
-           r.suffix, r.pin, r.catalog_unknown, r.target_view_id
+           r.suffix, r.pin, r.catalog_unknown, r.target_view_id, r.target_match,
+           greatest(w.via, w.target_match)
     FROM walk w JOIN reads r ON r.view_id = w.target_view_id
     WHERE NOT list_contains(w.path, r.view_id)
 )
-SELECT * FROM walk;
+SELECT * EXCLUDE (target_match, via),
+       ['exact', 'namespace-and-name', 'other-catalog', 'leading-part'][
+           greatest(via, coalesce(target_match, 0)) + 1] AS match
+FROM walk;
 
 -- uses_as_of(ref_catalog, ref_parts, t): views reading the table named by ref_parts (namespace
 -- levels then name; ref_catalog NULL when the table's catalog is unknown), directly (depth 1) or
