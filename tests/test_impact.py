@@ -411,8 +411,8 @@ def test_a_walk_through_views_follows_uncertain_matches_as_the_first_step_does(t
 
 def test_deps_says_how_surely_a_read_is_a_view(tmp_path: Path) -> None:
     """`deps` showed `is_view: true` for a read it took to be a view by a guess (a leading part
-    read as a namespace level, Trino's own catalog name no stored view is in) as if it were known, and followed
-    such reads no further than `uses` did. Each read now has the `match` of its path, as in `uses`."""
+    read as a namespace level) as if it were known, and did not follow a read in Trino's own name
+    for the view's catalog as `uses` did. Each read now has the `match` of its path, as `uses`."""
     root = tmp_path / "warehouse"
     View(
         root,
