@@ -199,7 +199,12 @@ def _print_summary(stats: IndexStats, fmt: str) -> None:
         return
     run = {key: value for key, value in summary.items() if not key.startswith("store_")}
     click.echo(", ".join(f"{value} {key.replace('_', ' ')}" for key, value in run.items()))
-    click.echo(f"the store holds {summary['store_files']} files of {summary['store_views']} views")
+    if stats.store:
+        held = stats.store
+        click.echo(
+            f"the store holds {held['files']} files: {held['view_files']} of {held['views']} views, "
+            f"{held['table_files']} of {held['tables']} tables"
+        )
     for code, count in sorted(stats.findings.items()):
         click.echo(f"  {count:6d} {code}")
     for unlisted in stats.unlisted:

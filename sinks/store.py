@@ -513,12 +513,21 @@ class Store:
         while rows := cursor.fetchmany(chunk):
             yield [(row[0], row[1], row[2], row[3]) for row in rows]
 
-    def holds(self) -> tuple[int, int]:
-        """(indexed files, views) in the store."""
-        ((files, views),) = self.conn.execute(
-            "SELECT (SELECT count(*) FROM files), (SELECT count(DISTINCT view_id) FROM view_files)"
+    def holds(self) -> dict[str, int]:
+        """What the store holds: indexed `files`, `view_files` of `views`, `table_files` of `tables`."""
+        ((files, view_files, views, table_files, tables),) = self.conn.execute(
+            """
+            SELECT (SELECT count(*) FROM files), (SELECT count(*) FROM view_files),
+                   (SELECT count(DISTINCT view_id) FROM view_files),
+                   (SELECT count(*) FROM table_files), (SELECT count(DISTINCT table_id) FROM table_files)"""
         ).fetchall()
-        return int(files), int(views)
+        return {
+            "files": files,
+            "view_files": view_files,
+            "views": views,
+            "table_files": table_files,
+            "tables": tables,
+        }
 
     def incomplete_files(self, locations: Collection[str] | None = None) -> list[str]:
         """Stored files (of those at `locations`) that name content no stored row holds: a

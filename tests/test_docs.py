@@ -83,6 +83,7 @@ def test_json_output_fields_are_documented(
         "mv-status": _json_of(mv_store, "mv-status", "--as-of", "1970-01-01T00:00:06.500Z"),
         "impact": _json_of(impact_store, "impact", "db.orders", "--drop-column", "amount"),
         "table": _json_of(sample_store, "table", "prod.sales.orders"),
+        "index": _json_of(quarantined, "index", str(tmp_path / "w")),
     }
     materialized = _json_of(mv_store, "show", "db.mv_one", "--as-of", "1970-01-01T00:00:04.500Z")
     assert materialized["materialized"]["state"] == "FRESH"

@@ -56,9 +56,8 @@ class IndexStats:
     flawed_versions: set[str] = field(default_factory=set)
     """Versions with findings, parsed again in every file that holds them (few): by hash."""
     findings: Counter[str] = field(default_factory=Counter)
-    store_files: int = 0
-    """Indexed files the store holds after the run, from every run."""
-    store_views: int = 0
+    store: dict[str, int] = field(default_factory=dict)
+    """What the store holds after the run, from every run (`Store.holds`)."""
     lineage_computed: int = 0
     lineage_reused: int = 0
     unlisted: list[str] = field(default_factory=list)
@@ -89,8 +88,7 @@ class IndexStats:
             "lineage_computed": self.lineage_computed,
             "lineage_reused": self.lineage_reused,
             "unlisted_directories": len(self.unlisted),
-            "store_files": self.store_files,
-            "store_views": self.store_views,
+            **{f"store_{name}": count for name, count in self.store.items()},
         }
 
 

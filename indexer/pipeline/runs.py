@@ -148,7 +148,7 @@ def index_locations(
         todo = _unindexed_files(store, readers, chunks, indexer.stats, progress)
         reads = read_all(todo, settings, files_per_task=BULK_READS_PER_TASK)
         stats = indexer.ingest(reads, settings.batch_files, stored, batch_bytes=settings.batch_bytes)
-        stats.store_files, stats.store_views = store.holds()
+        stats.store = store.holds()
         return stats
 
 
@@ -247,5 +247,5 @@ def reindex(settings: Settings, *, change_naming: bool = False) -> IndexStats:
             )
         store.reindexed()
         indexer.stats.listed = indexer.stats.indexed
-        indexer.stats.store_files, indexer.stats.store_views = store.holds()
+        indexer.stats.store = store.holds()
         return indexer.stats
