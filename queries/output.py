@@ -151,13 +151,23 @@ def _joined(value: Any, key: str | None) -> str:
     if isinstance(value, list):
         if value and all(isinstance(v, str) for v in value):
             separator = " > " if key in CHAIN_KEYS else "." if key in IDENTIFIER_KEYS else ", "
-            return separator.join(value)
+            return separator.join(_item(v, separator) for v in value)
         if all(not isinstance(v, dict | list) for v in value):
-            return ", ".join(_joined(v, None) for v in value)
+            return ", ".join(_item(_joined(v, None), ", ") for v in value)
         return json.dumps(value, default=str, ensure_ascii=False)
     if isinstance(value, dict):
-        return ", ".join(f"{k}={_joined(v, k)}" for k, v in value.items())
+        return ", ".join(
+            f"{_item(str(k), ', ', '=')}={_item(_joined(v, k), ', ')}" for k, v in value.items()
+        )
     return str(value)
+
+
+def _item(text: str, *separators: str) -> str:
+    """One item of a joined list or map, JSON-quoted when it holds what separates the items (or
+    starts with a quote), so that `a, b` as one value never reads as two."""
+    if text.startswith('"') or any(separator in text for separator in separators):
+        return json.dumps(text, ensure_ascii=False)
+    return text
 
 
 def _csv_cell(value: Any, key: str) -> str:

@@ -181,6 +181,11 @@ def test_text_output_holds_no_python_reprs(sample_store: Path, mv_store: Path, i
         sample_store, "sql", "SELECT 'a' || chr(10) || 'b' AS x, map {'k': 'v' || chr(10) || 'w'} AS m"
     )
     assert broken.splitlines()[-1] == "a↵b  k=v↵w"
+    # a value holding the separator is quoted: `k=a, b=c` read as two entries
+    separated = _invoke(
+        sample_store, "sql", "SELECT map {'k': 'a, b=c', 'x=y': 'v'} AS m, ['a, b', 'c', '\"q'] AS l"
+    )
+    assert separated.splitlines()[-1] == 'k="a, b=c", "x=y"=v  "a, b", c, "\\"q"'
 
 
 def test_exit_codes_as_documented(
