@@ -7,7 +7,6 @@ and ISO-8601 UTC out; `parse_time` turns user input (ISO-8601, naive = UTC, or e
 from __future__ import annotations
 
 import difflib
-import re
 from typing import Any
 
 import duckdb
@@ -21,7 +20,9 @@ from viewlineage.queries.names import (
     ResolvedView,
     did_you_mean,
     display_name,
+    dotted,
     iso,
+    name_parts,
     parse_time,
     query_rows,
     resolve_table,
@@ -328,8 +329,7 @@ def _sql_diff(before: dict[str, Any], after: dict[str, Any]) -> str:
 
 
 def _reference_name(row: dict[str, Any]) -> str:
-    parts = [*([row["catalog"]] if row["catalog"] else []), *row["namespace"], row["table_name"]]
-    return ".".join(parts)
+    return dotted([row["catalog"], *row["namespace"], row["table_name"]])
 
 
 def _names(conn: duckdb.DuckDBPyConnection, view_ids: set[str], at: int) -> dict[str, str]:
@@ -417,7 +417,7 @@ def lineage_unknown(conn: duckdb.DuckDBPyConnection, at: int) -> list[dict[str, 
 def table_reference(conn: duckdb.DuckDBPyConnection, table: str) -> tuple[str | None, list[str]]:
     """`[catalog.]namespace.name` as (catalog, namespace levels and name); the first part is a
     catalog only if the store knows it."""
-    parts = [part.lower() for part in re.split(r"[./]", table.strip()) if part]
+    parts = name_parts(table)
     if len(parts) < 2:
         raise UsageError(f"name the table with its namespace: {table!r}")
     catalog = parts[0] if len(parts) >= 3 and _is_catalog(conn, parts[0]) else None
@@ -482,7 +482,7 @@ def uses(
             f"{did_you_mean(conn, table)}"
         )
     return {
-        "table": ".".join(([catalog] if catalog else []) + reference),
+        "table": dotted([catalog, *reference]),
         "as_of_ms": as_of_ms,
         "as_of": iso(as_of_ms),
         "transitive": transitive,
@@ -502,7 +502,7 @@ def findings(
         """
         WITH named AS (
             -- Each view under its latest name: a current one's, else (dropped) any it had.
-            SELECT view_id, arg_max(concat_ws('.', catalog, array_to_string(name, '.')), held) AS view
+            SELECT view_id, arg_max(dotted_name(catalog, name), held) AS view
             FROM (
                 SELECT view_id, catalog, name, 1 AS held FROM view_heads_as_of(?3)
                 UNION ALL SELECT view_id, catalog, name, 0 FROM view_names

@@ -21,7 +21,15 @@ from viewlineage.indexer.lineage.columns import ColumnLineage, TableKey, column_
 from viewlineage.indexer.lineage.config import LineageConfig
 from viewlineage.indexer.lineage.tables import LineageRequest
 from viewlineage.queries.api import is_named, lineage_unknown, show, table_reference
-from viewlineage.queries.names import FOREVER_MS, ResolvedTable, display_name, iso, query_rows, resolve_table
+from viewlineage.queries.names import (
+    FOREVER_MS,
+    ResolvedTable,
+    display_name,
+    dotted,
+    iso,
+    query_rows,
+    resolve_table,
+)
 
 DROP, RENAME, CHANGE_TYPE = "drop-column", "rename-column", "change-type"
 MATCHES = ("exact", "namespace-and-name", "other-catalog", "leading-part")
@@ -206,7 +214,7 @@ def impact(
             catalog, parts = table_reference(conn, table)
             if not is_named(conn, parts):
                 raise
-            table_id, name, column_type = None, ".".join(([catalog] if catalog else []) + parts), None
+            table_id, name, column_type = None, dotted([catalog, *parts]), None
     else:
         table_id, name = resolved.table_id, resolved.name
         catalog, parts, fields = _schema_of(conn, resolved, at)
@@ -367,9 +375,7 @@ def _row(
         "via": [*source.via, f"{source.name}.{column}"],
         "schemas_known": False,
         "match": MATCHES[certainty],
-        "unknown_schemas": [
-            ".".join(filter(None, [k[0], *k[1], k[2]])) for k in reader.lineage.unknown_schemas
-        ],
+        "unknown_schemas": [dotted([k[0], *k[1], k[2]]) for k in reader.lineage.unknown_schemas],
     }
 
 

@@ -75,7 +75,42 @@ def iso(ms: int | None) -> str | None:
 def display_name(catalog: str | None, name: list[str] | None, view_id: str) -> str:
     if not name:
         return view_id
-    return ".".join(([catalog] if catalog else []) + list(name))
+    return dotted([catalog, *name])
+
+
+def dotted(parts: list[str | None]) -> str:
+    """Name parts (a None catalog left out) joined by `.`, as the `dotted_name` macro joins them
+    (`sql/05_names.sql`): a part holding `.` or `"` in double quotes."""
+    return ".".join(
+        f'"{part.replace(chr(34), chr(34) * 2)}"' if "." in part or '"' in part else part
+        for part in parts
+        if part is not None
+    )
+
+
+_NAME_PART = re.compile(r'"((?:[^"]|"")*)"|`((?:[^`]|``)*)`|([^./"`]+)')
+
+
+def name_parts(text: str) -> list[str]:
+    """The parts of a typed name: `.` or `/` between them, a part in double quotes or backticks
+    taken whole (`db."a.b"`, Spark's db.`a.b`); lower-case, as names are stored."""
+    parts, position, text = [], 0, text.strip()
+    while position < len(text):
+        if text[position] in "./":
+            position += 1
+            continue
+        found = _NAME_PART.match(text, position)
+        if found is None:
+            raise UsageError(f"unbalanced quote in name {text!r}")
+        quoted, ticked, plain = found.groups()
+        if quoted is not None:
+            parts.append(quoted.replace('""', '"'))
+        elif ticked is not None:
+            parts.append(ticked.replace("``", "`"))
+        else:
+            parts.append(plain)
+        position = found.end()
+    return [part.lower() for part in parts]
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +162,10 @@ def _one(conn: duckdb.DuckDBPyConnection, kind: str, ref: str, rows: list[dict[s
     if not named:
         raise UsageError(f"no {kind} {ref!r} in the store{did_you_mean(conn, ref, kind)}")
     if len(named) > 1:
-        raise UsageError(f"{ref!r} is ambiguous: {', '.join(f'{name} ({key})' for key, name in named)}")
+        raise UsageError(
+            f"{ref!r} is ambiguous: {', '.join(f'{name} ({key})' for key, name in named)}; "
+            f"name one by its uuid"
+        )
     return named[0]
 
 
@@ -159,7 +197,7 @@ def views_named(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = N
 
 def _named(conn: duckdb.DuckDBPyConnection, kind: str, text: str) -> list[dict[str, Any]]:
     """Views or tables (`kind`) with a name whose tail is `text` (`.` or `/` between parts)."""
-    parts = [part.lower() for part in re.split(r"[./]", text) if part]
+    parts = name_parts(text)
     return query_rows(
         conn,
         # A tail of the name, or catalog and the whole name; no list is built per row.
@@ -220,20 +258,20 @@ def did_you_mean(conn: duckdb.DuckDBPyConnection, text: str, wanted: str | None 
     names = query_rows(
         conn,
         """
-        SELECT DISTINCT 'view' AS kind, catalog, array_to_string(name, '.') AS path FROM view_names
+        SELECT DISTINCT 'view' AS kind, catalog, dotted_name(NULL, name) AS path FROM view_names
         WHERE name IS NOT NULL
-        UNION SELECT DISTINCT 'table', catalog, array_to_string(name, '.') FROM table_names
-        UNION SELECT DISTINCT 'table', catalog, array_to_string(list_append(namespace, name), '.')
+        UNION SELECT DISTINCT 'table', catalog, dotted_name(NULL, name) FROM table_names
+        UNION SELECT DISTINCT 'table', catalog, dotted_name(NULL, list_append(namespace, name))
         FROM table_references""",
     )
     spelled: dict[str, str] = {}
     kinds: dict[str, set[str]] = {}
     for row in names:
-        full = ".".join(filter(None, [row["catalog"], row["path"]]))
+        full = f"{dotted([row['catalog']])}.{row['path']}" if row["catalog"] else row["path"]
         for name in (row["path"], full):
             spelled.setdefault(name, full)
             kinds.setdefault(name, set()).add(row["kind"])
-    asked = ".".join(part for part in re.split(r"[./]", text.strip().lower()) if part)
+    asked = dotted(list(name_parts(text)))
     other = {"view": "table", "table": "view"}.get(wanted or "")
     if other is not None and other in kinds.get(asked, set()):
         command = "show" if other == "view" else "table"
@@ -247,21 +285,24 @@ def did_you_mean(conn: duckdb.DuckDBPyConnection, text: str, wanted: str | None 
 
 
 def _holders(conn: duckdb.DuckDBPyConnection, named: list[dict[str, Any]], at: int) -> list[dict[str, Any]]:
-    """One view per name: where views share one (a view dropped and re-created at its path), the
-    one whose files with that name were committed last by `at`, else the one that came last."""
+    """One view per name and directory: where views share one (a view dropped and re-created at
+    its path), the one whose files with that name were committed last by `at`, else the one that
+    came last. Directories whose names differ only in case hold a view each (`view_heads_as_of`)."""
     if len({(row["catalog"], tuple(row["name"] or ())) for row in named}) == len(named):
         return named
     return query_rows(
         conn,
         """
         WITH named AS (SELECT unnest(?1, recursive := true))
-        SELECT f.view_id, f.catalog, f.name FROM view_files f SEMI JOIN named n
-            ON f.view_id = n.view_id AND f.catalog IS NOT DISTINCT FROM n.catalog AND f.name = n.name
-        GROUP BY f.view_id, f.catalog, f.name
-        QUALIFY row_number() OVER (
-            PARTITION BY catalog, name
-            ORDER BY max(commit_ms) FILTER (WHERE commit_ms <= ?2) DESC NULLS LAST, min(commit_ms) DESC,
-                     view_id) = 1
+        SELECT DISTINCT view_id, catalog, name FROM (
+            SELECT f.view_id, f.catalog, f.name FROM view_files f SEMI JOIN named n
+                ON f.view_id = n.view_id AND f.catalog IS NOT DISTINCT FROM n.catalog AND f.name = n.name
+            GROUP BY f.view_id, f.catalog, f.name, regexp_replace(f.location, '(/metadata)?/[^/]*$', '')
+            QUALIFY row_number() OVER (
+                PARTITION BY catalog, name, regexp_replace(f.location, '(/metadata)?/[^/]*$', '')
+                ORDER BY max(commit_ms) FILTER (WHERE commit_ms <= ?2) DESC NULLS LAST,
+                         min(commit_ms) DESC, view_id) = 1
+        )
         ORDER BY ALL""",
         [named, at],
     )

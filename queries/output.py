@@ -156,9 +156,7 @@ def _joined(value: Any, key: str | None) -> str:
             return ", ".join(_item(_joined(v, None), ", ") for v in value)
         return json.dumps(value, default=str, ensure_ascii=False)
     if isinstance(value, dict):
-        return ", ".join(
-            f"{_item(str(k), ', ', '=')}={_item(_joined(v, k), ', ')}" for k, v in value.items()
-        )
+        return ", ".join(f"{_item(str(k), ', ', '=')}={_item(_joined(v, k), ', ')}" for k, v in value.items())
     return str(value)
 
 

@@ -1,4 +1,4 @@
-"""Point-in-time indexes (migrations 0006, 0009, 0010 and 0012), derived from the stored rows.
+"""Point-in-time indexes (migrations 0006, 0009, 0010, 0012 and 0017), derived from the stored rows.
 
 `view_spans` turns "which file and which version held at T, was that file removed by then, and
 what did that version read" into one interval filter. The spans and preferred copies of the views
@@ -23,7 +23,13 @@ OPEN_MS = 2**63 - 1
 TABLES = ("view_spans", "preferred_copies")
 VIEW_ROWS = ("view_files", "activations", "versions")
 """Store tables whose new rows change their views' spans and preferred copies."""
-FILLED_BY = ("0006_spans", "0009_view_spans", "0010_drops_in_spans", "0012_reads_in_spans")
+FILLED_BY = (
+    "0006_spans",
+    "0009_view_spans",
+    "0010_drops_in_spans",
+    "0012_reads_in_spans",
+    "0017_spans_by_directory",
+)
 """Migrations after which the store derives these tables from the rows already there."""
 STALE_CHUNK = 256
 """Stale views derived per transaction: each chunk's spans are looked up by key (below
@@ -115,7 +121,8 @@ SELECT f.view_id, greatest(f.from_ms, coalesce(v.from_ms, -{OPEN_MS})),
        nullif(array_to_string([
            coalesce(read.catalog, '') || chr(29)
                || array_to_string(list_append(read.namespace, read.name), chr(31))
-           FOR read IN r.reads], chr(30)), ''), d.dropped_ms, r.reads
+           FOR read IN r.reads], chr(30)), ''), d.dropped_ms, r.reads,
+       hash(regexp_replace(f.location, '(/metadata)?/[^/]*$', ''))
 FROM held_files f
 LEFT JOIN held_versions v ON v.view_id = f.view_id AND v.from_ms < f.until_ms AND f.from_ms < v.until_ms
 LEFT JOIN copies c ON c.view_id = f.view_id AND c.version_id = v.version_id

@@ -543,3 +543,43 @@ def test_uses_and_impact_agree_on_a_short_name(conn: duckdb.DuckDBPyConnection, 
     assert [(view["view"], view["match"]) for view in used["views"]] == readers
     impacted = impact.impact(conn, name, impact.parse_change("amount", None, None))
     assert sorted({(use["view"], use["match"]) for use in impacted["uses"] if use["depth"] == 1}) == readers
+
+
+def test_dotted_and_case_only_names_are_views_of_their_own(tmp_path: Path) -> None:
+    """The view in directory `db/a.b` displayed as `db.a.b`, the name of view `b` in namespace
+    `db.a`, and could not be named at all; and of `db/Orders` and `db/orders` (two views in a
+    case-sensitive catalog) the later hid the other, so `uses db.t` left out a view reading it."""
+    root = tmp_path / "warehouse"
+    x = schema_of(("x", "int"))
+    dotted = View(root, "db", "a.b", "e1000000-0000-4000-8000-000000000001", schema=x)
+    dotted.commit(1000, "SELECT x FROM db.t")
+    View(root, "db/a", "b", "e1000000-0000-4000-8000-000000000002", schema=x).commit(
+        2000, "SELECT x FROM db.u"
+    )
+    upper = View(root, "db", "Orders", "e1000000-0000-4000-8000-000000000003", schema=x)
+    upper.commit(3000, "SELECT x FROM db.t")
+    View(root, "db", "orders", "e1000000-0000-4000-8000-000000000004", schema=x).commit(
+        4000, "SELECT x FROM db.u"
+    )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db))
+    with open_reader(db) as conn:
+        assert [(v["view"], v["view_id"]) for v in api.uses(conn, "db.t")["views"]] == [
+            ('db."a.b"', dotted.uuid),
+            ("db.orders", upper.uuid),
+        ]
+        for typed in ('db."a.b"', "db.`a.b`", '"a.b"', 'DB."A.B"'):
+            assert (api.show(conn, typed)["view"], api.show(conn, typed)["view_id"]) == (
+                'db."a.b"',
+                dotted.uuid,
+            )
+        assert api.show(conn, "db.a.b")["view_id"] == "e1000000-0000-4000-8000-000000000002"
+        with pytest.raises(
+            UsageError, match=r"^'db\.orders' is ambiguous: db\.orders \(e1.*name one by its uuid$"
+        ):
+            api.show(conn, "db.orders")
+        assert api.show(conn, upper.uuid)["view"] == "db.orders"
+        with pytest.raises(UsageError, match=r"""^unbalanced quote in name 'db\."a\.b'$"""):
+            api.show(conn, 'db."a.b')
+        with pytest.raises(UsageError, match=r"""did you mean db\."a\.b"\?$"""):
+            api.show(conn, 'db."a.c"')

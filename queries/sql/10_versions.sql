@@ -112,8 +112,10 @@ WHERE s.from_ms <= t AND t < s.until_ms;
 
 -- view_heads_as_of(t): every view current at t with its version (the copy that counts, and what
 -- it reads, as `read_paths` and `reads`, see view_spans) and the facts of its file in force (see
--- file_state_key). A name is held by the view whose file was committed last: a view dropped and
--- re-created at the same path is replaced by the new uuid from the new file's commit on. A view
+-- file_state_key). A name is held per metadata directory by the view whose file there was
+-- committed last: a view dropped and re-created at the same path is replaced by the new uuid from
+-- the new file's commit on, and two directories whose names differ only in case (names are
+-- case-folded) are two views, each current. A view
 -- whose file in force at t was removed by t is dropped and left out. One filtered scan of the
 -- spans: a caller's unused columns are never read (the spans' locations and hashes are unique
 -- strings, the costliest to decompress).
@@ -123,7 +125,7 @@ SELECT view_id, view_uuid, catalog, string_split(name_path, chr(31)) AS name, ve
 FROM view_spans
 WHERE from_ms <= t AND t < until_ms AND version_id IS NOT NULL AND (dropped_ms IS NULL OR t < dropped_ms)
 QUALIFY row_number() OVER (
-    PARTITION BY catalog, name_path, CASE WHEN name_path IS NULL THEN view_id END
+    PARTITION BY catalog, name_path, directory_hash, CASE WHEN name_path IS NULL THEN view_id END
     ORDER BY commit_ms DESC, view_id) = 1;
 
 -- views_as_of(t): view_heads_as_of(t) with the properties of each view's file in force.

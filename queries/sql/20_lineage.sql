@@ -79,7 +79,7 @@ CREATE OR REPLACE MACRO uses_as_of(ref_catalog, ref_parts, t) AS TABLE
 WITH RECURSIVE current AS MATERIALIZED (
     SELECT view_id, catalog, name_path, read_paths,
            CASE WHEN name_path IS NULL THEN view_id
-                ELSE concat_ws('.', catalog, replace(name_path, chr(31), '.')) END AS view_name
+                ELSE path_name(catalog, name_path) END AS view_name
     FROM view_heads_as_of(t)
 ),
 reads AS MATERIALIZED (
@@ -147,7 +147,7 @@ CREATE OR REPLACE MACRO lineage_unknown_as_of(t) AS TABLE
 WITH heads AS MATERIALIZED (
     SELECT view_id, version_hash,
            CASE WHEN name_path IS NULL THEN view_id
-                ELSE concat_ws('.', catalog, replace(name_path, chr(31), '.')) END AS view_name
+                ELSE path_name(catalog, name_path) END AS view_name
     FROM view_heads_as_of(t)
 ),
 representation_state AS (
