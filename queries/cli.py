@@ -672,6 +672,9 @@ def impact(
     if result["lineage_unknown"]:
         click.echo("lineage unknown:")
         output_for(fmt).result(result["lineage_unknown"])
+    if result["already_broken"]:
+        click.echo(f"already broken: they read columns {result['table']} does not have (renamed or dropped):")
+        output_for(fmt).result(result["already_broken"])
 
 
 @cli.command()

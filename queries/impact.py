@@ -32,6 +32,8 @@ from viewlineage.queries.names import (
 )
 
 DROP, RENAME, CHANGE_TYPE = "drop-column", "rename-column", "change-type"
+ANALYSIS_FAILED = frozenset({"column-analysis-error", "sql-parse-error"})
+"""Findings of a column analysis that found no uses because it failed, not because there are none."""
 MATCHES = ("exact", "namespace-and-name", "other-catalog", "leading-part")
 """How sure a reference names the changed table, surest first (see `uses_as_of`)."""
 _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
@@ -204,17 +206,17 @@ def impact(
             shown = show(conn, table, as_of_ms)
             is_view, table_id, name = True, shown["view_id"], shown["view"]
             catalog, parts = table_reference(conn, name)
-            columns: dict[tuple[str, ...], str] = {
+            fields: dict[tuple[str, ...], str] | None = {
                 (column["name"].lower(),): str(column["type"]) for column in shown["columns"]
             }
-            column_type = _checked(change, columns, name)
+            column_type = _checked(change, fields or {}, name)
         else:
             # A table views read though its own metadata was never indexed (many index only views):
             # its uses are known from the views' SQL, its schema is not.
             catalog, parts = table_reference(conn, table)
             if not is_named(conn, parts):
                 raise
-            table_id, name, column_type = None, dotted([catalog, *parts]), None
+            table_id, name, column_type, fields = None, dotted([catalog, *parts]), None, None
     else:
         table_id, name = resolved.table_id, resolved.name
         catalog, parts, fields = _schema_of(conn, resolved, at)
@@ -228,12 +230,8 @@ def impact(
             "UNION SELECT catalog FROM table_names WHERE catalog IS NOT NULL",
         )
     )
-    uses = _walk(
-        readers,
-        _Object((catalog, tuple(parts[:-1]), parts[-1]), name, change.column, (), True),
-        catalogs,
-        breaks=change.kind in (DROP, RENAME),
-    )
+    target = _Object((catalog, tuple(parts[:-1]), parts[-1]), name, change.column, (), True)
+    uses = _walk(readers, target, catalogs, breaks=change.kind in (DROP, RENAME))
     result: dict[str, Any] = {
         "table": name,
         "table_id": table_id,
@@ -257,7 +255,38 @@ def impact(
     resolved_views = {use["view"] for use in uses if use["kind"] != "unknown"}
     result["unresolved"] = len(set(result["views"]) - resolved_views)
     result["lineage_unknown"] = lineage_unknown(conn, at)
+    result["already_broken"] = [] if fields is None else _already_broken(readers, target, fields, catalogs)
     return result
+
+
+def _already_broken(
+    readers: list[_Reader], target: _Object, fields: dict[tuple[str, ...], str], catalogs: frozenset[str]
+) -> list[dict[str, Any]]:
+    """Uses, by the views reading the table directly, of columns its schema at T does not have:
+    engines resolve columns by name, so an earlier rename or drop already broke these views (and
+    no change to the column as it is now named affects them). Only views every schema of whose
+    reads is known: otherwise a column may be another table's."""
+    columns = {path[0] for path in fields}
+    broken: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for reader in readers:
+        if reader.lineage.unknown_schemas:
+            continue
+        for use in reader.lineage.uses:
+            certainty = _match(use.table, target.key, catalogs)
+            if certainty is None or use.path[0].lower() in columns or use.path[0] == "*":
+                continue
+            column = ".".join(use.path)
+            broken.setdefault(
+                (reader.name, column, use.kind),
+                {
+                    "view": reader.name,
+                    "view_id": reader.view_id,
+                    "column": column,
+                    "kind": use.kind,
+                    "match": MATCHES[certainty],
+                },
+            )
+    return [broken[key] for key in sorted(broken)]
 
 
 def _schema_of(
@@ -355,9 +384,12 @@ def _readers(
 
 
 def _schema_unknown(reader: _Reader, source: _Object, catalogs: frozenset[str]) -> bool:
-    """Whether the schema of `source` is unknown to `reader` (or was on the way to it)."""
-    return not source.schemas_known or any(
-        _match(key, source.key, catalogs) is not None for key in reader.lineage.unknown_schemas
+    """Whether the schema of `source` is unknown to `reader` (or was on the way to it), or the
+    analysis of its columns failed: either way, whether it uses a column cannot be told."""
+    return (
+        not source.schemas_known
+        or any(finding.code in ANALYSIS_FAILED for finding in reader.lineage.findings)
+        or any(_match(key, source.key, catalogs) is not None for key in reader.lineage.unknown_schemas)
     )
 
 

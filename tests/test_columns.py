@@ -60,6 +60,18 @@ def uses(sql: str) -> list[tuple[str, str, str, str | None]]:
                 ("events", "kind", "projected", "k"),
             ],
         ),
+        (  # a column the known schema lacks (renamed since), unqualified: the only source's
+            "SELECT id FROM events WHERE tier = 'gold'",
+            [("events", "id", "projected", "id"), ("events", "tier", "filter", None)],
+        ),
+        (  # qualified: kept, not an error that loses every use of the view
+            "SELECT e.id FROM events e WHERE e.tier = 'gold'",
+            [("events", "id", "projected", "id"), ("events", "tier", "filter", None)],
+        ),
+        (  # a subquery's may be the outer query's (correlated): not attributed to its source
+            "SELECT id FROM events WHERE EXISTS (SELECT 1 FROM other WHERE other.x = tier)",
+            [("events", "id", "projected", "id"), ("other", "x", "filter", None)],
+        ),
     ],
 )
 def test_column_uses(sql: str, expected: list[tuple[str, str, str, str | None]]) -> None:

@@ -144,6 +144,7 @@ def _analyse(
         schema=MappingSchema(mapping, dialect=request.dialect),
         dialect=request.dialect,
         validate_qualify_columns=False,
+        allow_partial_qualification=True,  # a column a known schema lacks is kept, not an error
         quote_identifiers=False,
         identify=False,
     )
@@ -261,15 +262,21 @@ class _Walker:
         self, scope: Scope, column: exp.Column, seen: set[tuple[int, str]]
     ) -> Iterator[tuple[TableKey, tuple[str, ...], bool]]:
         """The base columns behind `column` as `scope` sees it: (table, path, under an aggregate)."""
-        if not column.table and isinstance(scope.expression, exp.Select):  # ORDER BY an output alias
+        alias = column.table
+        if not alias and isinstance(scope.expression, exp.Select):  # ORDER BY an output alias
             aliased = [
                 p for p in scope.expression.expressions if isinstance(p, exp.Alias) and p.alias == column.name
             ]
             for inner in aliased[0].find_all(exp.Column) if aliased else ():
                 if inner is not column and inner.table:
                     yield from self._resolve(scope, inner, seen)
-            return
-        source = scope.sources.get(column.table)
+            if aliased or len(scope.sources) != 1 or scope.is_subquery:
+                return
+            # A column no known schema placed, in a query of one source that no outer query's
+            # columns reach (a subquery's may be correlated): the engine looks for it there, so
+            # that is what the view uses (and fails on, if the source's schema lacks it).
+            alias = next(iter(scope.sources))
+        source = scope.sources.get(alias)
         if isinstance(source, exp.Table):
             key = self.placeholders.get(source.name)
             if key is not None:
