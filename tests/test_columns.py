@@ -60,6 +60,18 @@ def uses(sql: str) -> list[tuple[str, str, str, str | None]]:
                 ("events", "kind", "projected", "k"),
             ],
         ),
+        (  # a CTE's column no query reads is still resolved: dropping it breaks the view
+            "WITH x AS (SELECT id, kind FROM events) SELECT id FROM x",
+            [("events", "id", "projected", "id"), ("events", "kind", "projected", None)],
+        ),
+        (  # so is a derived table's, aggregated or not
+            "SELECT id FROM (SELECT id, max(amount) AS m FROM events GROUP BY id) s",
+            [
+                ("events", "amount", "aggregate", None),
+                ("events", "id", "group-by", None),
+                ("events", "id", "projected", "id"),
+            ],
+        ),
         (  # a column the known schema lacks (renamed since), unqualified: the only source's
             "SELECT id FROM events WHERE tier = 'gold'",
             [("events", "id", "projected", "id"), ("events", "tier", "filter", None)],

@@ -154,7 +154,7 @@ def _analyse(
     for scope in scopes:
         walker.scope_uses(scope, root)
     outputs = tuple(_output_names(root))
-    uses = tuple(dict.fromkeys(walker.uses))  # ordered, without repeats
+    uses = tuple(dict.fromkeys([*walker.uses, *walker.unread_uses()]))  # ordered, without repeats
     return ColumnLineage(uses, outputs, tuple(unknown), tuple(resolver.findings))
 
 
@@ -210,6 +210,15 @@ class _Walker:
     def __init__(self, placeholders: Mapping[str, TableKey]) -> None:
         self.placeholders = placeholders
         self.uses: list[ColumnUse] = []
+        self.unread: dict[int, list[ColumnUse]] = {}
+        """Uses in CTE or derived-table projections, by projection, until a query reads its column."""
+        self.read: set[int] = set()
+        """Projections of CTEs and derived tables a query read a column of."""
+
+    def unread_uses(self) -> list[ColumnUse]:
+        """Uses in projections no query reads (`WITH x AS (SELECT a, b FROM t) SELECT a FROM x`):
+        engines still resolve them, so dropping `b` breaks the view; they flow into no output."""
+        return [use for key, uses in self.unread.items() if key not in self.read for use in uses]
 
     def scope_uses(self, scope: Scope, root: Scope) -> None:
         """Every use a scope makes. Projections count where their rows go: the root's are the
@@ -224,8 +233,12 @@ class _Walker:
                 continue
             kind, _, projection = _context(column, select)
             if projection is not None:
-                if outputs is None:
-                    continue  # a CTE's or derived table's projection: counted through its readers
+                if outputs is None:  # a CTE's or derived table's projection: counted through its readers
+                    self.unread.setdefault(id(projection), []).extend(
+                        ColumnUse(table, path, AGGREGATE if aggregated and kind == PROJECTED else kind, None)
+                        for table, path, aggregated in self._resolve(scope, column, set())
+                    )
+                    continue
                 inner = kind
                 kind, output = outputs(projection, kind)
                 kind = inner if kind == PROJECTED else kind  # aggregated or windowed where it is read
@@ -291,6 +304,7 @@ class _Walker:
             if column.name not in names:
                 continue
             projection = select.expressions[names.index(column.name)]
+            self.read.add(id(projection))
             for inner in projection.find_all(exp.Column):
                 if inner.find_ancestor(exp.Select) is not select:
                     continue
