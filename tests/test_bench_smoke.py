@@ -66,6 +66,8 @@ def test_scale_benchmark_prints_every_row(tmp_path: Path) -> None:
         "state of every view as of T (`views_as_of`)",
         "CLI `viewlineage show` (process wall time)",
         "CLI `viewlineage uses --transitive` (process wall time)",
+        "HTTP `GET /api/show` through `serve`",
+        "HTTP `GET /api/uses?transitive=true` through `serve`",
         "follower transaction: 12 property-only commits (rolled back)",
         "follower transaction: 12 new version commits (rolled back)",
     ]

@@ -10,21 +10,24 @@ store) with the metadata gzip-compressed (gzip files as stored, plain ones compr
 6). Then, in a process of its own on one read-only connection (`query_process.py`), times `show
 --as-of` and `uses --transitive --as-of` over two passes of seeded random (view or table, T) (cold
 blocks, then the cache the first pass left) and the state of every view as of T; the same
-commands through the CLI; and a follower's store transaction (`follower_write.py`). With `--work`,
-a warehouse and store already there are reused.
+commands through the CLI and over HTTP (`serve`); and a follower's store transaction
+(`follower_write.py`). With `--work`, a warehouse and store already there are reused.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import http.client
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -53,6 +56,39 @@ def line(what: str, times: list[float], errors: int = 0, target: str = "") -> st
         f"| {what} | {len(times)}{note} | {percentile(times, 50):,.1f} ms | {percentile(times, 99):,.1f} ms "
         f"| {target} |"
     )
+
+
+def http_times(db: Path, paths: list[str]) -> list[float]:
+    """Milliseconds of each GET through `viewlineage serve` on the store (uvicorn; a connection to
+    the store per request, as `serve` opens one), on one keep-alive HTTP connection."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "viewlineage.queries.cli", "--db", str(db), "serve", "--port", str(port)]
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+                connection.request("GET", paths[0])
+                connection.getresponse().read()  # and warm
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        times = []
+        for path in paths:
+            started = time.perf_counter()
+            connection.request("GET", path)
+            connection.getresponse().read()
+            times.append((time.perf_counter() - started) * 1000)
+        connection.close()
+        return times
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 def cli_times(db: Path, commands: list[list[str]]) -> list[float]:
@@ -135,10 +171,17 @@ def main() -> None:
             used = series[f"uses, {cache}"]
             print(line(f"`uses TABLE --transitive --as-of T`, {cache}", **used, target="p99 < 100 ms"))
         print(line("state of every view as of T (`views_as_of`)", **series["views_as_of"], target="< 1 s"))
-        shows = [["show", name, "--as-of", str(at)] for name, at in queries["shows"]]
+        shows = [["show", name, "--as-of", str(at)] for name, at in queries["shows"][:10]]
         print(line("CLI `viewlineage show` (process wall time)", cli_times(db, shows)))
-        used = [["uses", table, "--transitive", "--as-of", str(at)] for table, at in queries["uses"]]
+        used = [["uses", table, "--transitive", "--as-of", str(at)] for table, at in queries["uses"][:10]]
         print(line("CLI `viewlineage uses --transitive` (process wall time)", cli_times(db, used)))
+        quoted = urllib.parse.quote
+        shows = [f"/api/show?view={quoted(name)}&as_of={at}" for name, at in queries["shows"]]
+        print(line("HTTP `GET /api/show` through `serve`", http_times(db, shows)))
+        used = [
+            f"/api/uses?table={quoted(table)}&transitive=true&as_of={at}" for table, at in queries["uses"]
+        ]
+        print(line("HTTP `GET /api/uses?transitive=true` through `serve`", http_times(db, used)))
         written = transaction_times(db, warehouse, FOLLOWER_FILES, args.write_samples, args.seed)
         for kind, times in written.items():
             print(line(f"follower transaction: {FOLLOWER_FILES} {kind} commits (rolled back)", times))
