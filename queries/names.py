@@ -200,12 +200,14 @@ def _named(conn: duckdb.DuckDBPyConnection, kind: str, text: str) -> list[dict[s
     parts = name_parts(text)
     return query_rows(
         conn,
-        # A tail of the name, or catalog and the whole name; no list is built per row.
+        # A tail of the name, or catalog and the whole name (any catalog for a name the store knows
+        # none of: `prod.sales.orders` names `sales.orders` indexed without --catalog-map); no list
+        # is built per row.
         f"""
         SELECT {kind}_id, catalog, name FROM {kind}_names
         WHERE name[-1] = ?1[-1]
           AND ((len(name) >= len(?1) AND list_slice(name, -len(?1), -1) = ?1)
-               OR (len(name) + 1 = len(?1) AND catalog = ?1[1] AND name = ?1[2:]))
+               OR (len(name) + 1 = len(?1) AND coalesce(catalog, ?1[1]) = ?1[1] AND name = ?1[2:]))
         ORDER BY ALL""",
         [parts],
     )

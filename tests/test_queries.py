@@ -583,3 +583,25 @@ def test_dotted_and_case_only_names_are_views_of_their_own(tmp_path: Path) -> No
             api.show(conn, 'db."a.b')
         with pytest.raises(UsageError, match=r"""did you mean db\."a\.b"\?$"""):
             api.show(conn, 'db."a.c"')
+
+
+def test_a_catalog_the_store_does_not_know_names_the_table_without_one(
+    sample_warehouse: Path, tmp_path: Path
+) -> None:
+    """Indexed without --catalog-map, `impact prod.sales.orders` took the indexed `sales.orders`
+    for another, unindexed table (type unknown, "0 view(s) affected") and `uses` found only the
+    reads spelled with `prod.`: a leading part the store knows as no catalog names the table."""
+    db = tmp_path / "nomap.duckdb"
+    index_locations([str(sample_warehouse)], settings_for(db))
+    with open_reader(db) as conn:
+        short, full = (
+            api.uses(conn, name, transitive=True) for name in ("sales.orders", "prod.sales.orders")
+        )
+        assert full == short
+        assert (full["table"], len(full["views"]), full["uncertain"]) == ("sales.orders", 3, 3)
+        changed = impact.impact(conn, "prod.sales.orders", impact.parse_change("amount", None, None))
+        assert (changed["table_indexed"], changed["column_type"], len(changed["views"])) == (
+            True,
+            "decimal(10, 2)",
+            3,
+        )
