@@ -87,12 +87,32 @@ class _MainTableOutput(Output):
             self.write(_columns(rows, keep_empty=True), rows)
         else:
             self.empty()
+        if isinstance(value, dict) and self.rows is not None:
+            for field, title in SIDE_TABLES.items():
+                if value.get(field):
+                    self.side_table(title, value[field])
 
     def empty(self) -> None:
         pass
 
     def write(self, columns: list[str], rows: list[dict[str, Any]]) -> None:
         raise NotImplementedError
+
+    def side_table(self, title: str, rows: list[dict[str, Any]]) -> None:
+        """What a reader of the main table alone would miss: on stderr, so that the csv on stdout
+        stays one table."""
+        views = ", ".join(sorted({str(row["view"]) for row in rows}))
+        click.echo(
+            f"warning: {title}: {views} (not in this table; --format text or json lists them)", err=True
+        )
+
+
+SIDE_TABLES = {
+    "lineage_unknown": "lineage unknown, so they could read or use anything",
+    "already_broken": "already broken: they read columns the table does not have",
+}
+"""Fields of an answer that csv and markdown, which print its main table, must not leave unsaid:
+without them, a view whose SQL does not parse reads as one that reads nothing."""
 
 
 class CsvOutput(_MainTableOutput):
@@ -110,6 +130,10 @@ class MarkdownOutput(_MainTableOutput):
 
     def empty(self) -> None:
         click.echo("(no rows)")
+
+    def side_table(self, title: str, rows: list[dict[str, Any]]) -> None:
+        click.echo(f"\n{title}:\n")
+        self.write(_columns(rows, keep_empty=True), rows)
 
     def write(self, columns: list[str], rows: list[dict[str, Any]]) -> None:
         lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]

@@ -242,3 +242,45 @@ def test_found_by_the_adversary(sample_store: Path, tmp_path: Path) -> None:
         1,
         f"error: {garbage} is not a viewlineage store (not a DuckDB database file)\n",
     )
+
+
+def test_csv_and_markdown_never_leave_unknown_lineage_unsaid(tmp_path: Path) -> None:
+    """`deps broken --format csv` printed nothing and exit 0, and `impact --format markdown` left
+    out a view whose SQL does not parse: csv, one table on stdout, says so on stderr; markdown
+    prints the views after the main table."""
+    from viewlineage.indexer.pipeline.runs import index_locations
+
+    from .conftest import settings_for
+    from .metadata_files import View, schema_of
+
+    root = tmp_path / "warehouse"
+    x = schema_of(("x", "int"))
+    View(root, "db", "broken", "e2000000-0000-4000-8000-000000000001", schema=x).commit(
+        1000, "SELECT x FROM db.t WHERE (x = 1 AND"
+    )
+    View(root, "db", "fine", "e2000000-0000-4000-8000-000000000002", schema=x).commit(
+        1000, "SELECT x FROM db.t"
+    )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db))
+    warning = (
+        "warning: lineage unknown, so they could read or use anything: db.broken (not in this table; "
+        "--format text or json lists them)\n"
+    )
+    deps = CliRunner().invoke(cli, ["deps", "db.broken", "--format", "csv", "--db", str(db)])
+    assert (deps.exit_code, deps.stdout, deps.stderr) == (0, "", warning)
+    used = CliRunner().invoke(cli, ["uses", "db.t", "--format", "csv", "--db", str(db)])
+    assert used.stdout.splitlines()[1:] == [
+        "db.fine,e2000000-0000-4000-8000-000000000002,1,db.fine,true,namespace-and-name"
+    ]
+    assert used.stderr == warning
+    marked = CliRunner().invoke(cli, ["uses", "db.t", "--format", "markdown", "--db", str(db)])
+    assert marked.stdout.splitlines()[3:] == [
+        "",
+        "lineage unknown, so they could read or use anything:",
+        "",
+        "| view | view_id | reason |",
+        "|---|---|---|",
+        "| db.broken | e2000000-0000-4000-8000-000000000001 | sql-parse-error at 1:35: Required keyword: "
+        "'expression' missing for And |",
+    ]

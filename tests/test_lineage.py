@@ -80,6 +80,16 @@ def test_parse_error_has_line_and_column() -> None:
     assert [(f.code, f.path) for f in lineage.findings] == [("sql-parse-error", "2:14")]
 
 
+def test_parse_errors_name_no_python_class() -> None:
+    """`missing for <class 'sqlglot.expressions.core.And'>` read as a Python repr in every answer."""
+    lineage = extract_lineage(
+        LineageRequest("SELECT x FROM db.t WHERE (x = 1 AND", "spark", None, ("db",), None), LineageConfig()
+    )
+    assert [(f.path, f.message) for f in lineage.findings] == [
+        ("1:35", "Required keyword: 'expression' missing for And")
+    ]
+
+
 def test_sql_that_breaks_the_analysis_is_a_finding_not_a_crash() -> None:
     """A follower meets the same file again after every restart: lineage must never raise."""
     sql = "SELECT " + "(" * 3000 + "1" + ")" * 3000 + " FROM db.t"

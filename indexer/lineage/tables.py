@@ -55,6 +55,8 @@ _TOKEN = re.compile(
     r"<Token token_type: [^,]*, text: (.*?), line: \d+, col: \d+, start: \d+, end: \d+, comments: \[.*?\]>"
 )
 """sqlglot's repr of a token in its messages: users read the token's text."""
+_CLASS = re.compile(r"<class '(?:[\w.]+\.)?(\w+)'>")
+"""sqlglot's repr of an expression class in its messages (`missing for <class '...And'>`): its name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +175,7 @@ def _parse_error_finding(exc: ParseError | TokenError) -> Finding:
     first = errors[0]
     line, col = first.get("line"), first.get("col")
     message = _TOKEN.sub(r"'\1'", first.get("description") or str(exc).splitlines()[0])
+    message = _CLASS.sub(r"\1", message)
     return Finding("sql-parse-error", Severity.ERROR, message, f"{line}:{col}" if line is not None else "")
 
 
