@@ -587,7 +587,14 @@ def run_sql(conn: duckdb.DuckDBPyConnection, text: str, max_rows: int | None = N
     """Any SQL on the read-only, sandboxed connection; at most `max_rows` rows and one more, which
     tells the caller there were more (a result is held in memory before it is printed)."""
     try:
-        cursor = conn.execute(text)
+        statements = conn.extract_statements(text)
+        if len(statements) != 1:  # DuckDB runs them all and keeps the last result; none is no result
+            raise UsageError(
+                "no SQL statement given"
+                if not statements
+                else f"one SQL statement at a time: this gives {len(statements)}"
+            )
+        cursor = conn.execute(statements[0])
         columns = [d[0] for d in cursor.description or []]
         rows = cursor.fetchall() if max_rows is None else cursor.fetchmany(max_rows + 1)
     except duckdb.Error as exc:

@@ -284,3 +284,18 @@ def test_csv_and_markdown_never_leave_unknown_lineage_unsaid(tmp_path: Path) -> 
         "| db.broken | e2000000-0000-4000-8000-000000000001 | sql-parse-error at 1:35: Required keyword: "
         "'expression' missing for And |",
     ]
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("", "error: no SQL statement given\n"),
+        ("/* only a comment */", "error: no SQL statement given\n"),
+        ("SELECT 1; SELECT 2", "error: one SQL statement at a time: this gives 2\n"),
+    ],
+)
+def test_sql_takes_one_statement(sample_store: Path, sql: str, message: str) -> None:
+    """An empty or comment-only query was a traceback (`'NoneType' object has no attribute
+    'description'`), and of two statements only the last one's result printed."""
+    result = CliRunner().invoke(cli, ["sql", sql, "--db", str(sample_store)])
+    assert (result.exit_code, result.stderr) == (2, message)
