@@ -132,9 +132,11 @@ def table(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None
     try:
         resolved = resolve_table(conn, ref)
     except UsageError as exc:
+        if " is a view (" in str(exc) or len(name_parts(ref)) < 2:
+            raise
         _, parts = table_reference(conn, ref)
         stored = query_rows(conn, "SELECT 1 FROM table_names WHERE name = ?", [parts])
-        if not is_named(conn, parts) or stored or " is a view (" in str(exc):
+        if not is_named(conn, parts) or stored:
             raise
         raise UsageError(
             f"no metadata file of table {ref!r} was indexed: views read it (`viewlineage uses {ref}`), "
@@ -419,7 +421,10 @@ def table_reference(conn: duckdb.DuckDBPyConnection, table: str) -> tuple[str | 
     catalog only if the store knows it."""
     parts = name_parts(table)
     if len(parts) < 2:
-        raise UsageError(f"name the table with its namespace: {table!r}")
+        raise UsageError(
+            f"no table or view {table!r} in the store (one it has not indexed is named with its "
+            f"namespace){did_you_mean(conn, table)}"
+        )
     catalog = parts[0] if len(parts) >= 3 and _is_catalog(conn, parts[0]) else None
     return catalog, parts[1:] if catalog else parts
 

@@ -607,9 +607,12 @@ def _print_mv_status(result: dict[str, Any]) -> None:
 
 @cli.command()
 @click.argument("table")
-@click.option("--drop-column", "drop", metavar="C", help="Column C (nested: a.b) is dropped.")
-@click.option("--rename-column", "rename", metavar="A=B", help="Column A is renamed to B.")
-@click.option("--change-type", "change_type", metavar="C=TYPE", help="Column C's type becomes TYPE.")
+# `multiple` only to refuse a repeat, which click would silently drop for the last one.
+@click.option("--drop-column", "drop", metavar="C", multiple=True, help="Column C (nested: a.b) is dropped.")
+@click.option("--rename-column", "rename", metavar="A=B", multiple=True, help="Column A is renamed to B.")
+@click.option(
+    "--change-type", "change_type", metavar="C=TYPE", multiple=True, help="Column C's type becomes TYPE."
+)
 @as_of_option
 @format_option
 @query_options
@@ -618,9 +621,9 @@ def _print_mv_status(result: dict[str, Any]) -> None:
 def impact(
     context: click.Context,
     table: str,
-    drop: str | None,
-    rename: str | None,
-    change_type: str | None,
+    drop: tuple[str, ...],
+    rename: tuple[str, ...],
+    change_type: tuple[str, ...],
     as_of: str | None,
     fmt: str,
 ) -> None:
@@ -628,16 +631,18 @@ def impact(
     how (projected, filter, join key, aggregate, ...): what a column change would break."""
     from viewlineage.queries import impact as impact_module
 
-    change = impact_module.parse_change(drop, rename, change_type)
+    given = {"drop-column": drop, "rename-column": rename, "change-type": change_type}
+    repeated = [f"--{name}" for name, values in given.items() if len(values) > 1]
+    if repeated:
+        raise UsageError(f"{', '.join(repeated)} given more than once: impact answers for one change")
+    change = impact_module.parse_change(*(values[0] if values else None for values in given.values()))
     result = _ask(context, lambda conn: impact_module.impact(conn, table, change, _as_of(as_of)))
     if fmt != "text":
         output_for(fmt, rows="uses").result(result)
         return
-    verdict = (
-        "safe: Iceberg promotes it without rewriting data"
-        if result["safe"]
-        else f"{len(result['views'])} view(s) affected"
-    )
+    verdict = f"{len(result['views'])} view(s) affected"
+    if result["safe"]:
+        verdict = f"safe: Iceberg promotes it without rewriting data; {len(result['views'])} view(s) use it"
     if result["uncertain"]:
         verdict += f", {result['uncertain']} of them matched uncertainly (see `match`)"
     if result["unresolved"]:

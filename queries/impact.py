@@ -139,7 +139,10 @@ def iceberg_type(text: str) -> str:
 
 
 def _column_path(text: str) -> tuple[str, ...]:
-    return tuple(part.strip().lower() for part in text.split(".") if part.strip())
+    parts = tuple(part.strip().lower() for part in text.split("."))
+    if not all(parts):
+        raise UsageError(f"{text!r} is not a column: name it as `c`, or `c.field` for a nested field")
+    return parts
 
 
 def promotion_is_safe(old: str, new: str) -> bool:

@@ -182,13 +182,18 @@ def views_named(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = N
     text = ref.strip()
     rows = _by_id(conn, "view", text)
     if rows is None and _is_location(text):
-        rows = query_rows(
+        # A directory's views: the one its files name at `at` (a view dropped and re-created there).
+        rows = _holders(
             conn,
-            """
-            SELECT DISTINCT view_id, catalog, name FROM view_files
-            WHERE location = ?1 OR rtrim(metadata_location, '/') IN (?1, ?2)
-               OR location LIKE ?1 || '/metadata/%'""",
-            [normalize_location(text).rstrip("/"), text.rstrip("/")],
+            query_rows(
+                conn,
+                """
+                SELECT DISTINCT view_id, catalog, name FROM view_files
+                WHERE location = ?1 OR rtrim(metadata_location, '/') IN (?1, ?2)
+                   OR location LIKE ?1 || '/metadata/%'""",
+                [normalize_location(text).rstrip("/"), text.rstrip("/")],
+            ),
+            at,
         )
     elif rows is None:
         rows = _holders(conn, _named(conn, "view", text), at)
@@ -255,22 +260,21 @@ def tables_named(conn: duckdb.DuckDBPyConnection, ref: str) -> list[dict[str, An
 
 def did_you_mean(conn: duckdb.DuckDBPyConnection, text: str, wanted: str | None = None) -> str:
     """`; did you mean ...?` with the stored names of views and tables, and the tables stored SQL
-    reads, closest to `text` (compared with and without their catalog); empty when none is close.
-    When a `wanted` kind ("view", "table") was asked for and `text` names the other, it says so."""
+    reads, closest to `text` (compared with and without their catalog, and each tail of their
+    names, as names may be typed); empty when none is close. When a `wanted` kind ("view",
+    "table") was asked for and `text` names the other, it says so."""
     names = query_rows(
         conn,
         """
-        SELECT DISTINCT 'view' AS kind, catalog, dotted_name(NULL, name) AS path FROM view_names
-        WHERE name IS NOT NULL
-        UNION SELECT DISTINCT 'table', catalog, dotted_name(NULL, name) FROM table_names
-        UNION SELECT DISTINCT 'table', catalog, dotted_name(NULL, list_append(namespace, name))
-        FROM table_references""",
+        SELECT DISTINCT 'view' AS kind, catalog, name FROM view_names WHERE name IS NOT NULL
+        UNION SELECT DISTINCT 'table', catalog, name FROM table_names
+        UNION SELECT DISTINCT 'table', catalog, list_append(namespace, name) FROM table_references""",
     )
     spelled: dict[str, str] = {}
     kinds: dict[str, set[str]] = {}
     for row in names:
-        full = f"{dotted([row['catalog']])}.{row['path']}" if row["catalog"] else row["path"]
-        for name in (row["path"], full):
+        full = dotted([row["catalog"], *row["name"]])
+        for name in (full, *(dotted(row["name"][i:]) for i in range(len(row["name"])))):
             spelled.setdefault(name, full)
             kinds.setdefault(name, set()).add(row["kind"])
     asked = dotted(list(name_parts(text)))

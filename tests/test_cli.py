@@ -299,3 +299,37 @@ def test_sql_takes_one_statement(sample_store: Path, sql: str, message: str) -> 
     'description'`), and of two statements only the last one's result printed."""
     result = CliRunner().invoke(cli, ["sql", sql, "--db", str(sample_store)])
     assert (result.exit_code, result.stderr) == (2, message)
+
+
+def test_short_names_suggestions_and_one_change_at_a_time(sample_store: Path) -> None:
+    """Found by a new user: `impact event_agg` (a view's short name) said "name the table with its
+    namespace"; `show evnt_agg` suggested nothing (only whole names were compared); a repeated
+    `--drop-column` kept the last silently; `--drop-column amount.` dropped the dot; and a safe
+    `--change-type` headline left out how many views use the column."""
+    view = _invoke(sample_store, "impact", "event_agg", "--drop-column", "event_date")
+    assert view.splitlines()[0] == "drop-column prod.db.event_agg.event_date (date): 1 view(s) affected"
+    for command, name, said in [
+        ("show", "evnt_agg", "error: no view 'evnt_agg' in the store; did you mean prod.db.event_agg, "
+         "prod.db.event_tags?"),
+        ("table", "event_agg", "error: no table 'event_agg' in the store; prod.db.event_agg is a view "
+         "(`viewlineage show prod.db.event_agg`)"),
+        ("uses", "evnts", "error: no table or view 'evnts' in the store (one it has not indexed is named "
+         "with its namespace); did you mean prod.db.events?"),
+    ]:  # fmt: skip
+        result = CliRunner().invoke(cli, [command, name, "--db", str(sample_store)])
+        assert (result.exit_code, result.stderr.splitlines()[0]) == (2, said)
+    for arguments, said in [
+        (["--drop-column", "amount", "--drop-column", "qty"], "error: --drop-column given more than once: "
+         "impact answers for one change"),
+        (["--drop-column", "amount."], "error: 'amount.' is not a column: name it as `c`, or `c.field` for "
+         "a nested field"),
+    ]:  # fmt: skip
+        result = CliRunner().invoke(
+            cli, ["impact", "prod.sales.orders", *arguments, "--db", str(sample_store)]
+        )
+        assert (result.exit_code, result.stderr) == (2, said + "\n")
+    safe = _invoke(sample_store, "impact", "prod.sales.orders", "--change-type", "amount=decimal(12,2)")
+    assert safe.splitlines()[0] == (
+        "change-type prod.sales.orders.amount (decimal(10, 2) -> decimal(12,2)): safe: Iceberg promotes it "
+        "without rewriting data; 3 view(s) use it"
+    )

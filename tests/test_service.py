@@ -147,7 +147,13 @@ def test_files_takes_repeated_locations(sample_store: Path, reader: duckdb.DuckD
         ("/api/show", {}, 400, "missing query parameter 'view'"),
         ("/api/show", {"view": "db.big_days", "as_of": "noon"}, 400,
          "not an ISO-8601 time or an epoch number: 'noon'"),
-        ("/api/uses", {"table": "evnts"}, 400, "name the table with its namespace: 'evnts'"),
+        (
+            "/api/uses",
+            {"table": "evnts"},
+            400,
+            "no table or view 'evnts' in the store (one it has not indexed is named with its namespace); "
+            "did you mean prod.db.events?",
+        ),
         ("/api/deps", {"view": "db.big_days", "transitive": "yes"}, 400,
          "transitive is true or false, not 'yes'"),
         ("/api/deps", {"view": "db.big_days", "transitve": "true"}, 400,
