@@ -433,11 +433,13 @@ def read_target(conn: duckdb.DuckDBPyConnection, text: str, at: int) -> tuple[st
     """What views' reads of `text` are matched against: the catalog and name of the indexed table,
     or else the view at `at`, that `text` names, so that `sales.orders` and `prod.sales.orders` (or
     its uuid) are one question, as in `impact`; `text` as written (`table_reference`) when it names
-    none, or several."""
-    for named in (tables_named(conn, text), views_named(conn, text, at)):
-        if len(named) == 1 and named[0]["name"]:
+    none. Several are ambiguous, as in `show`."""
+    for kind, named in (("table", tables_named(conn, text)), ("view", views_named(conn, text, at))):
+        if len(named) > 1:
+            resolve_table(conn, text) if kind == "table" else resolve_view(conn, text, at)  # ambiguous
+        if named and named[0]["name"]:
             return named[0]["catalog"], list(named[0]["name"])
-        if named:
+        if named:  # a view with no name: read by none
             break
     return table_reference(conn, text)
 

@@ -29,6 +29,8 @@ from viewlineage.queries.names import (
     iso,
     query_rows,
     resolve_table,
+    tables_named,
+    views_named,
 )
 
 DROP, RENAME, CHANGE_TYPE = "drop-column", "rename-column", "change-type"
@@ -202,28 +204,24 @@ def impact(
 ) -> dict[str, Any]:
     at = FOREVER_MS if as_of_ms is None else as_of_ms
     is_view = False
-    try:
-        resolved = resolve_table(conn, table)
-    except UsageError as exc:
-        if " is a view (" in str(exc):  # a view's column: its readers, as a table's
-            shown = show(conn, table, as_of_ms)
-            is_view, table_id, name = True, shown["view_id"], shown["view"]
-            catalog, parts = table_reference(conn, name)
-            fields: dict[tuple[str, ...], str] | None = {
-                (column["name"].lower(),): str(column["type"]) for column in shown["columns"]
-            }
-            column_type = _checked(change, fields or {}, name)
-        else:
-            # A table views read though its own metadata was never indexed (many index only views):
-            # its uses are known from the views' SQL, its schema is not.
-            catalog, parts = table_reference(conn, table)
-            if not is_named(conn, parts):
-                raise
-            table_id, name, column_type, fields = None, dotted([catalog, *parts]), None, None
-    else:
+    fields: dict[tuple[str, ...], str] | None
+    if tables_named(conn, table):
+        resolved = resolve_table(conn, table)  # the one, or why not
         table_id, name = resolved.table_id, resolved.name
         catalog, parts, fields = _schema_of(conn, resolved, at)
-        column_type = _checked(change, fields, name)
+    elif views_named(conn, table, as_of_ms):  # a view's column: its readers, as a table's
+        shown = show(conn, table, as_of_ms)
+        is_view, table_id, name = True, shown["view_id"], shown["view"]
+        catalog, parts = table_reference(conn, name)
+        fields = {(column["name"].lower(),): str(column["type"]) for column in shown["columns"]}
+    else:
+        # A table views read though its own metadata was never indexed (many index only views):
+        # its uses are known from the views' SQL, its schema is not.
+        catalog, parts = table_reference(conn, table)
+        if not is_named(conn, parts):
+            resolve_table(conn, table)  # raises, with suggestions
+        table_id, name, fields = None, dotted([catalog, *parts]), None
+    column_type = None if fields is None else _checked(change, fields, name)
     readers = _readers(conn, catalog, parts, at)
     catalogs = frozenset(
         row["catalog"]
@@ -303,8 +301,8 @@ def _schema_of(
     )
     if not state or state[0]["name"] is None:
         raise UsageError(f"table {resolved.name} has no metadata file committed by {iso(at)}")
-    fields = {
-        tuple(row["path"]): row["type"]
+    fields = {  # as the lineage compares column names: unquoted identifiers are case-folded
+        tuple(part.lower() for part in row["path"]): row["type"]
         for row in query_rows(
             conn,
             "SELECT path, type FROM schema_fields WHERE schema_hash = ?",

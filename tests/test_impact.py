@@ -513,3 +513,45 @@ def test_views_an_earlier_rename_broke_are_listed(tmp_path: Path) -> None:
         "-------------  ------------------------------------  ------  ------  -----",
         "prod.crm.gold  c3000000-0000-4000-8000-000000000002  tier    filter  exact",
     ]
+
+
+def test_names_as_the_adversary_gave_them(tmp_path: Path) -> None:
+    """Found by the adversarial trial: a table column `Kind` could not be asked about in any case
+    ("has no column 'kind'"); `impact <view uuid>` said "name the table with its namespace"; and
+    `uses t` with two tables named `t` said the same, not which two."""
+    root = tmp_path / "warehouse"
+    Table(
+        root,
+        "db",
+        "t",
+        "c4000000-0000-4000-8000-000000000001",
+        schema=schema_of(("id", "long"), ("Kind", "string")),
+    ).commit(1000, 1)
+    Table(
+        root, "other", "t", "c4000000-0000-4000-8000-000000000002", schema=schema_of(("id", "long"))
+    ).commit(1000, 1)
+    View(
+        root, "db", "kinds", "c4000000-0000-4000-8000-000000000003", schema=schema_of(("kind", "string")),
+    ).commit(2000, "SELECT Kind FROM db.t")  # fmt: skip
+    View(
+        root, "db", "reader", "c4000000-0000-4000-8000-000000000004", schema=schema_of(("kind", "string")),
+    ).commit(3000, "SELECT kind FROM db.kinds")  # fmt: skip
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        for column in ("Kind", "kind", "KIND"):
+            changed = impact(conn, "prod.db.t", parse_change(column, None, None))
+            assert [(u["view"], u["column"], u["kind"]) for u in changed["uses"]] == [
+                ("prod.db.kinds", "kind", "projected"),
+                ("prod.db.reader", "kind", "projected"),
+            ]
+        by_uuid = impact(conn, "c4000000-0000-4000-8000-000000000003", parse_change("kind", None, None))
+        assert (by_uuid["table"], by_uuid["is_view"], by_uuid["views"]) == (
+            "prod.db.kinds",
+            True,
+            ["prod.db.reader"],
+        )
+        with pytest.raises(
+            UsageError, match=r"^'t' is ambiguous: prod\.db\.t \(c4.*1\), prod\.other\.t \(c4.*2\)"
+        ):
+            api.uses(conn, "t")
