@@ -90,6 +90,15 @@ def test_column_uses(sql: str, expected: list[tuple[str, str, str, str | None]])
     assert uses(sql) == expected
 
 
+def test_a_metadata_table_has_none_of_its_table_s_columns() -> None:
+    """`SELECT * FROM db.events.snapshots` was expanded over events' own columns, so impact listed
+    it as projecting `amount`."""
+    request = LineageRequest("SELECT * FROM db.events.snapshots", "spark", "prod", ("db",), None)
+    lineage = column_lineage(request, LineageConfig(), SCHEMAS)
+    assert lineage.unknown_schemas == (("prod", ("db", "events"), "snapshots"),)
+    assert lineage.uses == ()
+
+
 def test_an_unknown_schema_is_reported_not_guessed() -> None:
     """Without its schema a table's `*` stays a `*`: its columns are not invented."""
     request = LineageRequest("SELECT u.* FROM unknown_t u", "spark", "prod", ("db",), None)

@@ -127,6 +127,8 @@ def _analyse(
             continue
         ref: TableReference = resolver.references[-1]
         key: TableKey = resolved.get(ref.raw, (ref.catalog, ref.namespace, ref.name))
+        if ref.suffix is not None:  # a metadata table (`db.t.snapshots`): none of the table's columns
+            key = (key[0], (*key[1], key[2]), ref.suffix)
         placeholder = f"_vl_t{len(placeholders)}"
         placeholders[placeholder] = key
         if key in schemas:
