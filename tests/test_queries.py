@@ -605,3 +605,46 @@ def test_a_catalog_the_store_does_not_know_names_the_table_without_one(
             "decimal(10, 2)",
             3,
         )
+
+
+@pytest.mark.parametrize(
+    ("sql", "reason"),
+    [
+        ("", "sql-parse-error at 1:1: the SQL holds no statement"),
+        ("-- nothing", "sql-parse-error at 1:1: the SQL holds no statement"),
+        (
+            "SELECT 1 AS c; SELECT x FROM db.t",
+            "sql-parse-error at 1:1: the SQL holds 2 statements, where a view has one query",
+        ),
+    ],
+)
+def test_sql_that_gives_no_lineage_is_never_known_to_read_nothing(
+    tmp_path: Path, sql: str, reason: str
+) -> None:
+    """Found by the adversarial trial: empty or comment-only SQL was "lineage: known, reads []", and
+    of two statements `deps` and `uses` took the reads while `impact` left the view out."""
+    root = tmp_path / "warehouse"
+    View(root, "db", "v", "d8000000-0000-4000-8000-000000000001", schema=schema_of(("x", "int"))).commit(
+        1000, sql
+    )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db))
+    with open_reader(db) as conn:
+        assert api.deps(conn, "db.v")["lineage"] == "unknown"
+        assert api.lineage_unknown(conn, api.FOREVER_MS) == [
+            {"view": "db.v", "view_id": "d8000000-0000-4000-8000-000000000001", "reason": reason}
+        ]
+
+
+def test_a_table_named_by_an_expression_is_unknown_lineage(tmp_path: Path) -> None:
+    root = tmp_path / "warehouse"
+    View(root, "db", "dyn", "d8000000-0000-4000-8000-000000000002", schema=schema_of(("x", "int"))).commit(
+        1000, "SELECT x FROM IDENTIFIER('db.' || 't')"
+    )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db))
+    with open_reader(db) as conn:
+        unknown = api.uses(conn, "db.dyn")["lineage_unknown"]
+    assert [(row["view"], row["reason"]) for row in unknown] == [
+        ("db.dyn", "dynamic-identifier: IDENTIFIER('db.' || 't') names its table at run time; not resolved")
+    ]

@@ -23,7 +23,7 @@ from viewlineage.indexer.lineage.config import LineageConfig
 from viewlineage.indexer.lineage.dialects import CASE_INSENSITIVE
 from viewlineage.indexer.spec.findings import Finding, Severity
 
-LINEAGE_RULES_VERSION = 2
+LINEAGE_RULES_VERSION = 3
 """Bump when extraction or resolution changes: it is part of the memo key, so stored results of
 older rules are recomputed rather than reused."""
 
@@ -135,9 +135,11 @@ def _extract(request: LineageRequest, config: LineageConfig) -> Lineage:
         statements = sqlglot.parse(request.sql, read=request.dialect)
     except (ParseError, TokenError) as exc:
         return Lineage(request.dialect, (), (_parse_error_finding(exc),))
-    for statement in statements:
-        if statement is None:
-            continue
+    queries = [statement for statement in statements if statement is not None]
+    if len(queries) != 1:  # none reads nothing knowable; several are no view an engine would run
+        problem = "no statement" if not queries else f"{len(queries)} statements, where a view has one query"
+        resolver.findings.append(Finding("sql-parse-error", Severity.ERROR, f"the SQL holds {problem}", "1:1"))
+    for statement in queries:
         if not isinstance(statement, exp.Query):
             resolver.findings.append(
                 Finding(

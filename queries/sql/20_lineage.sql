@@ -141,8 +141,9 @@ SELECT view_id, path_names[1] AS view_name, depth, path, path_names, catalog_unk
 FROM walk;
 
 -- lineage_unknown_as_of(t): the views current at t that could read anything, as far as the store
--- knows, with why: no representation of their version gave lineage (its SQL does not parse, its
--- dialect is unknown, it is longer than max-sql-length, it is no SQL), or the version is not stored.
+-- knows, with why: no representation of their version gave lineage (its SQL does not parse or
+-- holds no single query, names a table by an expression (`IDENTIFIER('db.' || x)`), its dialect is
+-- unknown, it is longer than max-sql-length, it is no SQL), or the version is not stored.
 CREATE OR REPLACE MACRO lineage_unknown_as_of(t) AS TABLE
 WITH heads AS MATERIALIZED (
     SELECT view_id, version_hash,
@@ -156,10 +157,11 @@ representation_state AS (
                 WHEN r.sql IS NULL THEN 'no SQL text'
                 WHEN r.dialect IS NULL THEN 'unknown dialect ' || coalesce('''' || r.dialect_raw || '''', '(none)')
                 WHEN r.lineage_key IS NULL THEN 'SQL longer than max-sql-length'
-                ELSE (SELECT f.code || coalesce(' at ' || nullif(f.position, ''), '') || ': ' || f.message
+                ELSE (SELECT f.code || coalesce(' at ' || nullif(nullif(f.position, ''), '$'), '') || ': '
+                             || f.message
                       FROM lineage_findings f
                       WHERE f.lineage_key = r.lineage_key
-                        AND f.code IN ('sql-parse-error', 'sql-analysis-error')
+                        AND f.code IN ('sql-parse-error', 'sql-analysis-error', 'dynamic-identifier')
                       ORDER BY f.ordinal LIMIT 1)
            END AS failure
     FROM representations r WHERE r.version_hash IN (SELECT version_hash FROM heads)
