@@ -138,7 +138,9 @@ def _extract(request: LineageRequest, config: LineageConfig) -> Lineage:
     queries = [statement for statement in statements if statement is not None]
     if len(queries) != 1:  # none reads nothing knowable; several are no view an engine would run
         problem = "no statement" if not queries else f"{len(queries)} statements, where a view has one query"
-        resolver.findings.append(Finding("sql-parse-error", Severity.ERROR, f"the SQL holds {problem}", "1:1"))
+        resolver.findings.append(
+            Finding("sql-parse-error", Severity.ERROR, f"the SQL holds {problem}", "1:1")
+        )
     for statement in queries:
         if not isinstance(statement, exp.Query):
             resolver.findings.append(
