@@ -555,3 +555,23 @@ def test_names_as_the_adversary_gave_them(tmp_path: Path) -> None:
             UsageError, match=r"^'t' is ambiguous: prod\.db\.t \(c4.*1\), prod\.other\.t \(c4.*2\)"
         ):
             api.uses(conn, "t")
+
+
+def test_a_view_whose_column_analysis_fails_is_a_possible_use(tmp_path: Path) -> None:
+    """Found by the adversarial trial: a 1,000-arm UNION ALL (the column analysis overflows the
+    stack) read the table as `uses` said, but `impact` left it out without a word."""
+    root = tmp_path / "warehouse"
+    Table(
+        root, "db", "t", "c5000000-0000-4000-8000-000000000001", schema=schema_of(("amount", "double"))
+    ).commit(1000, 1)
+    View(
+        root, "db", "unions", "c5000000-0000-4000-8000-000000000002", schema=schema_of(("amount", "double"))
+    ).commit(2000, " UNION ALL ".join(["SELECT amount FROM db.t"] * 1000))
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db))
+    with open_reader(db) as conn:
+        changed = impact(conn, "db.t", parse_change("amount", None, None))
+    assert [(u["view"], u["column"], u["kind"]) for u in changed["uses"]] == [
+        ("db.unions", "amount", "unknown")
+    ]
+    assert (changed["views"], changed["unresolved"]) == (["db.unions"], 1)
