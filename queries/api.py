@@ -80,7 +80,8 @@ def _live_state(conn: duckdb.DuckDBPyConnection, view: ResolvedView, as_of_ms: i
             f"{state['dropped_location']} was removed); ask as of an earlier time"
         )
     if state["active_version_id"] is None:
-        raise UsageError(f"view {view.name} had no active version at {iso(at) if as_of_ms else 'any time'}")
+        when = "any time" if as_of_ms is None else iso(at)
+        raise UsageError(f"view {view.name} had no active version at {when}")
     return state
 
 
@@ -358,6 +359,14 @@ def deps(
     view = resolve_view(conn, ref, as_of_ms)
     _live_state(conn, view, as_of_ms)
     at = FOREVER_MS if as_of_ms is None else as_of_ms
+    current = query_rows(
+        conn, "SELECT count(*) AS n FROM view_heads_as_of(?) WHERE view_id = ?", [at, view.view_id]
+    )
+    if not current[0]["n"]:  # its reads are walked from the views current at `at`: it is none
+        raise UsageError(
+            f"view {view.name} ({view.view_id}) was replaced by a view created at its path by "
+            f"{iso(at) or 'now'}; `viewlineage history {view.view_id}` lists both"
+        )
     rows = query_rows(
         conn,
         "SELECT * FROM deps_as_of(?, ?) WHERE depth = 1 OR ? ORDER BY depth, catalog, namespace, "

@@ -648,3 +648,28 @@ def test_a_table_named_by_an_expression_is_unknown_lineage(tmp_path: Path) -> No
     assert [(row["view"], row["reason"]) for row in unknown] == [
         ("db.dyn", "dynamic-identifier: IDENTIFIER('db.' || 't') names its table at run time; not resolved")
     ]
+
+
+def test_an_earlier_incarnation_is_never_read_as_reading_nothing(tmp_path: Path) -> None:
+    """Found by the adversarial trial: a view dropped and re-created at its path (the old files left
+    in place), `deps <old uuid>` answered "lineage: known, reads: []", and the location named both."""
+    root = tmp_path / "warehouse"
+    old = View(root, "db", "v", "d9100000-0000-4000-8000-000000000001", schema=schema_of(("x", "int")))
+    old.commit(1000, "SELECT x FROM db.a")
+    new = View(root, "db", "v", "d9100000-0000-4000-8000-000000000002", schema=schema_of(("x", "int")))
+    new.commit(3000, "SELECT x FROM db.b")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db))
+    with open_reader(db) as conn:
+        assert [r["table"] for r in api.deps(conn, old.uuid, 2000)["reads"]] == ["db.a"]
+        with pytest.raises(
+            UsageError, match=r"^view db\.v \(d91.*1\) was replaced by a view created at its path"
+        ):
+            api.deps(conn, old.uuid)
+        assert [r["table"] for r in api.deps(conn, new.uuid)["reads"]] == ["db.b"]
+        assert api.show(conn, new.location)["view_id"] == new.uuid
+        assert api.show(conn, new.location, 2000)["view_id"] == old.uuid
+        with pytest.raises(
+            UsageError, match=r"^view db\.v had no active version at 1970-01-01T00:00:00\.000Z$"
+        ):
+            api.show(conn, "db.v", 0)
