@@ -13,6 +13,7 @@ import duckdb
 
 from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.parse.locations import escape_undecodable, normalize_location
+from viewlineage.indexer.spec.findings import CODES, known_code
 from viewlineage.queries import mviews
 from viewlineage.queries.names import (
     FOREVER_MS,
@@ -512,6 +513,12 @@ def uses(
 def findings(
     conn: duckdb.DuckDBPyConnection, code: str | None = None, view: str | None = None
 ) -> list[dict[str, Any]]:
+    if code is not None and not known_code(code):
+        close = difflib.get_close_matches(code, sorted(CODES), n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise UsageError(f"no finding has code {code!r}{hint} (the README lists them under Findings)")
+    if view is not None and not view.strip():
+        raise UsageError("--view is empty: name a view, or leave the option out for every view")
     view_id = resolve_view(conn, view).view_id if view else None
     return query_rows(
         conn,
@@ -552,6 +559,8 @@ def files(conn: duckdb.DuckDBPyConnection, locations: list[str]) -> list[dict[st
         raise UsageError(f"ask about at most {MAX_FILES_ASKED} files at a time, not {len(locations)}")
     if not locations:
         return []
+    if not all(location.strip() for location in locations):
+        raise UsageError("an empty location names no file")
     wanted = [normalize_location(location) for location in locations]
     # Each table filtered by the list itself: an IN list of constants is a lookup through the
     # table's key index, where a join would read the whole table.
@@ -591,7 +600,7 @@ def _file_status(asked: str, row: dict[str, Any]) -> dict[str, Any]:
         "id": row["id"],
         "name": display_name(row["catalog"], row["name"], row["id"]) if row["id"] else None,
         "sequence_number": row["sequence_number"],
-        "indexed_at": indexed.isoformat() if indexed is not None else None,
+        "indexed_at": iso(round(indexed.timestamp() * 1000)) if indexed is not None else None,
         "reason": row["reason"],
         "message": row["message"],
         "removed_ms": row["removed_ms"],

@@ -333,3 +333,24 @@ def test_short_names_suggestions_and_one_change_at_a_time(sample_store: Path) ->
         "change-type prod.sales.orders.amount (decimal(10, 2) -> decimal(12,2)): safe: Iceberg promotes it "
         "without rewriting data; 3 view(s) use it"
     )
+
+
+def test_a_misspelt_finding_code_or_an_empty_name_is_an_error(
+    sample_store: Path, sample_warehouse: Path
+) -> None:
+    """Found by the new-user trial: `findings --code sql-parse-errors` said "(no rows)", `--view ""`
+    listed every view's, `files ""` asked about the working directory, and `indexed_at` read
+    `+00:00` with microseconds where every other time reads `...Z` in ms."""
+    for arguments, said in [
+        (["findings", "--code", "sql-parse-errors"], "error: no finding has code 'sql-parse-errors'; did you "
+         "mean sql-parse-error, sql-analysis-error? (the README lists them under Findings)"),
+        (["findings", "--view", ""], "error: --view is empty: name a view, or leave the option out for "
+         "every view"),
+        (["files", ""], "error: an empty location names no file"),
+    ]:  # fmt: skip
+        result = CliRunner().invoke(cli, [*arguments, "--db", str(sample_store)])
+        assert (result.exit_code, result.stderr) == (2, said + "\n")
+    assert _invoke(sample_store, "findings", "--code", "sql-parse-error") == "(no rows)\n"  # known, none
+    location = next(sample_warehouse.rglob("*.metadata.json"))
+    found = json.loads(_invoke(sample_store, "files", str(location), "--format", "json"))
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", found[0]["indexed_at"])

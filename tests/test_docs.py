@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from viewlineage.indexer.config import Settings
 from viewlineage.indexer.pipeline.reads import READ_FAILURE_REASONS
 from viewlineage.indexer.pipeline.runs import index_locations
+from viewlineage.indexer.spec.findings import CODES
 from viewlineage.queries.cli import cli
 from viewlineage.sinks.tables import SCHEMAS
 
@@ -160,7 +161,7 @@ def test_every_finding_code_and_quarantine_reason_is_documented() -> None:
     codes, reasons = _produced()
     assert {"invalid-field:<>", "sql-parse-error", "version-conflict", "invalid-mv-metadata"} <= codes
     assert {"not-json", "internal-error", "not-a-regular-file", "bad-event"} <= reasons
-    assert _documented("findings") == codes
+    assert _documented("findings") == codes == CODES
     assert _documented("reasons") == reasons
 
 

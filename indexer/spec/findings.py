@@ -25,3 +25,59 @@ class Finding:
     severity: Severity
     message: str
     path: str = "$"
+
+
+CODES = frozenset(
+    {
+        "bad-format-version",
+        "bad-table-uuid",
+        "bad-view-uuid",
+        "catalog-ambiguous",
+        "catalog-unknown",
+        "column-analysis-error",
+        "competing-commit",
+        "current-schema-not-found",
+        "current-snapshot-not-found",
+        "current-version-not-found",
+        "dialect-drift",
+        "duplicate-dialect",
+        "dynamic-identifier",
+        "future-activation",
+        "invalid-field:<>",
+        "invalid-mv-metadata",
+        "invalid-mv-snapshot",
+        "invalid-nested-type",
+        "invalid-refresh-state",
+        "invalid-trino-dependency",
+        "invalid-trino-start-time",
+        "legacy-key:<>",
+        "location-mismatch",
+        "log-not-monotonic",
+        "log-version-expired",
+        "missing-field:<>",
+        "missing-table-uuid",
+        "missing-view-uuid",
+        "mv-current-refresh-not-found",
+        "no-representations",
+        "no-versions",
+        "ref-snapshot-not-found",
+        "rest-envelope",
+        "schema-not-found",
+        "sql-analysis-error",
+        "sql-parse-error",
+        "sql-too-long",
+        "timestamp-out-of-range",
+        "unknown-dialect",
+        "unknown-representation-type",
+        "version-conflict",
+    }
+)
+"""Every code a finding can have (`<>`: the field it names, as in `invalid-field:refs`), so that a
+misspelt one asked for is an error rather than no findings. A test reads the code for every
+`Finding(...)` and checks this list against it, and the README's."""
+
+
+def known_code(code: str) -> bool:
+    """Whether findings can have `code` (`invalid-field:refs`, or its pattern `invalid-field`)."""
+    head, colon, _ = code.partition(":")
+    return code in CODES or (f"{head}:<>" in CODES and (bool(colon) or head == code))
