@@ -148,3 +148,42 @@ def test_files_asks_about_a_bounded_number(sample_store: Path) -> None:
         assert api.files(conn, []) == []
         with pytest.raises(UsageError, match="at most 1000 files at a time, not 1001"):
             api.files(conn, [f"s3://b/{i}.metadata.json" for i in range(1001)])
+
+
+def test_index_records_the_files_a_listing_no_longer_holds(tmp_path: Path) -> None:
+    """Found by the new-user trial: after Spark's DROP VIEW (its newest file gone), a re-run of
+    `index` still showed the view current, and `impact` listed it; only `watch` saw the drop."""
+    import pyarrow as pa
+
+    from .metadata_files import View, schema_of
+
+    root = tmp_path / "warehouse"
+    gone = View(root, "db", "gone", "da000000-0000-4000-8000-000000000001", schema=schema_of(("x", "int")))
+    first = gone.commit(1000, "SELECT x FROM db.t")
+    newest = gone.commit(2000, "SELECT x + 1 AS x FROM db.t")
+    View(root, "db", "kept", "da000000-0000-4000-8000-000000000002", schema=schema_of(("x", "int"))).commit(
+        1000, "SELECT x FROM db.t"
+    )
+    db = tmp_path / "store.duckdb"
+    assert index_locations([str(root)], settings_for(db)).removed == 0
+    newest.unlink()
+    stats = index_locations([str(root)], settings_for(db))
+    assert (stats.removed, stats.indexed) == (1, 0)
+    with open_reader(db) as conn:
+        with pytest.raises(UsageError, match=r"^view db\.gone was dropped at "):
+            api.show(conn, "db.gone")
+        assert [v["view"] for v in api.uses(conn, "db.t")["views"]] == ["db.kept"]
+        found = api.files(conn, [str(first), str(newest)])
+        assert [(f["status"], f["removed_ms"] is not None) for f in found] == [
+            ("indexed", False),
+            ("indexed", True),
+        ]
+    assert index_locations([str(root)], settings_for(db)).removed == 0  # recorded once
+    with Store(db, replica_interval=None) as store:  # a directory the listing could not read is not gone
+        assert store.gone(str(root), pa.array([], pa.string()), [str(root / "db")]) == []
+        assert store.gone(str(root), pa.array([], pa.string())) == [
+            str(first),
+            str(
+                root / "db" / "kept" / "metadata" / "00000-da000000-0000-4000-8000-000000000002.metadata.json"
+            ),
+        ]

@@ -48,6 +48,8 @@ class IndexStats:
     already_indexed: int = 0
     missing: int = 0
     quarantined: int = 0
+    removed: int = 0
+    """Files indexed before that the listing no longer holds (`index`): recorded as removed."""
     table_files: int = 0
     views: set[str] = field(default_factory=set)
     new_versions: int = 0
@@ -81,6 +83,7 @@ class IndexStats:
             "already_indexed": self.already_indexed,
             "quarantined": self.quarantined,
             "missing": self.missing,
+            "removed": self.removed,
             "table_files": self.table_files,
             "views": len(self.views),
             "versions": self.new_versions + len(self.flawed_versions),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import time
 import warnings
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
@@ -134,6 +135,15 @@ def index_locations(
         readers = [reader_for(root, settings.s3_endpoint) for root in roots]
         listings = [listed_table(reader.list(root)) for root, reader in zip(roots, readers, strict=True)]
         store.record_roots(roots)
+        # Files indexed before that a listing no longer holds were deleted: a view whose newest file
+        # went was dropped (as `watch` reconciles), known from now on.
+        unlisted = [error.location for reader in readers for error in reader.unlisted]
+        listed_ms = int(time.time() * 1000)
+        gone = [
+            location
+            for root, table in zip(roots, listings, strict=True)
+            for location in store.gone(root, table.column("location"), unlisted)
+        ]
         indexer = Indexer(store, config, pool)
         indexer.stats.unlisted = [str(error) for reader in readers for error in reader.unlisted]
         indexer.stats.listed = sum(table.num_rows for table in listings)
@@ -148,6 +158,9 @@ def index_locations(
         todo = _unindexed_files(store, readers, chunks, indexer.stats, progress)
         reads = read_all(todo, settings, files_per_task=BULK_READS_PER_TASK)
         stats = indexer.ingest(reads, settings.batch_files, stored, batch_bytes=settings.batch_bytes)
+        if gone:
+            store.write(Batch(removals=[Removal(location, listed_ms, "reconcile") for location in gone]))
+        stats.removed = len(gone)
         stats.store = store.holds()
         return stats
 
