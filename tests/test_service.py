@@ -145,14 +145,15 @@ def test_files_takes_repeated_locations(sample_store: Path, reader: duckdb.DuckD
     ("path", "parameters", "status", "error"),
     [
         ("/api/show", {}, 400, "missing query parameter 'view'"),
+        ("/api/show", {"view": "v" * 100_000}, 400,  # found by the adversarial trial: echoed whole
+         "query parameter 'view' is 100,000 characters long"),
         ("/api/show", {"view": "db.big_days", "as_of": "noon"}, 400,
          "not an ISO-8601 time or an epoch number: 'noon'"),
         (
             "/api/uses",
             {"table": "evnts"},
             400,
-            "no table or view 'evnts' in the store (one it has not indexed is named with its namespace); "
-            "did you mean prod.db.events?",
+            "no table or view 'evnts' in the store (one it has not indexed is named with its namespace)",
         ),
         ("/api/deps", {"view": "db.big_days", "transitive": "yes"}, 400,
          "transitive is true or false, not 'yes'"),

@@ -35,6 +35,8 @@ Reader = Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
 """Opens a connection for one request and closes it after."""
 
 PREFIX = "/api/"
+MAX_VALUE_CHARS = 4096
+"""The longest query parameter value taken."""
 
 
 class Parameters:
@@ -44,6 +46,11 @@ class Parameters:
     def __init__(self, items: Sequence[tuple[str, str]], endpoint: Endpoint) -> None:
         self._values: dict[str, list[str]] = {}
         for name, value in items:
+            if len(value) > MAX_VALUE_CHARS:  # no name, time or location is this long: not echoed back
+                raise UsageError(
+                    f"query parameter {name[:40]!r} is {len(value):,} characters long; "
+                    f"at most {MAX_VALUE_CHARS:,}"
+                )
             self._values.setdefault(name, []).append(value)
         unknown = sorted(set(self._values) - endpoint.parameters)
         if unknown:
