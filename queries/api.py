@@ -444,13 +444,14 @@ def read_target(conn: duckdb.DuckDBPyConnection, text: str, at: int) -> tuple[st
     or else the view at `at`, that `text` names, so that `sales.orders` and `prod.sales.orders` (or
     its uuid) are one question, as in `impact`; `text` as written (`table_reference`) when it names
     none. Several are ambiguous, as in `show`."""
-    for kind, named in (("table", tables_named(conn, text)), ("view", views_named(conn, text, at))):
-        if len(named) > 1:
-            resolve_table(conn, text) if kind == "table" else resolve_view(conn, text, at)  # ambiguous
-        if named and named[0]["name"]:
-            return named[0]["catalog"], list(named[0]["name"])
-        if named:  # a view with no name: read by none
-            break
+    tables = tables_named(conn, text)
+    if len(tables) > 1:
+        resolve_table(conn, text)  # raises: ambiguous
+    named = tables or views_named(conn, text, at)
+    if len(named) > 1:
+        resolve_view(conn, text, at)  # raises: ambiguous
+    if named and named[0]["name"]:  # (a view with no name is read by none)
+        return named[0]["catalog"], list(named[0]["name"])
     return table_reference(conn, text)
 
 
