@@ -76,6 +76,14 @@ def uses(sql: str) -> list[tuple[str, str, str, str | None]]:
             "SELECT id FROM events WHERE tier = 'gold'",
             [("events", "id", "projected", "id"), ("events", "tier", "filter", None)],
         ),
+        (  # projected: `kind AS kind` as qualify spells it is no ORDER BY alias of itself
+            "SELECT id, tier FROM events",
+            [("events", "id", "projected", "id"), ("events", "tier", "projected", "tier")],
+        ),
+        (  # nor inside a CTE
+            "WITH c AS (SELECT id, tier FROM events) SELECT id FROM c",
+            [("events", "id", "projected", "id"), ("events", "tier", "projected", None)],
+        ),
         (  # qualified: kept, not an error that loses every use of the view
             "SELECT e.id FROM events e WHERE e.tier = 'gold'",
             [("events", "id", "projected", "id"), ("events", "tier", "filter", None)],

@@ -279,8 +279,12 @@ class _Walker:
         """The base columns behind `column` as `scope` sees it: (table, path, under an aggregate)."""
         alias = column.table
         if not alias and isinstance(scope.expression, exp.Select):  # ORDER BY an output alias
-            aliased = [
-                p for p in scope.expression.expressions if isinstance(p, exp.Alias) and p.alias == column.name
+            aliased = [  # not the projection the column sits in (`region AS region`, as qualify spells it)
+                p
+                for p in scope.expression.expressions
+                if isinstance(p, exp.Alias)
+                and p.alias == column.name
+                and not any(inner is column for inner in p.find_all(exp.Column))
             ]
             for inner in aliased[0].find_all(exp.Column) if aliased else ():
                 if inner is not column and inner.table:
