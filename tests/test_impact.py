@@ -484,6 +484,9 @@ def test_views_an_earlier_rename_broke_are_listed(tmp_path: Path) -> None:
     View(
         root, "crm", "gold", "c3000000-0000-4000-8000-000000000002", schema=schema_of(("id", "long")),
     ).commit(2000, "SELECT id FROM crm.customers WHERE tier = 'gold'")  # fmt: skip
+    View(
+        root, "crm", "tiers", "c3000000-0000-4000-8000-000000000003", schema=schema_of(("tier", "string")),
+    ).commit(2000, "WITH c AS (SELECT id, tier FROM crm.customers) SELECT tier FROM c")  # fmt: skip
     customers.schema = schema_of(("id", "long"), ("level", "string"))
     customers.commit(3000, 2)
     db = tmp_path / "store.duckdb"
@@ -492,7 +495,8 @@ def test_views_an_earlier_rename_broke_are_listed(tmp_path: Path) -> None:
         before = impact(conn, "crm.customers", parse_change("tier", None, None), 2500)
         after = impact(conn, "crm.customers", parse_change("level", None, None))
     assert [(u["view"], u["column"], u["kind"]) for u in before["uses"]] == [
-        ("prod.crm.gold", "tier", "filter")
+        ("prod.crm.gold", "tier", "filter"),
+        ("prod.crm.tiers", "tier", "projected"),
     ]
     assert before["already_broken"] == []
     assert after["uses"] == []
@@ -503,15 +507,23 @@ def test_views_an_earlier_rename_broke_are_listed(tmp_path: Path) -> None:
             "column": "tier",
             "kind": "filter",
             "match": "exact",
-        }
+        },
+        {
+            "view": "prod.crm.tiers",
+            "view_id": "c3000000-0000-4000-8000-000000000003",
+            "column": "tier",
+            "kind": "projected",
+            "match": "exact",
+        },
     ]
     text = CliRunner().invoke(cli, ["impact", "crm.customers", "--drop-column", "level", "--db", str(db)])
     assert text.stdout.splitlines()[0] == "drop-column prod.crm.customers.level (string): 0 view(s) affected"
     assert text.stdout.splitlines()[2:] == [
         "already broken: they read columns prod.crm.customers does not have (renamed or dropped):",
-        "view           view_id                               column  kind    match",
-        "-------------  ------------------------------------  ------  ------  -----",
-        "prod.crm.gold  c3000000-0000-4000-8000-000000000002  tier    filter  exact",
+        "view            view_id                               column  kind       match",
+        "--------------  ------------------------------------  ------  ---------  -----",
+        "prod.crm.gold   c3000000-0000-4000-8000-000000000002  tier    filter     exact",
+        "prod.crm.tiers  c3000000-0000-4000-8000-000000000003  tier    projected  exact",
     ]
 
 
