@@ -642,13 +642,18 @@ def impact(
         return
     verdict = f"{len(result['views'])} view(s) affected"
     if result["safe"]:
-        verdict = f"safe: Iceberg promotes it without rewriting data; {len(result['views'])} view(s) use it"
+        verdict = f"Iceberg promotes it without rewriting data; {len(result['views'])} view(s) use it"
+    if result["stale_schemas"]:
+        verdict += (
+            f", {len(result['stale_schemas'])} of them in an output column whose stored type goes stale "
+            "(engines refuse such a view until it is re-created)"
+        )
     if result["uncertain"]:
         verdict += f", {result['uncertain']} of them matched uncertainly (see `match`)"
     if result["unresolved"]:
         verdict += (
-            f", {result['unresolved']} of them possibly: a schema on the way is not indexed, so "
-            "whether they use the column cannot be told (kind `unknown`)"
+            f", {result['unresolved']} of them possibly: a schema on the way is not indexed or their "
+            "columns could not be analysed, so whether they use the column cannot be told (kind `unknown`)"
         )
     if result["lineage_unknown"]:
         verdict += f"; {len(result['lineage_unknown'])} view(s) of unknown lineage could use it too"

@@ -252,10 +252,14 @@ def impact(
         "uses": uses,
     }
     result["views"] = sorted({use["view"] for use in uses})
+    # A view's stored schema keeps each output column's type: engines refuse a view whose query
+    # now gives another (Spark: "Cannot up cast", Trino: "View is stale") until it is re-created.
+    carried = {use["view"] for use in uses if use["output"] is not None}
+    result["stale_schemas"] = sorted(carried) if change.kind == CHANGE_TYPE else []
     result["uncertain"] = len({use["view"] for use in uses if use["match"] != "exact"})
     resolved_views = {use["view"] for use in uses if use["kind"] != "unknown"}
     result["unresolved"] = len(set(result["views"]) - resolved_views)
-    result["lineage_unknown"] = lineage_unknown(conn, at)
+    result["lineage_unknown"] = [row for row in lineage_unknown(conn, at) if row["view_id"] != table_id]
     result["already_broken"] = [] if fields is None else _already_broken(readers, target, fields, catalogs)
     return result
 

@@ -330,9 +330,25 @@ def test_short_names_suggestions_and_one_change_at_a_time(sample_store: Path) ->
         assert (result.exit_code, result.stderr) == (2, said + "\n")
     safe = _invoke(sample_store, "impact", "prod.sales.orders", "--change-type", "amount=decimal(12,2)")
     assert safe.splitlines()[0] == (
-        "change-type prod.sales.orders.amount (decimal(10, 2) -> decimal(12,2)): safe: Iceberg promotes it "
-        "without rewriting data; 3 view(s) use it"
-    )
+        "change-type prod.sales.orders.amount (decimal(10, 2) -> decimal(12,2)): Iceberg promotes it "
+        "without rewriting data; 3 view(s) use it, 3 of them in an output column whose stored type goes "
+        "stale (engines refuse such a view until it is re-created)"
+    )  # the second new-user trial: "safe" read as "nothing breaks", and Spark refused those views
+    assert json.loads(
+        _invoke(
+            sample_store,
+            "impact",
+            "prod.sales.orders",
+            "--change-type",
+            "amount=decimal(12,2)",
+            "--format",
+            "json",
+        )
+    )["stale_schemas"] == [
+        "prod.acme.finance.revenue_by_region",
+        "prod.sales.customer_revenue",
+        "prod.sales.order_rank",
+    ]
 
 
 def test_a_misspelt_finding_code_or_an_empty_name_is_an_error(

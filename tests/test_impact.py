@@ -317,8 +317,8 @@ def test_a_table_views_read_but_whose_metadata_was_never_indexed(
     text = CliRunner().invoke(cli, ["impact", "prod.db.events", "--drop-column", "kind", "--db", str(db)])
     assert text.stdout.splitlines()[0] == (
         "drop-column prod.db.events.kind (type unknown: the table's metadata is not indexed): 4 view(s) "
-        "affected, 2 of them possibly: a schema on the way is not indexed, so whether they use the "
-        "column cannot be told (kind `unknown`)"
+        "affected, 2 of them possibly: a schema on the way is not indexed or their columns could not be "
+        "analysed, so whether they use the column cannot be told (kind `unknown`)"
     )
     shown = CliRunner().invoke(cli, ["table", "prod.db.events", "--db", str(db)])
     assert (shown.exit_code, shown.stderr) == (
