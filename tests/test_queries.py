@@ -599,6 +599,21 @@ def test_a_catalog_the_store_does_not_know_names_the_table_without_one(
         )
         assert full == short
         assert (full["table"], len(full["views"]), full["uncertain"]) == ("sales.orders", 3, 3)
+        # deps says of each table read how surely it is the table, as uses does (found by the
+        # second new-user trial: `deps` called a read of unknown catalog `exact`)
+        direct = api.deps(conn, "db.event_agg")
+        assert [(r["table"], r["catalog_unknown"], r["match"]) for r in direct["reads"]] == [
+            ("db.events", True, "namespace-and-name")
+        ]
+        walked = api.deps(conn, "revenue_by_region", transitive=True)
+        assert [(r["table"], r["depth"], r["match"]) for r in walked["reads"]] == [
+            ("prod.db.event_agg", 1, "leading-part"),
+            ("prod.sales.customer_revenue", 1, "leading-part"),
+            ("db.events", 2, "leading-part"),
+            ("prod.sales.customers", 2, "leading-part"),
+            ("prod.sales.orders", 2, "leading-part"),
+        ]
+        assert walked["uncertain"] == 5
         changed = impact.impact(conn, "prod.sales.orders", impact.parse_change("amount", None, None))
         assert (changed["table_indexed"], changed["column_type"], len(changed["views"])) == (
             True,

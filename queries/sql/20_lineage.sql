@@ -6,17 +6,21 @@ CREATE OR REPLACE MACRO current_reads_as_of(t) AS TABLE
 SELECT view_id, catalog, name, reads FROM view_heads_as_of(t) WHERE version_hash IS NOT NULL;
 
 -- view_reads_as_of(t): each current view's table references (the union over its dialects), with
--- each current view the reference could name and how surely (target_match, as `match` of
--- uses_as_of): the same namespace and name in the same catalog (0), with the reference's or the
--- view's catalog unknown (1) or in a catalog no stored view or table is in (2); failing any, one
--- with a leading part more names the view when that part is its catalog or no known catalog
--- (`lake.sales.v` read in spark_catalog, 3).
+-- each current view the reference could name, and how surely it names what it is taken to be
+-- (read_match, as `match` of uses_as_of). A view: the same namespace and name in the same catalog
+-- (0), with the reference's or the view's catalog unknown (1) or in a catalog no stored view or
+-- table is in (2); failing any, one with a leading part more names the view when that part is its
+-- catalog or no known catalog (`lake.sales.v` read in spark_catalog, 3). A table: one leading part
+-- more than an indexed table's name, that part no known catalog (3); the reference's catalog
+-- unknown, or an indexed table of that name in none (1); its catalog one no stored view or table is
+-- in (2); else 0.
 CREATE OR REPLACE MACRO view_reads_as_of(t) AS TABLE
 WITH current AS MATERIALIZED (SELECT view_id, catalog, name, reads FROM current_reads_as_of(t)),
 catalogs AS MATERIALIZED (
     SELECT catalog FROM view_names WHERE catalog IS NOT NULL
     UNION SELECT catalog FROM table_names WHERE catalog IS NOT NULL
 ),
+tables AS MATERIALIZED (SELECT DISTINCT catalog, name FROM table_names),
 reference AS (
     SELECT *, len(namespace) > 0 AND namespace[1] IN (SELECT catalog FROM catalogs) AS leads_with_catalog,
            catalog IS NOT NULL AND catalog NOT IN (SELECT catalog FROM catalogs) AS other_catalog
@@ -28,7 +32,16 @@ SELECT r.view_id, r.catalog, r.namespace, r.name AS table_name, r.suffix, r.pin,
                 CASE WHEN r.catalog = target.catalog THEN 0
                      WHEN r.catalog IS NULL OR target.catalog IS NULL THEN 1
                      ELSE 2 END
-            WHEN shifted.view_id IS NOT NULL THEN 3 END AS target_match
+            WHEN shifted.view_id IS NOT NULL THEN 3
+            WHEN len(r.namespace) > 1 AND NOT r.leads_with_catalog
+                 AND list_append(r.namespace[2:], r.name) IN (SELECT name FROM tables)
+                 AND list_append(r.namespace, r.name) NOT IN (SELECT name FROM tables) THEN 3
+            WHEN r.catalog IS NULL THEN 1
+            WHEN r.other_catalog THEN 2
+            WHEN list_append(r.namespace, r.name) IN (SELECT name FROM tables WHERE catalog IS NULL)
+                 AND list_append(r.namespace, r.name) NOT IN (SELECT name FROM tables WHERE catalog = r.catalog)
+                 THEN 1
+            ELSE 0 END AS read_match
 FROM reference r
 LEFT JOIN current target
     ON list_append(r.namespace, r.name) = target.name
@@ -39,24 +52,24 @@ LEFT JOIN current shifted
    AND (shifted.catalog IS NULL OR r.namespace[1] = shifted.catalog OR NOT r.leads_with_catalog);
 
 -- deps_as_of(start, t): what view `start` reads, through views recursively; depth 1 is direct.
--- certainty: the least sure step of the path to the read, its own view target's included.
+-- match: the least sure step of the path to the read, its own included.
 CREATE OR REPLACE MACRO deps_as_of(start, t) AS TABLE
 WITH RECURSIVE reads AS MATERIALIZED (SELECT * FROM view_reads_as_of(t)),
 walk(view_id, depth, path, catalog, namespace, table_name, suffix, pin, catalog_unknown, target_view_id,
-     target_match, via) AS (
+     read_match, via) AS (
     SELECT view_id, 1, [view_id], catalog, namespace, table_name, suffix, pin, catalog_unknown, target_view_id,
-           target_match, 0
+           read_match, 0
     FROM reads WHERE view_id = start
     UNION ALL
     SELECT r.view_id, w.depth + 1, list_append(w.path, r.view_id), r.catalog, r.namespace, r.table_name,
-           r.suffix, r.pin, r.catalog_unknown, r.target_view_id, r.target_match,
-           greatest(w.via, w.target_match)
+           r.suffix, r.pin, r.catalog_unknown, r.target_view_id, r.read_match,
+           greatest(w.via, w.read_match)
     FROM walk w JOIN reads r ON r.view_id = w.target_view_id
     WHERE NOT list_contains(w.path, r.view_id)
 )
-SELECT * EXCLUDE (target_match, via),
+SELECT * EXCLUDE (read_match, via),
        ['exact', 'namespace-and-name', 'other-catalog', 'leading-part'][
-           greatest(via, coalesce(target_match, 0)) + 1] AS match
+           greatest(via, coalesce(read_match, 0)) + 1] AS match
 FROM walk;
 
 -- uses_as_of(ref_catalog, ref_parts, t): views reading the table named by ref_parts (namespace
