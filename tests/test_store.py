@@ -69,6 +69,8 @@ def test_previous_schema_version_opens_and_migrates(
     monkeypatch.setattr(store_module.spans, "stale", lambda conn: pa.array([], pa.string()))
     monkeypatch.setattr(Store, "_rebuild_marked", lambda store: False)  # nor rebuild marks
     monkeypatch.setattr(Store, "record_settings", lambda store, settings: None)  # nor recorded settings
+    monkeypatch.setattr(Store, "gone", lambda store, prefix, listed, unlisted=(): [])  # nor removals
+    monkeypatch.setattr(Store, "holds", lambda store: {})  # nor tables by id
     index_locations([str(sample_warehouse)], settings_for(db, f"{sample_warehouse}=prod"))
     with duckdb.connect(str(db), read_only=True) as conn:
         assert conn.execute("SELECT id FROM _migrations").fetchall() == [(1,)]
@@ -105,6 +107,7 @@ def test_previous_schema_version_opens_and_migrates(
             "0014_stale_spans",
             "0015_rebuilds",
             "0016_recorded_settings",
+            "0017_spans_by_directory",
         ]
         assert schema.reindex_needed(store.conn) == ["0007_tables_and_materialized_views"]
         keyed = store.conn.execute(
