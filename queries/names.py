@@ -244,11 +244,16 @@ def tables_named(conn: duckdb.DuckDBPyConnection, ref: str) -> list[dict[str, An
             query_rows(
                 conn,
                 """
+                -- Per name and directory, the table whose files came last (a table dropped and
+                -- re-created at its path); directories whose names differ only in case are two.
                 WITH named AS (SELECT unnest(?1, recursive := true))
-                SELECT n.table_id, n.catalog, n.name FROM named n JOIN table_files f USING (table_id)
-                GROUP BY n.table_id, n.catalog, n.name
-                QUALIFY row_number() OVER (
-                    PARTITION BY n.catalog, n.name ORDER BY max(f.commit_ms) DESC NULLS LAST, n.table_id) = 1
+                SELECT DISTINCT table_id, catalog, name FROM (
+                    SELECT n.table_id, n.catalog, n.name FROM named n JOIN table_files f USING (table_id)
+                    GROUP BY n.table_id, n.catalog, n.name, regexp_replace(f.location, '(/metadata)?/[^/]*$', '')
+                    QUALIFY row_number() OVER (
+                        PARTITION BY n.catalog, n.name, regexp_replace(f.location, '(/metadata)?/[^/]*$', '')
+                        ORDER BY max(f.commit_ms) DESC NULLS LAST, n.table_id) = 1
+                )
                 ORDER BY ALL""",
                 [named],
             )

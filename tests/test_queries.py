@@ -689,3 +689,25 @@ def test_an_earlier_incarnation_is_never_read_as_reading_nothing(tmp_path: Path)
             UsageError, match=r"^view db\.v had no active version at 1970-01-01T00:00:00\.000Z$"
         ):
             api.show(conn, "db.v", 0)
+
+
+def test_tables_in_directories_whose_names_differ_in_case_are_two(tmp_path: Path) -> None:
+    """Found by the second adversarial trial: of `db/Orders` and `db/orders`, `table db.orders`
+    answered for one silently (and impact checked the other's columns)."""
+    root = tmp_path / "warehouse"
+    upper = Table(
+        root, "db", "Orders", "f1000000-0000-4000-8000-000000000001", schema=schema_of(("big", "long"))
+    )
+    upper.commit(1000, 1)
+    lower = Table(
+        root, "db", "orders", "f1000000-0000-4000-8000-000000000002", schema=schema_of(("small", "long"))
+    )
+    lower.commit(1000, 1)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db))
+    with open_reader(db) as conn:
+        with pytest.raises(
+            UsageError, match=r"^'db\.orders' is ambiguous: db\.orders \(f1.*1\), db\.orders \(f1.*2\)"
+        ):
+            api.table(conn, "db.orders")
+        assert api.table(conn, lower.uuid)["table_id"] == lower.uuid
