@@ -249,7 +249,8 @@ def tables_named(conn: duckdb.DuckDBPyConnection, ref: str) -> list[dict[str, An
                 WITH named AS (SELECT unnest(?1, recursive := true))
                 SELECT DISTINCT table_id, catalog, name FROM (
                     SELECT n.table_id, n.catalog, n.name FROM named n JOIN table_files f USING (table_id)
-                    GROUP BY n.table_id, n.catalog, n.name, regexp_replace(f.location, '(/metadata)?/[^/]*$', '')
+                    GROUP BY n.table_id, n.catalog, n.name,
+                             regexp_replace(f.location, '(/metadata)?/[^/]*$', '')
                     QUALIFY row_number() OVER (
                         PARTITION BY n.catalog, n.name, regexp_replace(f.location, '(/metadata)?/[^/]*$', '')
                         ORDER BY max(f.commit_ms) DESC NULLS LAST, n.table_id) = 1
