@@ -113,3 +113,14 @@ def test_an_unknown_schema_is_reported_not_guessed() -> None:
     lineage = column_lineage(request, LineageConfig(), SCHEMAS)
     assert lineage.unknown_schemas == (("prod", ("db",), "unknown_t"),)
     assert [(".".join(u.path), u.kind, u.output) for u in lineage.uses] == [("*", "projected", "*")]
+
+
+def test_sql_too_long_for_the_column_analysis_is_a_finding() -> None:
+    """Found by the second adversarial trial: a 20,000-term OR kept `impact` busy for minutes,
+    past --query-timeout (the analysis is one call). Longer SQL gets a finding: its uses unknown."""
+    sql = "SELECT id FROM events WHERE " + " OR ".join(f"id = {n}" for n in range(5000))
+    lineage = column_lineage(LineageRequest(sql, "spark", "prod", ("db",), None), LineageConfig(), SCHEMAS)
+    assert lineage.uses == ()
+    assert [(f.code, f.message) for f in lineage.findings] == [
+        ("column-analysis-error", f"SQL of {len(sql):,} characters: the column analysis takes at most 32,768")
+    ]

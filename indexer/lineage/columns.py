@@ -29,6 +29,9 @@ from viewlineage.indexer.spec.findings import Finding, Severity
 TableKey = tuple[str | None, tuple[str, ...], str]
 """(catalog, namespace, name) as table lineage resolves a reference."""
 
+MAX_SQL_CHARS = 32_768
+"""Longer SQL is not analysed for columns: qualifying it grows with the square of its length (a
+5,000-term OR took 13 s), and impact asks it of every view reading the table. Its uses are unknown."""
 PROJECTED, AGGREGATE, WINDOW = "projected", "aggregate", "window"
 FILTER, JOIN_KEY, GROUP_BY, ORDER_BY, OTHER = "filter", "join-key", "group-by", "order-by", "other"
 Outputs = Callable[[exp.Expr, str], tuple[str, str | None]]
@@ -95,6 +98,11 @@ def column_lineage(
     as table lineage resolves the reference; `resolved` maps references as written (`raw`) to the
     keys table lineage gave them when the view was indexed (under that run's catalog settings).
     Never raises: what breaks the analysis is a finding."""
+    if len(request.sql) > MAX_SQL_CHARS:
+        message = (
+            f"SQL of {len(request.sql):,} characters: the column analysis takes at most {MAX_SQL_CHARS:,}"
+        )
+        return ColumnLineage((), (), (), (Finding("column-analysis-error", Severity.ERROR, message),))
     try:
         return _analyse(request, config, schemas, resolved or {})
     except Exception as exc:  # by design, as in `extract_lineage`
