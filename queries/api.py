@@ -418,12 +418,23 @@ def deps(
     }
 
 
-def lineage_unknown(conn: duckdb.DuckDBPyConnection, at: int) -> list[dict[str, Any]]:
+def lineage_unknown(
+    conn: duckdb.DuckDBPyConnection, at: int, transitive: bool = False
+) -> list[dict[str, Any]]:
     """The views current at `at` whose reads the store does not know, and why: they may read
-    anything, so no answer about what reads a table leaves them out silently."""
-    return query_rows(
+    anything, so no answer about what reads a table leaves them out silently. With `transitive`,
+    also the views that read one of them, directly or through views."""
+    unknown = query_rows(
         conn, "SELECT view_name AS view, view_id, reason FROM lineage_unknown_as_of(?) ORDER BY 1, 2", [at]
     )
+    if transitive and unknown:
+        unknown += query_rows(
+            conn,
+            "SELECT view_name AS view, view_id, 'reads ' || through || ', whose lineage is unknown' "
+            "AS reason FROM lineage_unknown_readers_as_of(?) ORDER BY 1, 2",
+            [at],
+        )
+    return unknown
 
 
 def table_reference(conn: duckdb.DuckDBPyConnection, table: str) -> tuple[str | None, list[str]]:
@@ -506,7 +517,7 @@ def uses(
         "transitive": transitive,
         "views": views,
         "uncertain": len({view["view_id"] for view in views if view["match"] != "exact"}),
-        "lineage_unknown": lineage_unknown(conn, at),
+        "lineage_unknown": lineage_unknown(conn, at, transitive),
         "refreshed_into": mviews.refreshed_from(conn, catalog, reference, at),
     }
 

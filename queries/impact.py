@@ -259,7 +259,9 @@ def impact(
     result["uncertain"] = len({use["view"] for use in uses if use["match"] != "exact"})
     resolved_views = {use["view"] for use in uses if use["kind"] != "unknown"}
     result["unresolved"] = len(set(result["views"]) - resolved_views)
-    result["lineage_unknown"] = [row for row in lineage_unknown(conn, at) if row["view_id"] != table_id]
+    result["lineage_unknown"] = [
+        row for row in lineage_unknown(conn, at, transitive=True) if row["view_id"] != table_id
+    ]
     result["already_broken"] = [] if fields is None else _already_broken(readers, target, fields, catalogs)
     return result
 

@@ -711,3 +711,35 @@ def test_tables_in_directories_whose_names_differ_in_case_are_two(tmp_path: Path
         ):
             api.table(conn, "db.orders")
         assert api.table(conn, lower.uuid)["table_id"] == lower.uuid
+
+
+def test_readers_of_a_view_of_unknown_lineage_could_read_anything(tmp_path: Path) -> None:
+    """Found by the second adversarial trial: `uses db.t --transitive` and `impact` listed a view
+    whose SQL does not parse as of unknown lineage, but not the view reading it."""
+    root = tmp_path / "warehouse"
+    x = schema_of(("x", "int"))
+    View(root, "db", "fine", "d9200000-0000-4000-8000-000000000000", schema=x).commit(
+        1000, "SELECT x FROM db.t"
+    )
+    View(root, "db", "broken", "d9200000-0000-4000-8000-000000000001", schema=x).commit(
+        1000, "SELECT x FROM db.t WHERE"
+    )
+    View(root, "db", "over", "d9200000-0000-4000-8000-000000000002", schema=x).commit(
+        2000, "SELECT x FROM db.broken"
+    )
+    View(root, "db", "top", "d9200000-0000-4000-8000-000000000003", schema=x).commit(
+        3000, "SELECT x FROM db.over"
+    )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db))
+    with open_reader(db) as conn:
+        walked = api.uses(conn, "db.t", transitive=True)["lineage_unknown"]
+        direct = api.uses(conn, "db.t")["lineage_unknown"]
+        changed = impact.impact(conn, "db.t", impact.parse_change("x", None, None))["lineage_unknown"]
+    assert [(row["view"], row["reason"].split(":")[0]) for row in walked] == [
+        ("db.broken", "sql-parse-error at 1"),
+        ("db.over", "reads db.broken, whose lineage is unknown"),
+        ("db.top", "reads db.broken, whose lineage is unknown"),
+    ]
+    assert changed == walked
+    assert [row["view"] for row in direct] == ["db.broken"]

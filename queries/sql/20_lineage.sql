@@ -186,3 +186,25 @@ SELECT h.view_id, h.view_name,
 FROM heads h LEFT JOIN representation_state s USING (version_hash)
 GROUP BY h.view_id, h.view_name, h.version_hash
 HAVING h.version_hash IS NULL OR count(s.version_hash) = 0 OR bool_and(s.failure IS NOT NULL);
+
+-- lineage_unknown_readers_as_of(t): the views current at t that read, directly or through views, a
+-- view of unknown lineage (lineage_unknown_as_of), each with one such view (`through`, its name):
+-- what that view reads is unknown, so they too could read anything.
+CREATE OR REPLACE MACRO lineage_unknown_readers_as_of(t) AS TABLE
+WITH RECURSIVE unknown AS MATERIALIZED (SELECT view_id, view_name FROM lineage_unknown_as_of(t)),
+reads AS MATERIALIZED (
+    SELECT DISTINCT view_id, target_view_id FROM view_reads_as_of(t) WHERE target_view_id IS NOT NULL
+),
+walk(view_id, through, path) AS (
+    SELECT r.view_id, u.view_name, [u.view_id, r.view_id] FROM reads r JOIN unknown u ON r.target_view_id = u.view_id
+    UNION ALL
+    SELECT r.view_id, w.through, list_append(w.path, r.view_id)
+    FROM walk w JOIN reads r ON r.target_view_id = w.view_id
+    WHERE NOT list_contains(w.path, r.view_id)
+)
+SELECT h.view_id,
+       CASE WHEN h.name_path IS NULL THEN h.view_id ELSE path_name(h.catalog, h.name_path) END AS view_name,
+       min(w.through) AS through
+FROM walk w JOIN view_heads_as_of(t) h USING (view_id)
+WHERE w.view_id NOT IN (SELECT view_id FROM unknown)
+GROUP BY ALL;
