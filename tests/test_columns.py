@@ -64,6 +64,10 @@ def uses(sql: str) -> list[tuple[str, str, str, str | None]]:
             "WITH x AS (SELECT id, kind FROM events) SELECT id FROM x",
             [("events", "id", "projected", "id"), ("events", "kind", "projected", None)],
         ),
+        (  # but a `*`'s columns no query reads are named nowhere: dropping one breaks nothing
+            "WITH c AS (SELECT *, amount * 2 AS double_amount FROM events) SELECT id FROM c",
+            [("events", "amount", "projected", None), ("events", "id", "projected", "id")],
+        ),
         (  # so is a derived table's, aggregated or not
             "SELECT id FROM (SELECT id, max(amount) AS m FROM events GROUP BY id) s",
             [

@@ -149,6 +149,9 @@ def _analyse(
                 this=exp.to_identifier(placeholder), alias=exp.TableAlias(this=exp.to_identifier(alias))
             )
         )
+    for select in statement.find_all(exp.Select):  # before qualify replaces each `*` by columns
+        if any(_is_star(projection) for projection in select.expressions):
+            select.meta[_NAMED] = {p.alias_or_name for p in select.expressions if not _is_star(p)}
     qualified = qualify(
         statement,
         schema=MappingSchema(mapping, dialect=request.dialect),
@@ -166,6 +169,16 @@ def _analyse(
     outputs = tuple(_output_names(root))
     uses = tuple(dict.fromkeys([*walker.uses, *walker.unread_uses()]))  # ordered, without repeats
     return ColumnLineage(uses, outputs, tuple(unknown), tuple(resolver.findings))
+
+
+_NAMED = "viewlineage_named_outputs"
+"""Meta key on a SELECT with a `*`: the outputs its SQL names itself, as opposed to the `*`'s."""
+
+
+def _is_star(projection: exp.Expr) -> bool:
+    return isinstance(projection, exp.Star) or (
+        isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star)
+    )
 
 
 def _branches(scope: Scope) -> list[Scope]:
@@ -244,6 +257,9 @@ class _Walker:
             kind, _, projection = _context(column, select)
             if projection is not None:
                 if outputs is None:  # a CTE's or derived table's projection: counted through its readers
+                    named = select.meta.get(_NAMED)
+                    if named is not None and projection.alias_or_name not in named:
+                        continue  # a `*`'s column: unread, nothing names it (dropping it breaks no query)
                     self.unread.setdefault(id(projection), []).extend(
                         ColumnUse(table, path, AGGREGATE if aggregated and kind == PROJECTED else kind, None)
                         for table, path, aggregated in self._resolve(scope, column, set())
