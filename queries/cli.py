@@ -202,8 +202,8 @@ def _print_summary(stats: IndexStats, fmt: str) -> None:
     if stats.store:
         held = stats.store
         click.echo(
-            f"the store holds {held['files']} files: {held['view_files']} of {held['views']} views, "
-            f"{held['table_files']} of {held['tables']} tables"
+            f"the store holds {held['files']} files: {held['view_files']} view files of {held['views']} "
+            f"views, {held['table_files']} table files of {held['tables']} tables"
         )
     for code, count in sorted(stats.findings.items()):
         click.echo(f"  {count:6d} {code}")

@@ -4,6 +4,7 @@ uuid, a location, a name or the tail of one) to one view or one table."""
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -12,7 +13,7 @@ from typing import Any
 import duckdb
 
 from viewlineage.indexer.errors import UsageError
-from viewlineage.indexer.parse.locations import normalize_location
+from viewlineage.indexer.parse.locations import is_metadata_file_name, normalize_location
 from viewlineage.sinks.readers import check_stopped
 
 FOREVER_MS = 2**62
@@ -151,7 +152,13 @@ def _by_id(conn: duckdb.DuckDBPyConnection, kind: str, text: str) -> list[dict[s
 
 
 def _is_location(text: str) -> bool:
-    return "://" in text or text.startswith(("/", "file:", "."))
+    """A URL, an absolute or `./` path, or a relative path to a metadata file or to a directory
+    holding `metadata/` (`wh/db/orders`, which would otherwise read as a name)."""
+    if "://" in text or text.startswith(("/", "file:", ".")):
+        return True
+    return (is_metadata_file_name(os.path.basename(text)) and os.path.isfile(text)) or os.path.isdir(
+        os.path.join(text, "metadata")
+    )
 
 
 def _one(conn: duckdb.DuckDBPyConnection, kind: str, ref: str, rows: list[dict[str, Any]]) -> tuple[str, str]:

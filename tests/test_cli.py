@@ -61,7 +61,10 @@ def test_indexing_an_empty_folder_says_so_and_what_the_store_holds(
     empty = CliRunner().invoke(cli, ["index", str(tmp_path / "empty"), "--db", str(db)])
     assert empty.exit_code == 0
     assert empty.stderr == f"warning: no metadata file (*.metadata.json) under {tmp_path / 'empty'}\n"
-    assert empty.stdout.splitlines()[-1] == "the store holds 0 files: 0 of 0 views, 0 of 0 tables"
+    assert (
+        empty.stdout.splitlines()[-1]
+        == "the store holds 0 files: 0 view files of 0 views, 0 table files of 0 tables"
+    )
     first = CliRunner().invoke(cli, ["index", str(sample_warehouse), "--db", str(db), "--format", "json"])
     again = CliRunner().invoke(cli, ["index", str(sample_warehouse), "--db", str(db), "--format", "json"])
     counts = [json.loads(run.stdout) for run in (first, again)]
@@ -72,7 +75,10 @@ def test_indexing_an_empty_folder_says_so_and_what_the_store_holds(
             key.removeprefix("store_"): value for key, value in count.items() if key.startswith("store_")
         } == held
     text = CliRunner().invoke(cli, ["index", str(sample_warehouse), "--db", str(db)])
-    assert text.stdout.splitlines()[-1] == "the store holds 32 files: 24 of 7 views, 8 of 3 tables"
+    assert (
+        text.stdout.splitlines()[-1]
+        == "the store holds 32 files: 24 view files of 7 views, 8 table files of 3 tables"
+    )
 
 
 def test_sql_text_keeps_null_columns_and_cells_are_whole_when_piped(sample_store: Path) -> None:
@@ -370,3 +376,17 @@ def test_a_misspelt_finding_code_or_an_empty_name_is_an_error(
     location = next(sample_warehouse.rglob("*.metadata.json"))
     found = json.loads(_invoke(sample_store, "files", str(location), "--format", "json"))
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", found[0]["indexed_at"])
+
+
+def test_a_relative_path_is_a_location(
+    sample_store: Path, sample_warehouse: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the second adversarial trial: `show wh/db/v` (a relative directory) read as a name."""
+    monkeypatch.chdir(sample_warehouse.parent)
+    relative = f"{sample_warehouse.name}/db/big_days"
+    shown = json.loads(_invoke(sample_store, "show", relative, "--format", "json"))
+    assert shown["view"] == "prod.db.big_days"
+    table = json.loads(
+        _invoke(sample_store, "table", f"{sample_warehouse.name}/sales/orders", "--format", "json")
+    )
+    assert table["table"] == "prod.sales.orders"
