@@ -232,7 +232,9 @@ def impact(
         )
     )
     target = _Object((catalog, tuple(parts[:-1]), parts[-1]), name, change.column, (), True)
-    uses = _walk(readers, target, catalogs, breaks=change.kind in (DROP, RENAME))
+    uses = _walk(
+        readers, target, catalogs, breaks=change.kind in (DROP, RENAME), retyped=change.kind == CHANGE_TYPE
+    )
     result: dict[str, Any] = {
         "table": name,
         "table_id": table_id,
@@ -511,12 +513,17 @@ def _match(reference: TableKey, wanted: TableKey, catalogs: frozenset[str]) -> i
 
 
 def _walk(
-    readers: list[_Reader], start: _Object, catalogs: frozenset[str], breaks: bool
+    readers: list[_Reader],
+    start: _Object,
+    catalogs: frozenset[str],
+    breaks: bool,
+    retyped: bool = False,
 ) -> list[dict[str, Any]]:
     """Breadth first from the changed column: each use of it, then each use of the output columns it
     flows into. With `breaks` (a dropped or renamed column), a view that uses the column in any way
-    fails as a whole, and so does every view that reads it, whichever columns. Every (view, column)
-    is visited once, at its smallest depth."""
+    fails as a whole, and so does every view that reads it, whichever columns; with `retyped`, so
+    does every view reading one whose output carries the column (its stored schema goes stale).
+    Every (view, column) is visited once, at its smallest depth."""
     uses: list[dict[str, Any]] = []
     queue = deque([(start, 1)])
     visited: set[tuple[TableKey, tuple[str, ...]]] = set()
@@ -541,7 +548,8 @@ def _walk(
                     continue
                 certainty = max(match, source.certainty)
                 wanted, read = source.column, tuple(part.lower() for part in use.path)
-                if read[: len(wanted)] != wanted and wanted[: len(read)] != read:
+                whole = read[:-1] if read[-1:] == ("*",) else read  # `s.*` reads every field of s
+                if whole[: len(wanted)] != wanted and wanted[: len(whole)] != whole:
                     continue
                 column = ".".join(read)
                 output = reader.output_name(use.output) if use.output is not None else None
@@ -556,7 +564,9 @@ def _walk(
                     below = (output.lower(), *wanted[len(read) :])
                     via = (*source.via, f"{source.name}.{'.'.join(wanted)}")
                     queue.append((_Object(reader.key, reader.name, below, via, known, certainty), depth + 1))
-            if len(uses) > found and breaks:
+            # A dropped or renamed column fails the view; a retyped one carried into an output
+            # leaves its stored schema stale, which engines refuse when any reader resolves it.
+            if len(uses) > found and (breaks or (retyped and any(u["output"] for u in uses[found:]))):
                 queue.append((_whole(reader, uses[-1], "fails"), depth + 1))
             elif len(uses) == found and _schema_unknown(reader, source, catalogs):
                 unresolved = _whole_use(reader, source, depth, catalogs, "unknown")

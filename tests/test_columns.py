@@ -80,6 +80,19 @@ def uses(sql: str) -> list[tuple[str, str, str, str | None]]:
             "SELECT id FROM events WHERE tier = 'gold'",
             [("events", "id", "projected", "id"), ("events", "tier", "filter", None)],
         ),
+        (  # a correlated subquery's reference to the enclosing query's table
+            "SELECT id FROM events e WHERE EXISTS (SELECT 1 FROM other o WHERE o.id = e.id AND e.kind = 'a')",
+            [
+                ("events", "id", "filter", None),
+                ("events", "id", "projected", "id"),
+                ("events", "kind", "filter", None),
+                ("other", "id", "filter", None),
+            ],
+        ),
+        (  # an alias's column list names the table's columns by position
+            "SELECT q2 FROM events AS x (q1, q2, q3, q4)",
+            [("events", "kind", "projected", "q2")],
+        ),
         (  # projected: `kind AS kind` as qualify spells it is no ORDER BY alias of itself
             "SELECT id, tier FROM events",
             [("events", "id", "projected", "id"), ("events", "tier", "projected", "tier")],

@@ -587,3 +587,40 @@ def test_a_view_whose_column_analysis_fails_is_a_possible_use(tmp_path: Path) ->
         ("db.unions", "amount", "unknown")
     ]
     assert (changed["views"], changed["unresolved"]) == (["db.unions"], 1)
+
+
+def test_struct_stars_and_readers_of_stale_views(tmp_path: Path) -> None:
+    """Found by the third adversarial trial: dropping field `s.x` missed `SELECT s.* FROM t`, and a
+    type change left out the readers of a view whose stored schema goes stale (Spark resolves
+    every stored column of a view it reads)."""
+    root = tmp_path / "warehouse"
+    struct = {"type": "struct", "fields": [
+        {"id": 3, "name": "x", "required": False, "type": "int"},
+        {"id": 4, "name": "y", "required": False, "type": "int"},
+    ]}  # fmt: skip
+    Table(
+        root, "db", "t", "c6000000-0000-4000-8000-000000000001", schema=schema_of(("c", "int"), ("s", struct))
+    ).commit(1000, 1)
+    x = schema_of(("c", "int"))
+    View(root, "db", "fields", "c6000000-0000-4000-8000-000000000002", schema=x).commit(
+        2000, "SELECT s.* FROM db.t"
+    )
+    View(root, "db", "carries", "c6000000-0000-4000-8000-000000000003", schema=x).commit(
+        2000, "SELECT c AS cc, s FROM db.t"
+    )
+    View(root, "db", "reader", "c6000000-0000-4000-8000-000000000004", schema=x).commit(
+        3000, "SELECT s FROM db.carries"
+    )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        dropped = impact(conn, "db.t", parse_change("s.x", None, None))
+        retyped = impact(conn, "db.t", parse_change(None, None, "c=long"))
+    assert ("prod.db.fields", "s.*", "projected") in {
+        (u["view"], u["column"], u["kind"]) for u in dropped["uses"]
+    }
+    assert [(u["view"], u["depth"], u["kind"]) for u in retyped["uses"]] == [
+        ("prod.db.carries", 1, "projected"),
+        ("prod.db.reader", 2, "fails"),
+    ]
+    assert (retyped["safe"], retyped["stale_schemas"]) == (True, ["prod.db.carries"])

@@ -122,6 +122,7 @@ def _analyse(
         return ColumnLineage((), (), (), (Finding("sql-parse-error", Severity.ERROR, str(exc)[:200]),))
     resolver = _Resolver(request, config)
     placeholders: dict[str, TableKey] = {}
+    renames: dict[str, dict[str, str]] = {}
     mapping: dict[str, object] = {}
     unknown: list[TableKey] = []
     tables = {id(source): source for scope in traverse_scope(statement) for source in scope.sources.values()
@@ -144,9 +145,19 @@ def _analyse(
         elif key not in unknown:
             unknown.append(key)
         alias = table.alias or table.name
+        named_columns = [
+            column.name for column in (table.args["alias"].columns if table.args.get("alias") else [])
+        ]
+        if named_columns and key in schemas:  # `t AS x (a, b)`: x.a is t's first column
+            renames[placeholder] = dict(
+                zip((c.lower() for c in named_columns), (n for n, _ in schemas[key]), strict=False)
+            )
         table.replace(
             exp.Table(
-                this=exp.to_identifier(placeholder), alias=exp.TableAlias(this=exp.to_identifier(alias))
+                this=exp.to_identifier(placeholder),
+                alias=exp.TableAlias(
+                    this=exp.to_identifier(alias), columns=[exp.to_identifier(c) for c in named_columns]
+                ),
             )
         )
     for select in statement.find_all(exp.Select):  # before qualify replaces each `*` by columns
@@ -161,7 +172,7 @@ def _analyse(
         quote_identifiers=False,
         identify=False,
     )
-    walker = _Walker(placeholders)
+    walker = _Walker(placeholders, renames)
     scopes = traverse_scope(qualified)
     root = scopes[-1]
     for scope in scopes:
@@ -230,8 +241,12 @@ def _context(node: exp.Expr, select: exp.Expr) -> tuple[str, bool, exp.Expr | No
 
 
 class _Walker:
-    def __init__(self, placeholders: Mapping[str, TableKey]) -> None:
+    def __init__(
+        self, placeholders: Mapping[str, TableKey], renames: Mapping[str, Mapping[str, str]]
+    ) -> None:
         self.placeholders = placeholders
+        self.renames = renames
+        """Per placeholder, the columns an alias's column list names, as the table's columns."""
         self.uses: list[ColumnUse] = []
         self.unread: dict[int, list[ColumnUse]] = {}
         """Uses in CTE or derived-table projections, by projection, until a query reads its column."""
@@ -319,11 +334,16 @@ class _Walker:
             # columns reach (a subquery's may be correlated): the engine looks for it there, so
             # that is what the view uses (and fails on, if the source's schema lacks it).
             alias = next(iter(scope.sources))
-        source = scope.sources.get(alias)
+        source, outer = scope.sources.get(alias), scope
+        while source is None and alias and outer.parent is not None:  # a correlated subquery's
+            outer = outer.parent  # reference to an enclosing query's table
+            source = outer.sources.get(alias)
         if isinstance(source, exp.Table):
             key = self.placeholders.get(source.name)
             if key is not None:
-                yield key, _path(column), False
+                path = _path(column)
+                renamed = self.renames.get(source.name, {})
+                yield key, (renamed.get(path[0].lower(), path[0]), *path[1:]), False
             return
         if not isinstance(source, Scope) or (id(source), column.name) in seen:
             return
