@@ -548,8 +548,8 @@ def _walk(
                     continue
                 certainty = max(match, source.certainty)
                 wanted, read = source.column, tuple(part.lower() for part in use.path)
-                whole = read[:-1] if read[-1:] == ("*",) else read  # `s.*` reads every field of s
-                if whole[: len(wanted)] != wanted and wanted[: len(whole)] != whole:
+                within = read[:-1] if read[-1:] == ("*",) else read  # `s.*` reads every field of s
+                if within[: len(wanted)] != wanted and wanted[: len(within)] != within:
                     continue
                 column = ".".join(read)
                 output = reader.output_name(use.output) if use.output is not None else None
