@@ -635,7 +635,9 @@ def run_sql(conn: duckdb.DuckDBPyConnection, text: str, max_rows: int | None = N
         columns = [d[0] for d in cursor.description or []]
         rows = cursor.fetchall() if max_rows is None else cursor.fetchmany(max_rows + 1)
     except duckdb.Error as exc:
-        raise UsageError(f"SQL failed: {exc}") from exc
+        # One line: DuckDB's message spans several (a hint, the statement, a caret under the error).
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip().strip("^")]
+        raise UsageError(f"SQL failed: {' '.join(lines)}") from exc
     return [dict(zip(columns, row, strict=True)) for row in rows]
 
 

@@ -101,18 +101,21 @@ class _MainTableOutput(Output):
     def side_table(self, title: str, rows: list[dict[str, Any]]) -> None:
         """What a reader of the main table alone would miss: on stderr, so that the csv on stdout
         stays one table."""
-        views = ", ".join(sorted({str(row["view"]) for row in rows}))
+        named = ", ".join(sorted({str(row["view"]) for row in rows if "view" in row})) or f"{len(rows)}"
         click.echo(
-            f"warning: {title}: {views} (not in this table; --format text or json lists them)", err=True
+            f"warning: {title}: {named} (not in this table; --format text or json lists them)", err=True
         )
 
 
 SIDE_TABLES = {
     "lineage_unknown": "lineage unknown, so they could read or use anything",
     "already_broken": "already broken: they read columns the table does not have",
+    "property_changes": "property-only commits",
+    "incarnations": "earlier or later views at the same path",
 }
 """Fields of an answer that csv and markdown, which print its main table, must not leave unsaid:
-without them, a view whose SQL does not parse reads as one that reads nothing."""
+without them, a view whose SQL does not parse reads as one that reads nothing, and a history as
+one without property changes or re-creations."""
 
 
 class CsvOutput(_MainTableOutput):

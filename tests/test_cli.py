@@ -390,3 +390,23 @@ def test_a_relative_path_is_a_location(
         _invoke(sample_store, "table", f"{sample_warehouse.name}/sales/orders", "--format", "json")
     )
     assert table["table"] == "prod.sales.orders"
+
+
+def test_history_exports_and_sql_errors_say_everything_on_one_line(sample_store: Path) -> None:
+    """Found by the third new-user trial: `history --format csv` printed the activations alone and
+    never said that property-only commits and re-creations were left out; `sql` errors spread DuckDB's
+    message over several lines."""
+    exported = CliRunner().invoke(
+        cli, ["history", "prod.db.big_days", "--format", "csv", "--db", str(sample_store)]
+    )
+    assert exported.stderr.splitlines() == [
+        "warning: property-only commits: 1 (not in this table; --format text or json lists them)",
+        "warning: earlier or later views at the same path: prod.db.big_days (not in this table; --format "
+        "text or json lists them)",
+    ]
+    failed = CliRunner().invoke(cli, ["sql", "SELECT count(*) FROM views", "--db", str(sample_store)])
+    assert (failed.exit_code, failed.stderr) == (
+        2,
+        "error: SQL failed: Catalog Error: Table with name views does not exist! Did you mean "
+        '"information_schema.views"? LINE 1: SELECT count(*) FROM views\n',
+    )
