@@ -256,10 +256,9 @@ def tables_named(conn: duckdb.DuckDBPyConnection, ref: str) -> list[dict[str, An
                 WITH named AS (SELECT unnest(?1, recursive := true))
                 SELECT DISTINCT table_id, catalog, name FROM (
                     SELECT n.table_id, n.catalog, n.name FROM named n JOIN table_files f USING (table_id)
-                    GROUP BY n.table_id, n.catalog, n.name,
-                             regexp_replace(f.location, '(/metadata)?/[^/]*$', '')
+                    GROUP BY n.table_id, n.catalog, n.name, metadata_directory(f.location)
                     QUALIFY row_number() OVER (
-                        PARTITION BY n.catalog, n.name, regexp_replace(f.location, '(/metadata)?/[^/]*$', '')
+                        PARTITION BY n.catalog, n.name, metadata_directory(f.location)
                         ORDER BY max(f.commit_ms) DESC NULLS LAST, n.table_id) = 1
                 )
                 ORDER BY ALL""",
@@ -316,9 +315,9 @@ def _holders(conn: duckdb.DuckDBPyConnection, named: list[dict[str, Any]], at: i
         SELECT DISTINCT view_id, catalog, name FROM (
             SELECT f.view_id, f.catalog, f.name FROM view_files f SEMI JOIN named n
                 ON f.view_id = n.view_id AND f.catalog IS NOT DISTINCT FROM n.catalog AND f.name = n.name
-            GROUP BY f.view_id, f.catalog, f.name, regexp_replace(f.location, '(/metadata)?/[^/]*$', '')
+            GROUP BY f.view_id, f.catalog, f.name, metadata_directory(f.location)
             QUALIFY row_number() OVER (
-                PARTITION BY catalog, name, regexp_replace(f.location, '(/metadata)?/[^/]*$', '')
+                PARTITION BY catalog, name, metadata_directory(f.location)
                 ORDER BY max(commit_ms) FILTER (WHERE commit_ms <= ?2) DESC NULLS LAST,
                          min(commit_ms) DESC, view_id) = 1
         )

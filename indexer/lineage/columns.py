@@ -161,8 +161,8 @@ def _analyse(
             )
         )
     for select in statement.find_all(exp.Select):  # before qualify replaces each `*` by columns
-        if any(_is_star(projection) for projection in select.expressions):
-            select.meta[_NAMED] = {p.alias_or_name for p in select.expressions if not _is_star(p)}
+        if any(projection.is_star for projection in select.expressions):
+            select.meta[_NAMED] = {p.alias_or_name for p in select.expressions if not p.is_star}
     qualified = qualify(
         statement,
         schema=MappingSchema(mapping, dialect=request.dialect),
@@ -184,12 +184,6 @@ def _analyse(
 
 _NAMED = "viewlineage_named_outputs"
 """Meta key on a SELECT with a `*`: the outputs its SQL names itself, as opposed to the `*`'s."""
-
-
-def _is_star(projection: exp.Expr) -> bool:
-    return isinstance(projection, exp.Star) or (
-        isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star)
-    )
 
 
 def _branches(scope: Scope) -> list[Scope]:

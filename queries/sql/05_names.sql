@@ -15,3 +15,7 @@ CREATE OR REPLACE MACRO path_name(catalog, name_path) AS
 CASE WHEN contains(name_path, '.') OR contains(name_path, '"') OR contains(catalog, '.') OR contains(catalog, '"')
      THEN dotted_name(catalog, string_split(name_path, chr(31)))
      ELSE concat_ws('.', catalog, replace(name_path, chr(31), '.')) END;
+
+-- metadata_directory(location): the directory of a view's or table's metadata file's `metadata/`
+-- (its location without `/metadata/<file>`), which holds one name: as `view_spans.directory_hash`.
+CREATE OR REPLACE MACRO metadata_directory(location) AS regexp_replace(location, '(/metadata)?/[^/]*$', '');
