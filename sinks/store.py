@@ -462,18 +462,6 @@ class Store:
         finally:
             self.lookups.unregister("_listed")
 
-    def without_removal(self, prefix: str) -> set[str]:
-        """Indexed locations under `prefix` with no recorded removal."""
-        rows = self._within_memory(
-            self.lookups,
-            lambda: self.lookups.execute(
-                "SELECT location FROM files WHERE starts_with(location, ?) "
-                "AND location NOT IN (SELECT location FROM removals)",
-                [prefix.rstrip("/") + "/"],
-            ).fetchall(),
-        )
-        return {row[0] for row in rows}
-
     def gone(self, prefix: str, listed: pa.Array, unlisted: Iterable[str] = ()) -> list[str]:
         """Indexed locations under `prefix`, with no recorded removal, that a listing of it (`listed`
         locations) no longer holds: outside the `unlisted` directories it could not read. Compared

@@ -225,9 +225,9 @@ def gap_batch(
     known = store.indexed(listed)
     reads = list(read_all([(reader, item) for loc, item in listed.items() if loc not in known], settings))
     batch = indexer.build_batch(reads)
-    unseen = tuple(error.location.rstrip("/") + "/" for error in reader.unlisted)
-    vanished = {gone for gone in store.without_removal(prefix) - set(listed) if not gone.startswith(unseen)}
-    batch.removals.extend(Removal(location, now_ms, "reconcile") for location in sorted(vanished))
+    unlisted = [error.location for error in reader.unlisted]
+    vanished = store.gone(prefix, pa.array(list(listed), pa.string()), unlisted)
+    batch.removals.extend(Removal(location, now_ms, "reconcile") for location in vanished)
     outcomes = Counter({"reconciled": len(batch.indexed), "removed": len(vanished)})
     outcomes["quarantined"] += len(batch.quarantined)
     return batch, outcomes
