@@ -1,0 +1,72 @@
+-- change_events: one row per change to a view, across the warehouse, for audit dashboards:
+--   created       its first version was made current (version-log time)
+--   replaced      a version newer than every one current before was made current
+--   rolled-back   a version no newer than one current before was made current again
+--   property-only a commit changed properties and kept the current version (file commit time;
+--                 NULL when the file's commit time is unknown)
+--   dropped       its newest metadata file was removed (the removal's time)
+-- Times are epoch ms (`changed_ms`) and TIMESTAMPTZ (`changed_at`, NULL past year 9999: a writer that put
+-- microseconds where milliseconds go). Names are the view's latest, dotted. `engine` and
+-- `dialects` are the version's; the metadata does not say who changed properties or dropped a view.
+CREATE OR REPLACE MACRO epoch_ms_time(ms) AS
+CASE WHEN ms BETWEEN -62135596800000 AND 253402300799999 THEN make_timestamptz(ms * 1000) END;
+
+CREATE OR REPLACE VIEW change_events AS
+WITH latest AS (
+    SELECT view_id, catalog, string_split(name_path, chr(31)) AS parts, path_name(catalog, name_path) AS view,
+           dropped_ms
+    FROM view_spans WHERE until_ms = 9223372036854775807
+),
+activated AS (
+    SELECT view_id, version_id, timestamp_ms AS at_ms,
+           lag(version_id) OVER w AS previous_version_id,
+           max(version_id) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS newest_before
+    FROM activations
+    WINDOW w AS (PARTITION BY view_id ORDER BY timestamp_ms, version_id)
+),
+misplaced AS (SELECT DISTINCT location FROM file_findings WHERE code = 'location-mismatch'),
+committed AS (
+    -- view_commits for every view: the files that can hold it (placed_view_locations), in order.
+    SELECT f.view_id, f.commit_ms, f.current_version_id, f.properties,
+           lag(f.current_version_id) OVER w AS previous_version_id,
+           lag(f.properties) OVER w AS previous_properties,
+           row_number() OVER w AS ordinal
+    FROM view_files f
+    WHERE f.location NOT IN (SELECT location FROM misplaced)
+       OR NOT EXISTS (
+           SELECT 1 FROM view_files g WHERE g.view_id = f.view_id AND g.location NOT IN (SELECT location FROM misplaced))
+    WINDOW w AS (PARTITION BY f.view_id ORDER BY f.commit_ms NULLS FIRST, coalesce(f.sequence_number, -1), f.location)
+),
+events AS (
+    SELECT view_id, at_ms,
+           CASE WHEN previous_version_id IS NULL THEN 'created'
+                WHEN version_id > newest_before THEN 'replaced'
+                ELSE 'rolled-back' END AS kind,
+           version_id, previous_version_id, NULL::VARCHAR[] AS changed_properties
+    FROM activated
+    UNION ALL
+    SELECT view_id, commit_ms, 'property-only', current_version_id, previous_version_id,
+           list_sort(list_filter(
+               list_distinct(map_keys(properties) || map_keys(coalesce(previous_properties, MAP {}))),
+               lambda key: properties[key] IS DISTINCT FROM previous_properties[key]))
+    FROM committed
+    WHERE ordinal > 1 AND current_version_id IS NOT DISTINCT FROM previous_version_id
+      AND properties IS DISTINCT FROM previous_properties
+    UNION ALL
+    SELECT view_id, dropped_ms, 'dropped', NULL, NULL, NULL FROM latest WHERE dropped_ms IS NOT NULL
+)
+SELECT e.at_ms AS changed_ms, epoch_ms_time(e.at_ms) AS changed_at, e.view_id, l.view, l.catalog,
+       array_to_string(list_transform(l.parts[:-2], lambda part: quoted_part(part)), '.') AS namespace,
+       e.kind, e.version_id, e.previous_version_id, e.changed_properties, v.engine_name AS engine,
+       (SELECT list(DISTINCT r.dialect ORDER BY r.dialect) FROM representations r
+        WHERE r.version_hash = v.version_hash AND r.dialect IS NOT NULL) AS dialects,
+       CASE e.kind
+           WHEN 'created' THEN 'created at version ' || e.version_id
+           WHEN 'replaced' THEN 'version ' || e.version_id || ' replaced version ' || e.previous_version_id
+           WHEN 'rolled-back' THEN 'version ' || e.version_id || ' current again, after version ' || e.previous_version_id
+           WHEN 'property-only' THEN 'properties ' || array_to_string(e.changed_properties, ', ')
+                                     || ' changed, version ' || e.version_id || ' kept'
+           ELSE 'dropped: its newest metadata file was removed' END AS summary
+FROM events e
+JOIN latest l USING (view_id)
+LEFT JOIN preferred_versions v ON v.view_id = e.view_id AND v.version_id = e.version_id AND e.kind <> 'dropped';

@@ -1,0 +1,99 @@
+"""`change_events`: one row per change to a view, the table audit dashboards chart."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+from viewlineage.indexer.pipeline.rows import Batch, Removal
+from viewlineage.indexer.pipeline.runs import index_locations
+from viewlineage.sinks.readers import open_reader
+from viewlineage.sinks.store import Store
+
+from .conftest import settings_for
+from .metadata_files import View
+
+COLUMNS = (
+    "changed_ms, view, namespace, kind, version_id, previous_version_id, changed_properties, engine, summary"
+)
+
+
+def test_every_kind_of_change_is_one_row(tmp_path: Path) -> None:
+    root = tmp_path / "warehouse"
+    view = View(root, "db", "v", "ce000000-0000-4000-8000-000000000001")
+    view.commit(1000, "SELECT 1 AS x")
+    view.commit(2000, "SELECT 2 AS x", summary={"engine-name": "trino"})
+    view.properties["owner"] = "ann"
+    view.commit(3000)
+    view.log.append({"timestamp-ms": 4000, "version-id": 1})  # made current again: a rollback
+    newest = view.commit(4000)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=lake"))
+    with Store(db, replica_interval=None) as store:
+        store.write(Batch(removals=[Removal(str(newest), 5000, "watch")]))
+    with open_reader(db) as conn:
+        rows = conn.execute(f"SELECT {COLUMNS} FROM change_events ORDER BY changed_ms").fetchall()
+        times = conn.execute("SELECT DISTINCT changed_at FROM change_events ORDER BY 1 LIMIT 1").fetchall()
+    assert rows == [
+        (1000, "lake.db.v", "db", "created", 1, None, None, "spark", "created at version 1"),
+        (2000, "lake.db.v", "db", "replaced", 2, 1, None, "trino", "version 2 replaced version 1"),
+        (
+            3000,
+            "lake.db.v",
+            "db",
+            "property-only",
+            2,
+            2,
+            ["owner"],
+            "trino",
+            "properties owner changed, version 2 kept",
+        ),
+        (
+            4000,
+            "lake.db.v",
+            "db",
+            "rolled-back",
+            1,
+            2,
+            None,
+            "spark",
+            "version 1 current again, after version 2",
+        ),
+        (
+            5000,
+            "lake.db.v",
+            "db",
+            "dropped",
+            None,
+            None,
+            None,
+            None,
+            "dropped: its newest metadata file was removed",
+        ),
+    ]
+    assert times == [(datetime.datetime(1970, 1, 1, 0, 0, 1, tzinfo=datetime.UTC),)]
+
+
+def test_the_sample_warehouse_changes(sample_store: Path) -> None:
+    """Spark's own commits: `ALTER VIEW ... SET/UNSET TBLPROPERTIES` are property-only changes,
+    and a dotted namespace is one string."""
+    with open_reader(sample_store) as conn:
+        kinds = conn.execute(
+            "SELECT kind, count(*) FROM change_events GROUP BY kind ORDER BY kind"
+        ).fetchall()
+        properties = conn.execute(
+            "SELECT changed_properties FROM change_events WHERE kind = 'property-only' ORDER BY changed_ms"
+        ).fetchall()
+        namespaces = conn.execute(
+            "SELECT DISTINCT namespace, view FROM change_events ORDER BY 1, 2"
+        ).fetchall()
+    assert kinds == [("created", 7), ("property-only", 3), ("replaced", 14)]
+    assert properties == [(["refresh", "team"],), (["refresh", "sla_minutes"],), (["sla_minutes"],)]
+    assert namespaces == [
+        ("acme.finance", "prod.acme.finance.revenue_by_region"),
+        ("db", "prod.db.big_days"),
+        ("db", "prod.db.event_agg"),
+        ("db", "prod.db.event_tags"),
+        ("sales", "prod.sales.customer_revenue"),
+        ("sales", "prod.sales.order_rank"),
+    ]
