@@ -22,6 +22,7 @@ import click
 from viewlineage.indexer.config import Settings, load_settings
 from viewlineage.indexer.errors import UsageError, ViewLineageError
 from viewlineage.queries import api, mviews
+from viewlineage.queries import graph as graphs
 from viewlineage.queries.output import FORMATS, output_for
 from viewlineage.sinks.readers import Readers, answered_within, open_reader
 
@@ -557,6 +558,56 @@ def uses(context: click.Context, table: str, as_of: str | None, transitive: bool
     """The views that read TABLE."""
     answer = _ask(context, lambda conn: api.uses(conn, table, _as_of(as_of), transitive))
     output_for(fmt, rows="views").result(answer)
+
+
+@cli.command()
+@click.argument("name")
+@as_of_option
+@click.option(
+    "--compare",
+    "compare_as_of",
+    default=None,
+    help="Another time (as --as-of takes it): mark what changed from it to --as-of, edges and views "
+    "added and removed.",
+)
+@click.option("--depth", type=click.IntRange(min=1), default=None, help="Steps up and down  [default: all]")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice([*FORMATS, "dot", "mermaid"]),
+    default="text",
+    show_default=True,
+    help="The edges as a table (text, csv, markdown), the whole graph as JSON, or as a Graphviz dot "
+    "or Mermaid diagram.",
+)
+@query_options
+@click.pass_context
+@handle_errors
+def graph(
+    context: click.Context,
+    name: str,
+    as_of: str | None,
+    compare_as_of: str | None,
+    depth: int | None,
+    fmt: str,
+) -> None:
+    """The lineage around view or table NAME: what it reads and what reads it, through views."""
+
+    def question(conn: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+        answer = graphs.lineage_graph(conn, name, _as_of(as_of), depth)
+        if compare_as_of is None:
+            return answer
+        return graphs.compared(graphs.lineage_graph(conn, name, _as_of(compare_as_of), depth), answer)
+
+    answer = _ask(context, question)
+    if fmt == "dot":
+        click.echo(graphs.to_dot(answer))
+    elif fmt == "mermaid":
+        click.echo(graphs.to_mermaid(answer))
+    elif fmt == "json":
+        output_for(fmt).result(answer)
+    else:
+        output_for(fmt, rows="edges").result(graphs.edge_rows(answer))
 
 
 @cli.command("mv-status")

@@ -84,6 +84,15 @@ def test_json_output_fields_are_documented(
         "mv-status": _json_of(mv_store, "mv-status", "--as-of", "1970-01-01T00:00:06.500Z"),
         "impact": _json_of(impact_store, "impact", "db.orders", "--drop-column", "amount"),
         "table": _json_of(sample_store, "table", "prod.sales.orders"),
+        "graph": _json_of(
+            sample_store,
+            "graph",
+            "prod.db.events",
+            "--as-of",
+            "2026-11-21T23:17:28Z",
+            "--compare",
+            "2026-11-21T23:17:25Z",
+        ),
         "index": _json_of(quarantined, "index", str(tmp_path / "w")),
     }
     materialized = _json_of(mv_store, "show", "db.mv_one", "--as-of", "1970-01-01T00:00:04.500Z")
@@ -167,6 +176,7 @@ def test_every_finding_code_and_quarantine_reason_is_documented() -> None:
 
 QUERY_COMMANDS = {
     "show",
+    "graph",
     "history",
     "table",
     "deps",

@@ -25,9 +25,9 @@ import pytest
 from viewlineage.indexer.errors import QueryTimeout, StoreError
 from viewlineage.indexer.pipeline.rows import Batch, Removal
 from viewlineage.indexer.pipeline.runs import index_locations
-from viewlineage.queries import api, mviews
+from viewlineage.queries import api, graph, mviews
 from viewlineage.queries.impact import impact, parse_change
-from viewlineage.queries.names import query_rows
+from viewlineage.queries.names import parse_time, query_rows
 from viewlineage.queries.web import server as web_server
 from viewlineage.queries.web.api import ENDPOINTS
 from viewlineage.queries.web.app import store_health, web_app
@@ -105,6 +105,15 @@ def cases(steps: list[int]) -> list[Case]:
             lambda c: api.findings(c, "location-mismatch", "db.big_days"),
         ),
         ("quarantined", "quarantine", {}, api.quarantine),
+        (
+            "sample",
+            "graph",
+            {"name": "prod.db.events", "as_of": "2026-11-21T23:17:28Z", "compare": "2026-11-21T23:17:25Z"},
+            lambda c: graph.compared(
+                graph.lineage_graph(c, "prod.db.events", parse_time("2026-11-21T23:17:25Z")),
+                graph.lineage_graph(c, "prod.db.events", parse_time("2026-11-21T23:17:28Z")),
+            ),
+        ),
     ]
 
 
@@ -165,6 +174,8 @@ def test_files_takes_repeated_locations(sample_store: Path, reader: duckdb.DuckD
         ("/api/sql", {"query": "SELECT 1"}, 404, "no such endpoint: /api/sql"),
         ("/api/uses", {"table": "prod.db.events", "transitive": "maybe"}, 400,
          "transitive is true or false, not 'maybe'"),
+        ("/api/graph", {"name": "prod.db.events", "depth": "0"}, 400,
+         "depth is a whole number from 1, not '0'"),
         ("/", {}, 404, "no such page: /"),
     ],
 )  # fmt: skip

@@ -6,7 +6,7 @@ must see a follower's batches the moment they commit.
     GET /api/history?view=V                     GET /api/impact?table=T&drop_column=C|rename_column=A=B
     GET /api/mv-status[?mv=M][&as_of=]                                    |change_type=C=TYPE[&as_of=]
     GET /api/files?location=L[&location=L2...]  GET /api/findings[?code=][&view=]
-    GET /api/quarantine
+    GET /api/quarantine                         GET /api/graph?name=N[&as_of=][&compare=T0][&depth=D]
 
 Times (`as_of`) are ISO-8601 or epoch numbers, as on the command line. Answers are the CLI's
 `--format json` documents. A question the store cannot answer (an unknown view, a bad time, an
@@ -26,7 +26,7 @@ from typing import Any
 import duckdb
 
 from viewlineage.indexer.errors import StoreError, UsageError
-from viewlineage.queries import api, mviews
+from viewlineage.queries import api, graph, mviews
 from viewlineage.queries import impact as impact_module
 from viewlineage.queries.names import parse_time
 from viewlineage.sinks.readers import answered_within
@@ -107,6 +107,16 @@ class Endpoint:
     repeatable: frozenset[str] = frozenset()
 
 
+def _graph(conn: duckdb.DuckDBPyConnection, q: Parameters) -> Any:
+    name, depth = q.required("name"), q.optional("depth")
+    if depth is not None and not (depth.isdigit() and int(depth) >= 1):
+        raise UsageError(f"depth is a whole number from 1, not {depth!r}")
+    answer = graph.lineage_graph(conn, name, q.as_of(), int(depth) if depth else None)
+    if (compare := q.optional("compare")) is None:
+        return answer
+    return graph.compared(graph.lineage_graph(conn, name, parse_time(compare), answer["depth"]), answer)
+
+
 def _impact(conn: duckdb.DuckDBPyConnection, q: Parameters) -> Any:
     change = impact_module.parse_change(
         q.optional("drop_column"), q.optional("rename_column"), q.optional("change_type")
@@ -130,6 +140,7 @@ ENDPOINTS: dict[str, Endpoint] = {
         lambda conn, q: api.uses(conn, q.required("table"), q.as_of(), q.flag("transitive")),
         frozenset({"table", "as_of", "transitive"}),
     ),
+    "graph": Endpoint(_graph, frozenset({"name", "as_of", "compare", "depth"})),
     "mv-status": Endpoint(
         lambda conn, q: mviews.mv_status(conn, q.optional("mv"), q.as_of()), frozenset({"mv", "as_of"})
     ),
