@@ -21,7 +21,7 @@ import click
 
 from viewlineage.indexer.config import Settings, load_settings
 from viewlineage.indexer.errors import UsageError, ViewLineageError
-from viewlineage.queries import api, mviews
+from viewlineage.queries import api, changes, mviews
 from viewlineage.queries import graph as graphs
 from viewlineage.queries.output import FORMATS, output_for
 from viewlineage.sinks.readers import Readers, answered_within, open_reader
@@ -608,6 +608,31 @@ def graph(
         output_for(fmt).result(answer)
     else:
         output_for(fmt, rows="edges").result(graphs.edge_rows(answer))
+
+
+@cli.command("changes")
+@click.option("--since", default=None, help="From this time on (as --as-of takes times).")
+@click.option("--until", default=None, help="Before this time.")
+@click.option("--namespace", default=None, help="Only views in this namespace (dotted: `acme.finance`).")
+@click.option("--engine", default=None, help="Only versions written by this engine (`spark`, `trino`).")
+@click.option("--dialect", default=None, help="Only versions with SQL in this dialect.")
+@click.option("--kind", type=click.Choice(changes.KINDS), default=None, help="Only changes of this kind.")
+@click.option("--view", default=None, help="Only this view's changes.")
+@click.option(
+    "--limit", type=click.IntRange(1, changes.MAX_PAGE), default=50, show_default=True, help="Changes listed."
+)
+@click.option("--offset", type=click.IntRange(min=0), default=0, help="Changes skipped, newest first.")
+@format_option
+@query_options
+@click.pass_context
+@handle_errors
+def changes_command(
+    context: click.Context, /, since: str | None, until: str | None, fmt: str, **filters: Any
+) -> None:
+    """Changes to views across the warehouse, newest first: created, replaced, rolled back,
+    property-only, dropped; with counts per kind, day, namespace, engine and dialect."""
+    answer = _ask(context, lambda conn: changes.changes(conn, _as_of(since), _as_of(until), **filters))
+    output_for(fmt, rows="changes").result(answer)
 
 
 @cli.command("mv-status")

@@ -127,7 +127,7 @@ class ResolvedTable:
 
 
 def query_rows(
-    conn: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None
+    conn: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | dict[str, Any] | None = None
 ) -> list[dict[str, Any]]:
     check_stopped()  # a question of many statements stops between them (`answered_within`)
     cursor = conn.execute(sql, params or [])

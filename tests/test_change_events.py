@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import datetime
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.pipeline.rows import Batch, Removal
 from viewlineage.indexer.pipeline.runs import index_locations
+from viewlineage.queries import changes
+from viewlineage.queries.names import parse_time
 from viewlineage.sinks.readers import open_reader
 from viewlineage.sinks.store import Store
 
@@ -97,3 +103,59 @@ def test_the_sample_warehouse_changes(sample_store: Path) -> None:
         ("sales", "prod.sales.customer_revenue"),
         ("sales", "prod.sales.order_rank"),
     ]
+
+
+def test_changes_filter_count_and_page(sample_store: Path) -> None:
+    with open_reader(sample_store) as conn:
+        everything = changes.changes(conn, limit=2)
+        ranged = changes.changes(
+            conn, parse_time("2026-11-21T23:17:26Z"), parse_time("2026-11-21T23:17:27Z"), namespace="db"
+        )
+        second_page = changes.changes(conn, kind="replaced", view="prod.db.event_agg", limit=3, offset=3)
+    assert (everything["total"], everything["kinds"]) == (
+        24,
+        {"created": 7, "property-only": 3, "replaced": 14},
+    )
+    assert everything["by_namespace"] == [
+        {"namespace": "db", "changes": 19},
+        {"namespace": "sales", "changes": 3},
+        {"namespace": "acme.finance", "changes": 2},
+    ]
+    assert [(c["changed_at"], c["view"], c["summary"]) for c in everything["changes"]] == [
+        ("2026-11-21T23:17:28.741Z", "prod.db.event_agg", "version 13 replaced version 12"),
+        ("2026-11-21T23:17:28.614Z", "prod.sales.customer_revenue", "version 2 replaced version 1"),
+    ]
+    assert [(c["changed_at"], c["view"], c["kind"]) for c in ranged["changes"]] == [
+        ("2026-11-21T23:17:26.940Z", "prod.db.big_days", "property-only"),
+        ("2026-11-21T23:17:26.834Z", "prod.db.event_agg", "replaced"),
+        ("2026-11-21T23:17:26.399Z", "prod.db.event_agg", "replaced"),
+        ("2026-11-21T23:17:26.248Z", "prod.db.big_days", "property-only"),
+    ]
+    assert ranged["by_day"] == [
+        {"day": "2026-11-21", "kind": "property-only", "changes": 2},
+        {"day": "2026-11-21", "kind": "replaced", "changes": 2},
+    ]
+    assert (second_page["total"], [c["version_id"] for c in second_page["changes"]]) == (12, [10, 9, 8])
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error"),
+    [
+        (
+            {"kind": "renamed"},
+            "kind is one of created, replaced, rolled-back, property-only, dropped, not 'renamed'",
+        ),
+        ({"limit": 0}, "limit is 1 to 500, not 0"),
+        (
+            {"since_ms": 2000, "until_ms": 1000},
+            "the range is empty: since 1970-01-01T00:00:02.000Z is not before",
+        ),
+        ({"view": "nosuch"}, "no view 'nosuch'"),
+    ],
+)
+def test_changes_refuse_what_selects_nothing_by_mistake(
+    sample_store: Path, arguments: dict[str, Any], error: str
+) -> None:
+    with open_reader(sample_store) as conn, pytest.raises(UsageError) as raised:
+        changes.changes(conn, **arguments)
+    assert str(raised.value).startswith(error)

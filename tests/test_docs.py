@@ -84,6 +84,7 @@ def test_json_output_fields_are_documented(
         "mv-status": _json_of(mv_store, "mv-status", "--as-of", "1970-01-01T00:00:06.500Z"),
         "impact": _json_of(impact_store, "impact", "db.orders", "--drop-column", "amount"),
         "table": _json_of(sample_store, "table", "prod.sales.orders"),
+        "changes": _json_of(sample_store, "changes", "--limit", "3"),
         "graph": _json_of(
             sample_store,
             "graph",
@@ -176,6 +177,7 @@ def test_every_finding_code_and_quarantine_reason_is_documented() -> None:
 
 QUERY_COMMANDS = {
     "show",
+    "changes",
     "graph",
     "history",
     "table",

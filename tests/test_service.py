@@ -25,7 +25,7 @@ import pytest
 from viewlineage.indexer.errors import QueryTimeout, StoreError
 from viewlineage.indexer.pipeline.rows import Batch, Removal
 from viewlineage.indexer.pipeline.runs import index_locations
-from viewlineage.queries import api, graph, mviews
+from viewlineage.queries import api, changes, graph, mviews
 from viewlineage.queries.impact import impact, parse_change
 from viewlineage.queries.names import parse_time, query_rows
 from viewlineage.queries.web import server as web_server
@@ -107,6 +107,14 @@ def cases(steps: list[int]) -> list[Case]:
         ("quarantined", "quarantine", {}, api.quarantine),
         (
             "sample",
+            "changes",
+            {"since": "2026-11-21T23:17:26Z", "kind": "replaced", "limit": "2", "offset": "1"},
+            lambda c: changes.changes(
+                c, parse_time("2026-11-21T23:17:26Z"), kind="replaced", limit=2, offset=1
+            ),
+        ),
+        (
+            "sample",
             "graph",
             {"name": "prod.db.events", "as_of": "2026-11-21T23:17:28Z", "compare": "2026-11-21T23:17:25Z"},
             lambda c: graph.compared(
@@ -174,6 +182,7 @@ def test_files_takes_repeated_locations(sample_store: Path, reader: duckdb.DuckD
         ("/api/sql", {"query": "SELECT 1"}, 404, "no such endpoint: /api/sql"),
         ("/api/uses", {"table": "prod.db.events", "transitive": "maybe"}, 400,
          "transitive is true or false, not 'maybe'"),
+        ("/api/changes", {"limit": "ten"}, 400, "limit is a whole number, not 'ten'"),
         ("/api/graph", {"name": "prod.db.events", "depth": "0"}, 400,
          "depth is a whole number from 1, not '0'"),
         ("/", {}, 404, "no such page: /"),

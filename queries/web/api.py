@@ -7,6 +7,7 @@ must see a follower's batches the moment they commit.
     GET /api/mv-status[?mv=M][&as_of=]                                    |change_type=C=TYPE[&as_of=]
     GET /api/files?location=L[&location=L2...]  GET /api/findings[?code=][&view=]
     GET /api/quarantine                         GET /api/graph?name=N[&as_of=][&compare=T0][&depth=D]
+    GET /api/changes[?since=T][&until=T][&namespace=][&engine=][&dialect=][&kind=][&view=][&limit=][&offset=]
 
 Times (`as_of`) are ISO-8601 or epoch numbers, as on the command line. Answers are the CLI's
 `--format json` documents. A question the store cannot answer (an unknown view, a bad time, an
@@ -26,7 +27,7 @@ from typing import Any
 import duckdb
 
 from viewlineage.indexer.errors import StoreError, UsageError
-from viewlineage.queries import api, graph, mviews
+from viewlineage.queries import api, changes, graph, mviews
 from viewlineage.queries import impact as impact_module
 from viewlineage.queries.names import parse_time
 from viewlineage.sinks.readers import answered_within
@@ -83,8 +84,19 @@ class Parameters:
         return found
 
     def as_of(self) -> int | None:
-        value = self.optional("as_of")
+        return self.time("as_of")
+
+    def time(self, name: str) -> int | None:
+        value = self.optional(name)
         return parse_time(value) if value else None
+
+    def number(self, name: str, default: int) -> int:
+        value = self.optional(name)
+        if value is None:
+            return default
+        if not value.isdigit():
+            raise UsageError(f"{name} is a whole number, not {value!r}")
+        return int(value)
 
     def flag(self, name: str) -> bool:
         """`true`/`1`, `false`/`0`; given with no value (`&transitive`), true."""
@@ -117,6 +129,21 @@ def _graph(conn: duckdb.DuckDBPyConnection, q: Parameters) -> Any:
     return graph.compared(graph.lineage_graph(conn, name, parse_time(compare), answer["depth"]), answer)
 
 
+def _changes(conn: duckdb.DuckDBPyConnection, q: Parameters) -> Any:
+    return changes.changes(
+        conn,
+        q.time("since"),
+        q.time("until"),
+        namespace=q.optional("namespace"),
+        engine=q.optional("engine"),
+        dialect=q.optional("dialect"),
+        kind=q.optional("kind"),
+        view=q.optional("view"),
+        limit=q.number("limit", 50),
+        offset=q.number("offset", 0),
+    )
+
+
 def _impact(conn: duckdb.DuckDBPyConnection, q: Parameters) -> Any:
     change = impact_module.parse_change(
         q.optional("drop_column"), q.optional("rename_column"), q.optional("change_type")
@@ -141,6 +168,10 @@ ENDPOINTS: dict[str, Endpoint] = {
         frozenset({"table", "as_of", "transitive"}),
     ),
     "graph": Endpoint(_graph, frozenset({"name", "as_of", "compare", "depth"})),
+    "changes": Endpoint(
+        _changes,
+        frozenset({"since", "until", "namespace", "engine", "dialect", "kind", "view", "limit", "offset"}),
+    ),
     "mv-status": Endpoint(
         lambda conn, q: mviews.mv_status(conn, q.optional("mv"), q.as_of()), frozenset({"mv", "as_of"})
     ),
