@@ -21,9 +21,9 @@ import click
 
 from viewlineage.indexer.config import Settings, load_settings
 from viewlineage.indexer.errors import UsageError, ViewLineageError
-from viewlineage.queries import api, changes, mviews
+from viewlineage.queries import api, changes, diff, mviews
 from viewlineage.queries import graph as graphs
-from viewlineage.queries.output import FORMATS, output_for
+from viewlineage.queries.output import FORMATS, output_for, side_by_side_text
 from viewlineage.sinks.readers import Readers, answered_within, open_reader
 
 if TYPE_CHECKING:
@@ -608,6 +608,36 @@ def graph(
         output_for(fmt).result(answer)
     else:
         output_for(fmt, rows="edges").result(graphs.edge_rows(answer))
+
+
+@cli.command("diff")
+@click.argument("view")
+@click.option(
+    "--before", type=int, default=None, help="A version id  [default: the one current before --after]"
+)
+@click.option("--after", type=int, default=None, help="A version id  [default: the current one]")
+@format_option
+@query_options
+@click.pass_context
+@handle_errors
+def diff_command(context: click.Context, view: str, before: int | None, after: int | None, fmt: str) -> None:
+    """Two versions of VIEW side by side: each dialect's SQL line by line, and the columns and
+    defaults that changed."""
+    answer = _ask(context, lambda conn: diff.version_diff(conn, view, before, after))
+    if fmt in ("csv", "markdown"):
+        rows = [{"dialect": d["dialect"], **row} for d in answer["dialects"] for row in d["rows"]]
+        output_for(fmt, rows="lines").result({"lines": rows})
+        return
+    if fmt == "json":
+        output_for(fmt).result(answer)
+        return
+    click.echo(
+        f"view: {answer['view']}\nversions: {answer['before_version_id']} -> {answer['after_version_id']}"
+    )
+    for dialect in answer["dialects"]:
+        click.echo(f"\n-- {dialect['dialect']}{'' if dialect['changed'] else ' (unchanged)'}")
+        click.echo(side_by_side_text(dialect["rows"]))
+    output_for(fmt).result({"columns": answer["columns"], "defaults": answer["defaults"]})
 
 
 @cli.command("changes")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import shutil
 import sys
@@ -123,9 +124,19 @@ class CsvOutput(_MainTableOutput):
     and maps as JSON, so that a cell splits back unambiguously."""
 
     def write(self, columns: list[str], rows: list[dict[str, Any]]) -> None:
-        writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows([_csv_cell(row.get(c), c) for c in columns] for row in rows)
+        click.echo(csv_text(rows, columns), nl=False)
+
+
+def csv_text(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
+    """Rows as CSV with a header row (every column, empty or not); no rows, no text."""
+    if not rows:
+        return ""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    columns = columns or _columns(rows, keep_empty=True)
+    writer.writerow(columns)
+    writer.writerows([_csv_cell(row.get(c), c) for c in columns] for row in rows)
+    return buffer.getvalue()
 
 
 class MarkdownOutput(_MainTableOutput):
@@ -238,3 +249,21 @@ def table(rows: list[dict[str, Any]], max_width: int | None = None, keep_empty: 
     lines.append("  ".join("-" * w for w in widths))
     lines.extend("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells)
     return "\n".join(lines)
+
+
+_DIFF_MARKS = {"equal": " ", "replace": "~", "delete": "-", "insert": "+"}
+
+
+def side_by_side_text(rows: list[dict[str, Any]]) -> str:
+    """A side-by-side diff's rows (`queries.diff.side_by_side`) as two columns of numbered lines,
+    each row marked `~` (changed), `-` (only before), `+` (only after); on a terminal each side is
+    cut to half its width, marked `…`."""
+    width = _cell_width(0)
+    numbers = max([len(str(row[key] or "")) for row in rows for key in ("before_line", "after_line")] or [1])
+    left = [f"{row['before_line'] or '':>{numbers}} {_cut(row['before'] or '', width)}" for row in rows]
+    left_width = max(map(len, left), default=0)
+    return "\n".join(
+        f"{_DIFF_MARKS[row['kind']]} {text.ljust(left_width)} | "
+        f"{row['after_line'] or '':>{numbers}} {_cut(row['after'] or '', width)}".rstrip()
+        for row, text in zip(rows, left, strict=True)
+    )

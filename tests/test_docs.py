@@ -85,6 +85,7 @@ def test_json_output_fields_are_documented(
         "impact": _json_of(impact_store, "impact", "db.orders", "--drop-column", "amount"),
         "table": _json_of(sample_store, "table", "prod.sales.orders"),
         "changes": _json_of(sample_store, "changes", "--limit", "3"),
+        "diff": _json_of(sample_store, "diff", "prod.db.event_agg"),
         "graph": _json_of(
             sample_store,
             "graph",
@@ -177,6 +178,7 @@ def test_every_finding_code_and_quarantine_reason_is_documented() -> None:
 
 QUERY_COMMANDS = {
     "show",
+    "diff",
     "changes",
     "graph",
     "history",

@@ -25,7 +25,7 @@ import pytest
 from viewlineage.indexer.errors import QueryTimeout, StoreError
 from viewlineage.indexer.pipeline.rows import Batch, Removal
 from viewlineage.indexer.pipeline.runs import index_locations
-from viewlineage.queries import api, changes, graph, mviews
+from viewlineage.queries import api, changes, diff, graph, mviews
 from viewlineage.queries.impact import impact, parse_change
 from viewlineage.queries.names import parse_time, query_rows
 from viewlineage.queries.web import server as web_server
@@ -107,6 +107,12 @@ def cases(steps: list[int]) -> list[Case]:
         ("quarantined", "quarantine", {}, api.quarantine),
         (
             "sample",
+            "diff",
+            {"view": "prod.db.event_agg", "before": "1", "after": "2"},
+            lambda c: diff.version_diff(c, "prod.db.event_agg", 1, 2),
+        ),
+        (
+            "sample",
             "changes",
             {"since": "2026-11-21T23:17:26Z", "kind": "replaced", "limit": "2", "offset": "1"},
             lambda c: changes.changes(
@@ -142,6 +148,26 @@ def test_every_route_answers_as_the_api(sample_store: Path, mv_store: Path, tmp_
         rows = [v for v in answer.values() if isinstance(v, list)] if isinstance(answer, dict) else [answer]
         assert any(rows), route  # an answer with rows in it, not an empty one
     assert call(sample_store, "/api/show", view="db.big_days")[1]["view"] == "prod.db.big_days"
+
+
+def test_format_csv_answers_the_main_table_or_the_one_named(sample_store: Path) -> None:
+    with serving(sample_store) as server:
+        url = f"{server.url}/api/history?view=prod.db.big_days&format=csv"
+        with urllib.request.urlopen(url) as response:
+            main = (response.status, response.headers["content-type"], response.read().decode())
+        with urllib.request.urlopen(url + "&rows=property_changes") as response:
+            named = response.read().decode()
+        assert get_json(url + "&rows=nosuch") == (
+            400,
+            {"error": "rows names a table of the answer: activations, incarnations, property_changes, "
+             "versions; not 'nosuch'"},
+        )  # fmt: skip
+    assert main[:2] == (200, "text/csv; charset=utf-8")
+    assert main[2].splitlines()[0] == "version_id,activated_ms,activated_at,engine_name,engine_version,diff"
+    assert named.splitlines()[0] == (
+        "committed_ms,committed_at,committed_source,location,version_id,property_only,changes"
+    )
+    assert len(named.splitlines()) == 2  # the header and its one commit that set properties
 
 
 def test_a_bare_flag_is_true(sample_store: Path) -> None:
@@ -182,7 +208,7 @@ def test_files_takes_repeated_locations(sample_store: Path, reader: duckdb.DuckD
         ("/api/sql", {"query": "SELECT 1"}, 404, "no such endpoint: /api/sql"),
         ("/api/uses", {"table": "prod.db.events", "transitive": "maybe"}, 400,
          "transitive is true or false, not 'maybe'"),
-        ("/api/changes", {"limit": "ten"}, 400, "limit is a whole number, not 'ten'"),
+        ("/api/changes", {"limit": "ten"}, 400, "limit is a whole number below 10^15, not 'ten'"),
         ("/api/graph", {"name": "prod.db.events", "depth": "0"}, 400,
          "depth is a whole number from 1, not '0'"),
         ("/", {}, 404, "no such page: /"),

@@ -7,6 +7,7 @@ must see a follower's batches the moment they commit.
     GET /api/mv-status[?mv=M][&as_of=]                                    |change_type=C=TYPE[&as_of=]
     GET /api/files?location=L[&location=L2...]  GET /api/findings[?code=][&view=]
     GET /api/quarantine                         GET /api/graph?name=N[&as_of=][&compare=T0][&depth=D]
+    GET /api/diff?view=V[&before=VERSION][&after=VERSION]
     GET /api/changes[?since=T][&until=T][&namespace=][&engine=][&dialect=][&kind=][&view=][&limit=][&offset=]
 
 Times (`as_of`) are ISO-8601 or epoch numbers, as on the command line. Answers are the CLI's
@@ -22,14 +23,15 @@ import json
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import duckdb
 
 from viewlineage.indexer.errors import StoreError, UsageError
-from viewlineage.queries import api, changes, graph, mviews
+from viewlineage.queries import api, changes, diff, graph, mviews
 from viewlineage.queries import impact as impact_module
 from viewlineage.queries.names import parse_time
+from viewlineage.queries.output import csv_text, main_rows
 from viewlineage.sinks.readers import answered_within
 
 Reader = Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
@@ -53,14 +55,18 @@ class Parameters:
                     f"at most {MAX_VALUE_CHARS:,}"
                 )
             self._values.setdefault(name, []).append(value)
-        unknown = sorted(set(self._values) - endpoint.parameters)
+        unknown = sorted(set(self._values) - endpoint.parameters - COMMON)
         if unknown:
-            hints = [_hint(name, endpoint.parameters) for name in unknown]
-            takes = ", ".join(sorted(endpoint.parameters)) or "none"
+            hints = [_hint(name, endpoint.parameters | COMMON) for name in unknown]
+            takes = ", ".join(sorted(endpoint.parameters | COMMON))
             raise UsageError(f"unknown query parameter {', '.join(hints)}; this endpoint takes: {takes}")
         repeated = sorted(n for n, v in self._values.items() if len(v) > 1 and n not in endpoint.repeatable)
         if repeated:
             raise UsageError(f"query parameter given more than once: {', '.join(map(repr, repeated))}")
+        self.format = self.optional("format") or "json"
+        if self.format not in ("json", "csv"):
+            raise UsageError(f"format is json or csv, not {self.format!r}")
+        self.rows = self.optional("rows") or endpoint.rows
 
     def optional(self, name: str) -> str | None:
         values = self._values.get(name)
@@ -90,12 +96,16 @@ class Parameters:
         value = self.optional(name)
         return parse_time(value) if value else None
 
-    def number(self, name: str, default: int) -> int:
+    @overload
+    def number(self, name: str) -> int | None: ...
+    @overload
+    def number(self, name: str, default: int) -> int: ...
+    def number(self, name: str, default: int | None = None) -> int | None:
         value = self.optional(name)
         if value is None:
             return default
-        if not value.isdigit():
-            raise UsageError(f"{name} is a whole number, not {value!r}")
+        if not value.isdigit() or len(value) > 15:
+            raise UsageError(f"{name} is a whole number below 10^15, not {value[:40]!r}")
         return int(value)
 
     def flag(self, name: str) -> bool:
@@ -112,11 +122,19 @@ def _hint(name: str, known: frozenset[str]) -> str:
     return f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name)
 
 
+COMMON = frozenset({"format", "rows"})
+"""What every endpoint takes: `format=csv` answers a table of the document as CSV, its main table or
+the one `rows` names (`/api/history?view=V&format=csv&rows=property_changes`)."""
+
+
 @dataclass(frozen=True)
 class Endpoint:
     answer: Callable[[duckdb.DuckDBPyConnection, Parameters], Any]
     parameters: frozenset[str]
     repeatable: frozenset[str] = frozenset()
+    rows: str | None = None
+    """The field of the answer that holds its main table (None: the answer is a list of rows, or a
+    record whose fields are the rows)."""
 
 
 def _graph(conn: duckdb.DuckDBPyConnection, q: Parameters) -> Any:
@@ -158,24 +176,38 @@ ENDPOINTS: dict[str, Endpoint] = {
     "table": Endpoint(
         lambda conn, q: api.table(conn, q.required("table"), q.as_of()), frozenset({"table", "as_of"})
     ),
-    "history": Endpoint(lambda conn, q: api.history(conn, q.required("view")), frozenset({"view"})),
+    "history": Endpoint(
+        lambda conn, q: api.history(conn, q.required("view")), frozenset({"view"}), rows="activations"
+    ),
     "deps": Endpoint(
         lambda conn, q: api.deps(conn, q.required("view"), q.as_of(), q.flag("transitive")),
         frozenset({"view", "as_of", "transitive"}),
+        rows="reads",
     ),
     "uses": Endpoint(
         lambda conn, q: api.uses(conn, q.required("table"), q.as_of(), q.flag("transitive")),
         frozenset({"table", "as_of", "transitive"}),
+        rows="views",
     ),
-    "graph": Endpoint(_graph, frozenset({"name", "as_of", "compare", "depth"})),
+    "graph": Endpoint(_graph, frozenset({"name", "as_of", "compare", "depth"}), rows="edges"),
+    "diff": Endpoint(
+        lambda conn, q: diff.version_diff(conn, q.required("view"), q.number("before"), q.number("after")),
+        frozenset({"view", "before", "after"}),
+        rows="columns",
+    ),
     "changes": Endpoint(
         _changes,
         frozenset({"since", "until", "namespace", "engine", "dialect", "kind", "view", "limit", "offset"}),
+        rows="changes",
     ),
     "mv-status": Endpoint(
-        lambda conn, q: mviews.mv_status(conn, q.optional("mv"), q.as_of()), frozenset({"mv", "as_of"})
+        lambda conn, q: mviews.mv_status(conn, q.optional("mv"), q.as_of()),
+        frozenset({"mv", "as_of"}),
+        rows="materialized_views",
     ),
-    "impact": Endpoint(_impact, frozenset({"table", "as_of", "drop_column", "rename_column", "change_type"})),
+    "impact": Endpoint(
+        _impact, frozenset({"table", "as_of", "drop_column", "rename_column", "change_type"}), rows="uses"
+    ),
     "files": Endpoint(
         lambda conn, q: api.files(conn, q.locations()), frozenset({"location"}), frozenset({"location"})
     ),
@@ -187,20 +219,50 @@ ENDPOINTS: dict[str, Endpoint] = {
 }
 
 
-def answer(reader: Reader, timeout: float, name: str, items: Sequence[tuple[str, str]]) -> tuple[int, Any]:
-    """The status and JSON document that answer `GET /api/<name>?<items>` within `timeout` seconds."""
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    document: Any
+    csv: str | None = None
+    """With `format=csv`, the table asked for as CSV."""
+
+
+def answer(reader: Reader, timeout: float, name: str, items: Sequence[tuple[str, str]]) -> Answer:
+    """What answers `GET /api/<name>?<items>` within `timeout` seconds."""
+    try:
+        with reader() as conn:
+            return answer_on(conn, timeout, name, items)
+    except StoreError as exc:
+        return Answer(503, {"error": str(exc)})
+
+
+def answer_on(
+    conn: duckdb.DuckDBPyConnection, timeout: float, name: str, items: Sequence[tuple[str, str]]
+) -> Answer:
+    """`answer` on an open connection (a page asks several questions on one)."""
     endpoint = ENDPOINTS.get(name)
     if endpoint is None:
         known = ", ".join(PREFIX + known for known in ENDPOINTS)
-        return 404, {"error": f"no such endpoint: {PREFIX}{name}; try {known}"}
+        return Answer(404, {"error": f"no such endpoint: {PREFIX}{name}; try {known}"})
     try:
         parameters = Parameters(items, endpoint)
-        with reader() as conn:
-            return 200, answered_within(conn, timeout, lambda conn: endpoint.answer(conn, parameters))
+        document = answered_within(conn, timeout, lambda conn: endpoint.answer(conn, parameters))
+        if parameters.format != "csv":
+            return Answer(200, document)
+        return Answer(200, document, csv_text(_table(document, parameters.rows)))
     except UsageError as exc:
-        return 400, {"error": str(exc)}
+        return Answer(400, {"error": str(exc)})
     except StoreError as exc:
-        return 503, {"error": str(exc)}
+        return Answer(503, {"error": str(exc)})
+
+
+def _table(document: Any, rows: str | None) -> list[dict[str, Any]]:
+    if rows is None or not isinstance(document, dict):
+        return main_rows(document, None)
+    tables = sorted(key for key, value in document.items() if isinstance(value, list))
+    if rows not in tables:
+        raise UsageError(f"rows names a table of the answer: {', '.join(tables)}; not {rows!r}")
+    return [row if isinstance(row, dict) else {rows: row} for row in document[rows]]
 
 
 def encode(value: Any) -> bytes:

@@ -46,8 +46,11 @@ def web_app(
 
     def query(request: Request) -> Response:
         name, items = request.path_params["name"], request.query_params.multi_items()
-        status, answer = api.answer(reader, timeout, name, items)
-        return json_response(status, answer)
+        answered = api.answer(reader, timeout, name, items)
+        if answered.csv is not None:
+            disposition = f'attachment; filename="{name}.csv"'
+            return Response(answered.csv, media_type="text/csv", headers={"content-disposition": disposition})
+        return json_response(answered.status, answered.document)
 
     def healthz(request: Request) -> Response:
         ok, document = health()
