@@ -749,6 +749,11 @@ def impact(
     verdict = f"{len(result['views'])} view(s) affected"
     if result["safe"]:
         verdict = f"Iceberg promotes it without rewriting data; {len(result['views'])} view(s) use it"
+    elif change.kind == "change-type" and result["column_type"] is not None:
+        verdict = (
+            "Iceberg refuses this type change (it promotes only int to long, float to double and a "
+            f"decimal to a wider precision); {len(result['views'])} view(s) use it"
+        )
     if result["stale_schemas"]:
         verdict += (
             f", {len(result['stale_schemas'])} of them in an output column whose stored type goes stale "
@@ -763,6 +768,11 @@ def impact(
         )
     if result["lineage_unknown"]:
         verdict += f"; {len(result['lineage_unknown'])} view(s) of unknown lineage could use it too"
+    if result["time_travel"]:
+        verdict += (
+            f"; {len(result['time_travel'])} view(s) read it by time travel or a tag, in that snapshot's "
+            f"schema, and are not affected: {', '.join(result['time_travel'])}"
+        )
     column_type = result["column_type"] or "type unknown: the table's metadata is not indexed"
     if result["target"] is not None:
         column_type += f" -> {result['target']}"

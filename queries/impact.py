@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import duckdb
@@ -27,6 +27,7 @@ from viewlineage.queries.names import (
     display_name,
     dotted,
     iso,
+    name_parts,
     query_rows,
     resolve_table,
     tables_named,
@@ -37,6 +38,10 @@ DROP, RENAME, CHANGE_TYPE = "drop-column", "rename-column", "change-type"
 ANALYSIS_FAILED = frozenset({"column-analysis-error", "sql-parse-error"})
 """Findings of a column analysis that found no uses because it failed, not because there are none."""
 MATCHES = ("exact", "namespace-and-name", "other-catalog", "leading-part")
+STORED_COLUMN = "stored-column"
+"""The `kind` of an already-broken view's column that its `*` of the table no longer gives, though
+the view's stored column list (or Spark's recorded query column names) has it."""
+_PLAIN_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 """How sure a reference names the changed table, surest first (see `uses_as_of`)."""
 _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 _PROMOTIONS = {("int", "long"), ("float", "double")}
@@ -141,6 +146,10 @@ def iceberg_type(text: str) -> str:
 
 
 def _column_path(text: str) -> tuple[str, ...]:
+    """`c`, `c.field`, or with quoted parts: `` `a.b` `` or `"a.b"` (a column whose name holds a dot;
+    unquoted, `a.b` names it too when the table has no column `a`)."""
+    if '"' in text or "`" in text:
+        return tuple(name_parts(text))
     parts = tuple(part.strip().lower() for part in text.split("."))
     if not all(parts):
         raise UsageError(f"{text!r} is not a column: name it as `c`, or `c.field` for a nested field")
@@ -184,6 +193,27 @@ class _Reader:
     """The view's column names from its schema: what readers of the view call its outputs."""
     reads: tuple[TableKey, ...]
     """The tables and views its SQL reads (table-level lineage, known whatever the schemas)."""
+    query_columns: tuple[str, ...] | None
+    """Spark's `spark.query-column-names` property: the names of its query's outputs at creation,
+    which Spark looks up in the query's outputs when the view is read."""
+
+    def missing_outputs(self) -> list[str]:
+        """The columns an engine looks for in the view's query that it no longer gives, so that
+        reading the view fails: Spark looks up its recorded query column names (those that are
+        plain names) by name, other engines compare the stored schema's columns by position, so
+        that a column added to the table breaks them too."""
+        outputs = [name.lower() for name in self.lineage.outputs]
+        if self.query_columns is not None:
+            return [
+                name for name in self.query_columns if _PLAIN_NAME.fullmatch(name) and name not in outputs
+            ]
+        if outputs == list(self.columns):
+            return []
+        # Positions differ: name what is gone, else what is new (Trino: "stale"), else what moved.
+        gone = [name for name in self.columns if name not in outputs]
+        new = [name for name in outputs if name not in self.columns]
+        moved = [name for name, output in zip(self.columns, outputs, strict=False) if name != output]
+        return gone or new or moved[:1]
 
     def output_name(self, output: str) -> str:
         """The view's name for an output of its SQL. `CREATE VIEW v (a, b) AS SELECT count(*), ...`
@@ -205,15 +235,17 @@ def impact(
     at = FOREVER_MS if as_of_ms is None else as_of_ms
     is_view = False
     fields: dict[tuple[str, ...], str] | None
+    spelled: dict[tuple[str, ...], tuple[str, ...]] = {}
     if tables_named(conn, table):
         resolved = resolve_table(conn, table)  # the one, or why not
         table_id, name = resolved.table_id, resolved.name
-        catalog, parts, fields = _schema_of(conn, resolved, at)
+        catalog, parts, fields, spelled = _schema_of(conn, resolved, at)
     elif views_named(conn, table, as_of_ms):  # a view's column: its readers, as a table's
         shown = show(conn, table, as_of_ms)
         is_view, table_id, name = True, shown["view_id"], shown["view"]
         catalog, parts = table_reference(conn, name)
         fields = {(column["name"].lower(),): str(column["type"]) for column in shown["columns"]}
+        spelled = {(column["name"].lower(),): (column["name"],) for column in shown["columns"]}
     else:
         # A table views read though its own metadata was never indexed (many index only views):
         # its uses are known from the views' SQL, its schema is not.
@@ -221,6 +253,8 @@ def impact(
         if not is_named(conn, parts):
             resolve_table(conn, table)  # raises, with suggestions
         table_id, name, fields = None, dotted([catalog, *parts]), None
+    if fields is not None and change.column not in fields and (".".join(change.column),) in fields:
+        change = replace(change, column=(".".join(change.column),))  # a column named `a.b`
     column_type = None if fields is None else _checked(change, fields, name)
     readers = _readers(conn, catalog, parts, at)
     catalogs = frozenset(
@@ -241,7 +275,7 @@ def impact(
         "as_of_ms": as_of_ms,
         "as_of": iso(as_of_ms),
         "change": change.kind,
-        "column": ".".join(change.column),
+        "column": dotted(list(spelled.get(change.column, change.column))),
         "column_type": column_type,
         "target": change.target,
         "safe": (
@@ -265,6 +299,14 @@ def impact(
         row for row in lineage_unknown(conn, at, transitive=True) if row["view_id"] != table_id
     ]
     result["already_broken"] = [] if fields is None else _already_broken(readers, target, fields, catalogs)
+    # Time travel and tags read a snapshot in its own schema: no column change reaches them.
+    result["time_travel"] = sorted(
+        {
+            reader.name
+            for reader in readers
+            if any(_match(key, target.key, catalogs) is not None for key in reader.lineage.pinned_tables)
+        }
+    )
     return result
 
 
@@ -278,8 +320,21 @@ def _already_broken(
     columns = {path[0] for path in fields}
     broken: dict[tuple[str, str, str], dict[str, Any]] = {}
     for reader in readers:
-        if reader.lineage.unknown_schemas:
+        if reader.lineage.unknown_schemas or any(f.code in ANALYSIS_FAILED for f in reader.lineage.findings):
             continue
+        starred = [_match(key, target.key, catalogs) for key in reader.lineage.star_tables]
+        surest = min((c for c in starred if c is not None), default=None)
+        for column in reader.missing_outputs() if surest is not None else []:  # its `*` of the table
+            broken.setdefault(  # no longer gives it
+                (reader.name, column, STORED_COLUMN),
+                {
+                    "view": reader.name,
+                    "view_id": reader.view_id,
+                    "column": column,
+                    "kind": STORED_COLUMN,
+                    "match": MATCHES[surest or 0],
+                },
+            )
         for use in reader.lineage.uses:
             certainty = _match(use.table, target.key, catalogs)
             if certainty is None or use.path[0].lower() in columns or use.path[0] == "*":
@@ -300,8 +355,9 @@ def _already_broken(
 
 def _schema_of(
     conn: duckdb.DuckDBPyConnection, resolved: ResolvedTable, at: int
-) -> tuple[str | None, list[str], dict[tuple[str, ...], str]]:
-    """The indexed table's catalog, name parts and field types (by path) at `at`."""
+) -> tuple[str | None, list[str], dict[tuple[str, ...], str], dict[tuple[str, ...], tuple[str, ...]]]:
+    """The indexed table's catalog, name parts, field types by path (case-folded) at `at`, and
+    each path as the schema spells it."""
     state = query_rows(
         conn,
         "SELECT catalog, name, current_schema_hash FROM table_file_as_of(?1, ?2) WHERE commit_ms <= ?2",
@@ -309,21 +365,19 @@ def _schema_of(
     )
     if not state or state[0]["name"] is None:
         raise UsageError(f"table {resolved.name} has no metadata file committed by {iso(at)}")
-    fields = {  # as the lineage compares column names: unquoted identifiers are case-folded
-        tuple(part.lower() for part in row["path"]): row["type"]
-        for row in query_rows(
-            conn,
-            "SELECT path, type FROM schema_fields WHERE schema_hash = ?",
-            [state[0]["current_schema_hash"]],
-        )
-    }
-    return state[0]["catalog"], list(state[0]["name"]), fields
+    rows = query_rows(
+        conn, "SELECT path, type FROM schema_fields WHERE schema_hash = ?", [state[0]["current_schema_hash"]]
+    )
+    # As the lineage compares column names: unquoted identifiers are case-folded.
+    fields = {tuple(part.lower() for part in row["path"]): row["type"] for row in rows}
+    spelled = {tuple(part.lower() for part in row["path"]): tuple(row["path"]) for row in rows}
+    return state[0]["catalog"], list(state[0]["name"]), fields, spelled
 
 
 def _checked(change: Change, fields: dict[tuple[str, ...], str], table: str) -> str:
     """The changed column's type, after checking the change makes sense on this schema."""
     if change.column not in fields:
-        known = ", ".join(".".join(path) for path in sorted(fields) if len(path) == 1)
+        known = ", ".join(dotted(list(path)) for path in sorted(fields) if len(path) == 1)
         raise UsageError(f"{table} has no column {'.'.join(change.column)!r} at that time (columns: {known})")
     if change.kind == RENAME and (*change.column[:-1], change.target) in fields:
         raise UsageError(f"{table} already has a column {change.target!r}")
@@ -350,7 +404,8 @@ def _readers(
             conn,
             """
             SELECT f.catalog, f.name, v.version_hash, v.default_catalog, v.default_namespace,
-                   [c.name FOR c IN coalesce(s.columns, [])] AS columns
+                   [c.name FOR c IN coalesce(s.columns, [])] AS columns,
+                   f.properties['spark.query-column-names'] AS query_columns
             FROM view_file_as_of(?1, ?2) f, view_current_version(?1, ?2) c
             JOIN preferred_versions v ON v.view_id = c.view_id AND v.version_id = c.version_id
             LEFT JOIN schemas s ON s.schema_hash = v.schema_hash""",
@@ -388,7 +443,14 @@ def _readers(
             own: TableKey = (h["catalog"], tuple(name[:-1]), name[-1])
             named = display_name(h["catalog"], name, view_id)
             columns = tuple(c.lower() for c in h["columns"])
-            readers.append(_Reader(view_id, named, own, lineage, columns, tuple(resolved.values())))
+            query_columns = (
+                tuple(name.strip().lower() for name in h["query_columns"].split(","))
+                if h["query_columns"] and representation["dialect"] == "spark"
+                else None
+            )
+            readers.append(
+                _Reader(view_id, named, own, lineage, columns, tuple(resolved.values()), query_columns)
+            )
     return readers
 
 

@@ -105,9 +105,14 @@ def uses(sql: str) -> list[tuple[str, str, str, str | None]]:
             "SELECT e.id FROM events e WHERE e.tier = 'gold'",
             [("events", "id", "projected", "id"), ("events", "tier", "filter", None)],
         ),
-        (  # a subquery's may be the outer query's (correlated): not attributed to its source
+        (  # in no schema, when all are known: the engine looks in the subquery's source first (and
+            # fails), so a view Spark fails on is already broken (found by the fourth new-user trial)
             "SELECT id FROM events WHERE EXISTS (SELECT 1 FROM other WHERE other.x = tier)",
-            [("events", "id", "projected", "id"), ("other", "x", "filter", None)],
+            [
+                ("events", "id", "projected", "id"),
+                ("other", "tier", "filter", None),
+                ("other", "x", "filter", None),
+            ],
         ),
     ],
 )
@@ -140,4 +145,21 @@ def test_sql_too_long_for_the_column_analysis_is_a_finding() -> None:
     assert lineage.uses == ()
     assert [(f.code, f.message) for f in lineage.findings] == [
         ("column-analysis-error", f"SQL of {len(sql):,} characters: the column analysis takes at most 32,768")
+    ]
+
+
+def test_a_subquerys_unplaced_column_may_be_an_unknown_outer_schemas() -> None:
+    """Correlated: with the enclosing query's schema unknown, `tier` may be its column, so it is
+    not taken for the subquery's source's."""
+    lineage = column_lineage(
+        LineageRequest(
+            "SELECT id FROM unknown_t WHERE EXISTS (SELECT 1 FROM other WHERE other.x = tier)",
+            "spark", "prod", ("db",), None,
+        ),
+        LineageConfig(),
+        SCHEMAS,
+    )  # fmt: skip
+    assert sorted((u.table[2], ".".join(u.path), u.kind) for u in lineage.uses) == [
+        ("other", "x", "filter"),
+        ("unknown_t", "id", "projected"),
     ]

@@ -624,3 +624,105 @@ def test_struct_stars_and_readers_of_stale_views(tmp_path: Path) -> None:
         ("prod.db.reader", 2, "fails"),
     ]
     assert (retyped["safe"], retyped["stale_schemas"]) == (True, ["prod.db.carries"])
+
+
+def test_star_views_whose_table_lost_a_column_and_subquery_filters_are_already_broken(tmp_path: Path) -> None:
+    """Found by the fourth new-user trial, checked against Spark: after `DROP COLUMN status`,
+    `SELECT *` views fail (Spark looks up the query column names it recorded; other engines compare
+    the stored columns by position), and after `RENAME COLUMN region`, a view filtering on `region`
+    in an IN-subquery fails; neither was listed as already broken."""
+    root = tmp_path / "warehouse"
+    orders = Table(
+        root, "sales", "orders", "c4000000-0000-4000-8000-000000000001",
+        schema=schema_of(("id", "long"), ("status", "string"), ("qty", "int")),
+    )  # fmt: skip
+    orders.commit(1000, 1)
+    customers = Table(
+        root, "crm", "customers", "c4000000-0000-4000-8000-000000000002",
+        schema=schema_of(("customer_id", "long"), ("region", "string")),
+    )  # fmt: skip
+    customers.commit(1000, 2)
+    stored = schema_of(("id", "long"), ("status", "string"), ("qty", "int"))
+    spark = View(root, "sales", "v_star", "c4000000-0000-4000-8000-000000000003", schema=stored)
+    spark.properties["spark.query-column-names"] = "id,status,qty"
+    spark.commit(2000, "SELECT * FROM sales.orders")
+    trino = View(root, "sales", "v_star_trino", "c4000000-0000-4000-8000-000000000004", schema=stored)
+    trino.commit(2000, "SELECT * FROM sales.orders", representations=[
+        {"type": "sql", "sql": "SELECT * FROM sales.orders", "dialect": "trino"}
+    ])  # fmt: skip
+    View(
+        root, "sales", "v_subq", "c4000000-0000-4000-8000-000000000005",
+        schema=schema_of(("id", "long"), ("status", "string"), ("qty", "int")),
+    ).commit(
+        2000,
+        "SELECT * FROM sales.orders WHERE id IN (SELECT customer_id FROM crm.customers WHERE Region = 'EU')",
+    )  # fmt: skip
+    View(
+        root,
+        "sales",
+        "v_renamed_alias",
+        "c4000000-0000-4000-8000-000000000006",
+        schema=schema_of(("order_id", "long"), ("n", "int")),
+    ).commit(2000, "SELECT id, qty FROM sales.orders")  # aliased by the view's column list: not stale
+    orders.schema = schema_of(("id", "long"), ("qty", "int"))
+    orders.commit(3000, 3)
+    customers.schema = schema_of(("customer_id", "long"), ("region_code", "string"))
+    customers.commit(3000, 4)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        on_orders = impact(conn, "sales.orders", parse_change("qty", None, None))["already_broken"]
+        on_customers = impact(conn, "crm.customers", parse_change("customer_id", None, None))[
+            "already_broken"
+        ]
+    assert [(b["view"], b["column"], b["kind"], b["match"]) for b in on_orders] == [
+        ("prod.sales.v_star", "status", "stored-column", "exact"),
+        ("prod.sales.v_star_trino", "status", "stored-column", "exact"),
+        ("prod.sales.v_subq", "status", "stored-column", "exact"),
+    ]
+    assert [(b["view"], b["column"], b["kind"]) for b in on_customers] == [
+        ("prod.sales.v_subq", "region", "filter")
+    ]
+
+
+def test_time_travel_reads_and_columns_named_with_a_dot(tmp_path: Path) -> None:
+    """Found by the fourth new-user trial on Spark: a view reading `VERSION AS OF` a snapshot kept
+    working after the rename `impact` said would break it (it reads the snapshot's schema); and a
+    column named `a.b` could not be asked about at all."""
+    root = tmp_path / "warehouse"
+    orders = Table(
+        root, "sales", "orders", "c5000000-0000-4000-8000-000000000001",
+        schema=schema_of(("Order_Id", "long"), ("price", "float"), ("a.b", "int")),
+    )  # fmt: skip
+    orders.commit(1000, 1)
+    View(root, "sales", "v_tt", "c5000000-0000-4000-8000-000000000002").commit(
+        2000, "SELECT order_id, price FROM sales.orders VERSION AS OF 1"
+    )
+    View(root, "sales", "v_now", "c5000000-0000-4000-8000-000000000003").commit(
+        2000, "SELECT order_id, price, `a.b` AS flat FROM sales.orders"
+    )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        renamed = impact(conn, "sales.orders", parse_change(None, "price=unit_price", None))
+        dotted_plain = impact(conn, "sales.orders", parse_change("a.b", None, None))
+        dotted_quoted = impact(conn, "sales.orders", parse_change("`a.b`", None, None))
+        spelled = impact(conn, "sales.orders", parse_change("order_id", None, None))
+    assert (renamed["views"], renamed["time_travel"]) == (["prod.sales.v_now"], ["prod.sales.v_tt"])
+    assert [(u["view"], u["column"], u["output"]) for u in dotted_plain["uses"]] == [
+        ("prod.sales.v_now", "a.b", "flat")
+    ]
+    assert dotted_quoted["uses"] == dotted_plain["uses"]
+    assert dotted_plain["column"] == '"a.b"'
+    assert spelled["column"] == "Order_Id"
+    text = CliRunner().invoke(cli, ["impact", "sales.orders", "--rename-column", "price=p", "--db", str(db)])
+    assert text.stdout.splitlines()[0] == (
+        "rename-column prod.sales.orders.price (float -> p): 1 view(s) affected; 1 view(s) read it by "
+        "time travel or a tag, in that snapshot's schema, and are not affected: prod.sales.v_tt"
+    )
+    narrowed = CliRunner().invoke(
+        cli, ["impact", "sales.orders", "--change-type", "order_id=int", "--db", str(db)]
+    )
+    assert narrowed.stdout.splitlines()[0].startswith(
+        "change-type prod.sales.orders.Order_Id (long -> int): Iceberg refuses this type change"
+    )

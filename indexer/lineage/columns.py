@@ -57,6 +57,12 @@ class ColumnLineage:
     unknown_schemas: tuple[TableKey, ...]
     """Tables read whose schema was not given: their `*` stays unexpanded, their columns unseen."""
     findings: tuple[Finding, ...]
+    star_tables: tuple[TableKey, ...] = ()
+    """Tables a `*` (or `t.*`) of the query, or of a CTE or subquery in it, expands: a view over
+    one gets the table's columns as they are when it is queried, not as they were at its creation."""
+    pinned_tables: tuple[TableKey, ...] = ()
+    """Tables read by time travel or at a tag (`VERSION AS OF 42`): in the schema of that snapshot,
+    so no change to the table's columns reaches these reads (their uses are keyed apart)."""
 
 
 def iceberg_type_sql(kind: Any) -> str:
@@ -125,6 +131,7 @@ def _analyse(
     renames: dict[str, dict[str, str]] = {}
     mapping: dict[str, object] = {}
     unknown: list[TableKey] = []
+    pinned: dict[TableKey, None] = {}
     tables = {id(source): source for scope in traverse_scope(statement) for source in scope.sources.values()
               if isinstance(source, exp.Table)}  # fmt: skip
     for table in tables.values():  # as table lineage finds them: CTE names and functions are not tables
@@ -138,10 +145,17 @@ def _analyse(
         key: TableKey = resolved.get(ref.raw, (ref.catalog, ref.namespace, ref.name))
         if ref.suffix is not None:  # a metadata table (`db.t.snapshots`): none of the table's columns
             key = (key[0], (*key[1], key[2]), ref.suffix)
+        schema = schemas.get(key)
+        if ref.suffix is None and ref.pin is not None and not ref.pin.startswith("branch_"):
+            # Time travel and tags read a snapshot in its own schema, not the table's current one (a
+            # branch reads the current one): no use of the table's columns as they are, but the
+            # current ones are the best guess at what `*` and unqualified columns resolve to.
+            pinned[key] = None
+            key = (key[0], key[1], f"{key[2]} {ref.pin}")
         placeholder = f"_vl_t{len(placeholders)}"
         placeholders[placeholder] = key
-        if key in schemas:
-            mapping[placeholder] = {name: kind for name, kind in schemas[key]}
+        if schema is not None:
+            mapping[placeholder] = {name: kind for name, kind in schema}
         elif key not in unknown:
             unknown.append(key)
         alias = table.alias or table.name
@@ -160,9 +174,21 @@ def _analyse(
                 ),
             )
         )
-    for select in statement.find_all(exp.Select):  # before qualify replaces each `*` by columns
-        if any(projection.is_star for projection in select.expressions):
-            select.meta[_NAMED] = {p.alias_or_name for p in select.expressions if not p.is_star}
+    star_tables: dict[TableKey, None] = {}
+    for scope in traverse_scope(statement):  # before qualify replaces each `*` by columns
+        select = scope.expression
+        if not isinstance(select, exp.Select) or not any(p.is_star for p in select.expressions):
+            continue
+        select.meta[_NAMED] = {p.alias_or_name for p in select.expressions if not p.is_star}
+        for projection in select.expressions:
+            if projection.is_star:
+                alias = projection.table if isinstance(projection, exp.Column) else ""  # `t.*`, or `*`
+                starred = [scope.sources.get(alias)] if alias else scope.sources.values()
+                star_tables.update(
+                    (placeholders[source.name], None)
+                    for source in starred
+                    if isinstance(source, exp.Table) and source.name in placeholders
+                )
     qualified = qualify(
         statement,
         schema=MappingSchema(mapping, dialect=request.dialect),
@@ -172,14 +198,16 @@ def _analyse(
         quote_identifiers=False,
         identify=False,
     )
-    walker = _Walker(placeholders, renames)
+    walker = _Walker(placeholders, renames, schemas_known=not unknown)
     scopes = traverse_scope(qualified)
     root = scopes[-1]
     for scope in scopes:
         walker.scope_uses(scope, root)
     outputs = tuple(_output_names(root))
     uses = tuple(dict.fromkeys([*walker.uses, *walker.unread_uses()]))  # ordered, without repeats
-    return ColumnLineage(uses, outputs, tuple(unknown), tuple(resolver.findings))
+    return ColumnLineage(
+        uses, outputs, tuple(unknown), tuple(resolver.findings), tuple(star_tables), tuple(pinned)
+    )
 
 
 _NAMED = "viewlineage_named_outputs"
@@ -236,11 +264,16 @@ def _context(node: exp.Expr, select: exp.Expr) -> tuple[str, bool, exp.Expr | No
 
 class _Walker:
     def __init__(
-        self, placeholders: Mapping[str, TableKey], renames: Mapping[str, Mapping[str, str]]
+        self,
+        placeholders: Mapping[str, TableKey],
+        renames: Mapping[str, Mapping[str, str]],
+        schemas_known: bool,
     ) -> None:
         self.placeholders = placeholders
         self.renames = renames
         """Per placeholder, the columns an alias's column list names, as the table's columns."""
+        self.schemas_known = schemas_known
+        """Whether the schema of every table read is known: a column none of them has is then in none."""
         self.uses: list[ColumnUse] = []
         self.unread: dict[int, list[ColumnUse]] = {}
         """Uses in CTE or derived-table projections, by projection, until a query reads its column."""
@@ -322,11 +355,11 @@ class _Walker:
             for inner in aliased[0].find_all(exp.Column) if aliased else ():
                 if inner is not column and inner.table:
                     yield from self._resolve(scope, inner, seen)
-            if aliased or len(scope.sources) != 1 or scope.is_subquery:
+            if aliased or len(scope.sources) != 1 or (scope.is_subquery and not self.schemas_known):
                 return
-            # A column no known schema placed, in a query of one source that no outer query's
-            # columns reach (a subquery's may be correlated): the engine looks for it there, so
-            # that is what the view uses (and fails on, if the source's schema lacks it).
+            # A column no known schema placed, in a query of one source: the engine looks for it
+            # there first, so that is what the view uses (and fails on, if the source's schema lacks
+            # it). A subquery's may be an outer query's (correlated), unless no schema is unknown.
             alias = next(iter(scope.sources))
         source, outer = scope.sources.get(alias), scope
         while source is None and alias and outer.parent is not None:  # a correlated subquery's
