@@ -92,7 +92,8 @@ class Settings(BaseModel):
         pattern=r"^\s*\d+(\.\d+)?\s*([KMGT]i?B)\s*$",
         description="DuckDB memory limit of a process that answers queries (the query commands, "
         "`sql`, `serve`, a follower's API), e.g. `512MiB`. Queries do not spill to disk: one that "
-        "needs more fails with DuckDB's out-of-memory error.",
+        "needs more is stopped with an error (exit 1; HTTP 503). Some of DuckDB's functions build "
+        "strings outside the limit (`repeat`): `sql` is bounded by query-timeout there.",
     )
     sql_max_rows: int = Field(
         100_000,

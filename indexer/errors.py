@@ -110,6 +110,10 @@ class QueryTimeout(StoreError):
     """A query ran longer than the setting `query-timeout` and was stopped."""
 
 
+class QueryOutOfMemory(StoreError):
+    """A query needed more memory than the setting `query-memory` lets it have."""
+
+
 class StoreWarning(UserWarning):
     """An answer came from somewhere other than the store's latest state (an older replica)."""
 

@@ -634,6 +634,8 @@ def run_sql(conn: duckdb.DuckDBPyConnection, text: str, max_rows: int | None = N
         cursor = conn.execute(statements[0])
         columns = [d[0] for d in cursor.description or []]
         rows = cursor.fetchall() if max_rows is None else cursor.fetchmany(max_rows + 1)
+    except duckdb.OutOfMemoryException:
+        raise  # the query's limit, not the SQL: said as every command says it (`answered_within`)
     except duckdb.Error as exc:
         # One line: DuckDB's message spans several (a hint, the statement, a caret under the error).
         lines = [line.strip() for line in str(exc).splitlines() if line.strip().strip("^")]

@@ -21,7 +21,13 @@ from typing import Any, Protocol, TypeVar
 
 import duckdb
 
-from viewlineage.indexer.errors import QueryTimeout, RebuildPending, StoreError, StoreWarning
+from viewlineage.indexer.errors import (
+    QueryOutOfMemory,
+    QueryTimeout,
+    RebuildPending,
+    StoreError,
+    StoreWarning,
+)
 from viewlineage.sinks.schema import SCHEMA_VERSION, applied, installed_queries, queries_marker
 
 READER_CONFIG: dict[str, str | bool | int | float | list[str]] = {
@@ -281,6 +287,11 @@ def answered_within(
     answered, value = outcome[0]
     if answered:
         return value  # type: ignore[no-any-return]
+    if isinstance(value, duckdb.OutOfMemoryException):
+        limit = conn.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+        raise QueryOutOfMemory(
+            f"the query needed more than its memory limit of {limit} and was stopped (setting query-memory)"
+        ) from value
     raise value
 
 

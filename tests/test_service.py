@@ -22,12 +22,13 @@ from urllib.parse import urlencode
 import duckdb
 import pytest
 
-from viewlineage.indexer.errors import QueryTimeout, StoreError
+from viewlineage.indexer.errors import QueryOutOfMemory, QueryTimeout, StoreError
 from viewlineage.indexer.pipeline.rows import Batch, Removal
 from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries import api, changes, diff, graph, mviews
 from viewlineage.queries.impact import impact, parse_change
 from viewlineage.queries.names import parse_time, query_rows
+from viewlineage.queries.web import api as web_api
 from viewlineage.queries.web import server as web_server
 from viewlineage.queries.web.api import ENDPOINTS
 from viewlineage.queries.web.app import store_health, web_app
@@ -387,3 +388,16 @@ def test_a_question_of_many_statements_stops_at_its_timeout(sample_store: Path) 
         count = len(ran)
         time.sleep(0.3)
     assert (stopped - started < 2, len(ran) == count) == (True, True)
+
+
+def test_a_question_past_its_memory_limit_is_a_503(sample_store: Path) -> None:
+    """Found by the fourth adversarial trial: DuckDB's out-of-memory error was a 500 with its
+    tuning advice."""
+    with open_reader(sample_store, memory_limit="16MiB") as conn:
+        answered = web_api.answer_on(conn, 30, "show", [("view", "prod.db.big_days")])
+        assert answered.status == 200
+        with pytest.raises(QueryOutOfMemory, match=r"more than its memory limit of 16\.0 MiB"):
+            answered_within(
+                conn, 30, lambda c: c.execute("SELECT string_agg(repeat('x', 1000), '') FROM range(200000)")
+            )
+    assert issubclass(QueryOutOfMemory, StoreError)  # which every endpoint answers 503
