@@ -247,14 +247,19 @@ def parse_metadata(
 
 def _with_wide_integers(document: bytes | bytearray, error: orjson.JSONDecodeError) -> Any:
     """A document orjson refused for a number no double holds, read by the standard library, which
-    keeps integers whole (up to 4,300 digits): the field holding one becomes a finding, not the
-    file a quarantine."""
+    keeps integers whole: the field holding one becomes a finding, not the file a quarantine. An
+    integer of more digits than any field takes is cut to 40 (still out of every range, so still a
+    finding): Python converts at most 4,300, and in time that grows with the square of the length."""
     if "number is infinity" not in str(error):
         raise QuarantineError(f"not JSON: {error}", reason="not-json") from error
     try:
-        return json.loads(document)
+        return json.loads(document, parse_int=_bounded_int)
     except (ValueError, RecursionError) as exc:
         raise QuarantineError(f"not JSON: {exc}", reason="not-json") from exc
+
+
+def _bounded_int(text: str) -> int:
+    return int(text[:40])
 
 
 def _fields(parsed: ParsedFile) -> dict[str, Any]:
