@@ -136,10 +136,10 @@ def query_rows(
 
 
 def _by_id(conn: duckdb.DuckDBPyConnection, kind: str, text: str) -> list[dict[str, Any]] | None:
-    """Views or tables (`kind`) by uuid or `loc:` id; None when `text` is neither."""
-    if not (_UUID.match(text.lower()) or text.startswith("loc:")):
+    """Views or tables (`kind`) by uuid, `loc:` or `bad-uuid:` id; None when `text` is none."""
+    if not (_UUID.match(text.lower()) or text.startswith(("loc:", "bad-uuid:"))):
         return None
-    wanted = text if text.startswith("loc:") else text.lower()
+    wanted = text if text.startswith(("loc:", "bad-uuid:")) else text.lower()
     if kind == "view":  # one id, under the name of its file in force (copies elsewhere have others)
         return query_rows(
             conn,

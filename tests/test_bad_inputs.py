@@ -471,3 +471,63 @@ def test_a_value_past_its_type_costs_only_itself() -> None:
         ("invalid-field:id", "$.schemas[0].fields[1].id"),
         ("invalid-field:x", "$.versions[1].summary.x"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        (lambda d: d.update({"current-version-id": "2"}), "invalid-field:current-version-id"),
+        (lambda d: d.update({"current-version-id": 2.0}), "invalid-field:current-version-id"),
+        (lambda d: d.update({"current-version-id": True}), "invalid-field:current-version-id"),
+        (lambda d: d.update({"current-version-id": None}), "missing-field:current-version-id"),
+        (lambda d: d.update({"format-version": True}), "invalid-field:format-version"),
+        (lambda d: d["versions"][1].update({"version-id": "2"}), "invalid-field:version-id"),
+        (lambda d: d["versions"][1].update({"schema-id": True}), "invalid-field:schema-id"),
+        (lambda d: d["version-log"][1].update({"timestamp-ms": "2"}), "invalid-field:timestamp-ms"),
+        (
+            lambda d: d["versions"][0].update({"timestamp-ms": 1.573518431292e12}),
+            "invalid-field:timestamp-ms",
+        ),
+    ],
+)
+def test_a_value_of_another_json_type_is_a_finding_not_a_conversion(change: Any, code: str) -> None:
+    """Found by the fourth adversarial trial: `"2"`, `2.0` and `true` were taken for 2, 2 and 1
+    (`"version-id": true` showed version 2's SQL as version 1's), and a required field given as
+    null was no finding."""
+    document = json.loads(VALID)
+    change(document)
+    parsed = parse_metadata(
+        json.dumps(document).encode(), "/w/db/v/metadata/00001-x.metadata.json", ParseConfig()
+    )
+    assert code in [finding.code for finding in parsed.findings]
+
+
+def test_an_id_that_is_no_uuid_never_passes_for_another_views(tmp_path: Path) -> None:
+    """Found by the fourth adversarial trial: a view-uuid `loc:<directory>` made a file one view with
+    the uuid-less view in that directory, showing its SQL under the other's name."""
+    root = tmp_path / "warehouse"
+    for name, uuid in (("nouuid", None), ("spoof", f"loc:{root}/db/nouuid"), ("odd", "not-a-uuid")):
+        document = json.loads(VALID)
+        document["location"] = f"{root}/db/{name}"
+        document["versions"][1]["representations"][0]["sql"] = f"SELECT * FROM db.t_{name}"
+        if uuid is None:
+            del document["view-uuid"]
+        else:
+            document["view-uuid"] = uuid
+        path = root / "db" / name / "metadata" / "00001-x.metadata.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(document))
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    shown = {
+        name: CliRunner().invoke(cli, ["show", name, "--format", "json", "--db", str(db)]).stdout
+        for name in ("prod.db.nouuid", "prod.db.spoof", "bad-uuid:not-a-uuid")
+    }
+    assert {
+        name: (json.loads(out)["view_id"], json.loads(out)["representations"][0]["sql"])
+        for name, out in shown.items()
+    } == {
+        "prod.db.nouuid": (f"loc:{root}/db/nouuid", "SELECT * FROM db.t_nouuid"),
+        "prod.db.spoof": (f"bad-uuid:loc:{root}/db/nouuid", "SELECT * FROM db.t_spoof"),
+        "bad-uuid:not-a-uuid": ("bad-uuid:not-a-uuid", "SELECT * FROM db.t_odd"),
+    }

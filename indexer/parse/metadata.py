@@ -110,7 +110,8 @@ class ParsedVersion:
 @dataclass(frozen=True, slots=True)
 class ParsedView:
     view_id: str
-    """The view-uuid (lower-case), or `loc:<location>` when the document has none."""
+    """The view-uuid (lower-case), `bad-uuid:<as written>` for one that is no UUID, or
+    `loc:<location>` when the document has none (`rules.identity`)."""
     view_uuid: str | None
     format_version: int | None
     metadata_location: str | None
@@ -270,7 +271,7 @@ def _parse_view(
     document: dict[str, Any], location: str, config: ParseConfig, known: Container[str]
 ) -> tuple[ParsedView, list[Finding]]:
     findings: list[Finding] = []
-    missing = [key for key in REQUIRED_TOP_LEVEL if key not in document and key != "view-uuid"]
+    missing = [key for key in REQUIRED_TOP_LEVEL if document.get(key) is None and key != "view-uuid"]
     findings.extend(
         Finding(f"missing-field:{key}", Severity.ERROR, f"required field {key!r} is missing", "$")
         for key in missing
@@ -293,7 +294,7 @@ def _parse_view(
         elements(document, "schemas", findings), "$.schemas", known, findings
     )
     view_uuid = header.view_uuid.strip().lower() if header.view_uuid else None
-    view_id = view_uuid if view_uuid else f"loc:{header.location}"
+    view_id = rules.identity(header.view_uuid, header.location)
     versions = _versions(document, view_id, schema_hashes, known, config.max_sql_length, findings)
     log = _log(elements(document, "version-log", findings), findings)
     version_ids = [version.version_id for version in versions]

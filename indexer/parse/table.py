@@ -75,7 +75,8 @@ class ParsedRef:
 @dataclass(frozen=True, slots=True)
 class ParsedTable:
     table_id: str
-    """The table-uuid (lower-case), or `loc:<location>` when the document has none."""
+    """The table-uuid (lower-case), `bad-uuid:<as written>` for one that is no UUID, or
+    `loc:<location>` when the document has none (`rules.identity`)."""
     table_uuid: str | None
     table_location: str | None
     format_version: int | None
@@ -114,7 +115,7 @@ def parse_table(
     findings.extend(rules.check_table_required(document, version))
     findings.extend(rules.check_table_uuid(header.table_uuid, version))
     table_uuid = header.table_uuid.strip().lower() if header.table_uuid else None
-    table_id = table_uuid if table_uuid else f"loc:{header.location}"
+    table_id = rules.identity(header.table_uuid, header.location)
 
     raw_schemas = elements(document, "schemas", findings)
     path = "$.schemas"

@@ -6,15 +6,17 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict
 
 INT_RANGE = (-(2**31), 2**31 - 1)
 LONG_RANGE = (-(2**63), 2**63 - 1)
 
-Int = Annotated[int, Field(ge=INT_RANGE[0], le=INT_RANGE[1])]
+Int = Annotated[int, Strict(), Field(ge=INT_RANGE[0], le=INT_RANGE[1])]
 """The spec's `int`, 32-bit signed: ids of versions, schemas and fields; format versions. A value
-out of range is a broken field (a finding), never a value the store cannot hold."""
-Long = Annotated[int, Field(ge=LONG_RANGE[0], le=LONG_RANGE[1])]
+out of range, or a JSON string, fraction or boolean where the number goes (`"2"`, `2.0`, `true`),
+is a broken field (a finding): never a value the store cannot hold, nor one the writer did not
+write (Iceberg's own parser refuses them too)."""
+Long = Annotated[int, Strict(), Field(ge=LONG_RANGE[0], le=LONG_RANGE[1])]
 """The spec's `long`, 64-bit signed: timestamps, snapshot ids, sequence numbers."""
 
 

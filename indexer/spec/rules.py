@@ -17,6 +17,16 @@ _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4
 LEGACY_SUMMARY_KEYS = ("operation", "engineVersion")
 
 
+def identity(uuid: str | None, location: str | None) -> str:
+    """The id a view or table is stored under: its uuid (lower-case); `bad-uuid:<as written>` for
+    one that is no UUID (so that it can never pass for another's id, `loc:...` included); or
+    `loc:<location>` when it has none."""
+    uuid = uuid.strip() if uuid else None
+    if not uuid:
+        return f"loc:{location}"
+    return uuid.lower() if _UUID.match(uuid) else f"bad-uuid:{uuid}"
+
+
 def check_view_uuid(view_uuid: str | None) -> list[Finding]:
     if view_uuid is None:
         return [
@@ -178,7 +188,7 @@ def check_table_required(document: dict[str, Any], format_version: Any) -> list[
     return [
         Finding(f"missing-field:{key}", Severity.ERROR, f"required field {key!r} is missing", "$")
         for key in required
-        if key not in document
+        if document.get(key) is None
     ]
 
 
