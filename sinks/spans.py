@@ -57,10 +57,16 @@ misplaced AS (
 ),
 placed_files AS (
     -- A copy of a view's file elsewhere (its document's location names another directory: the
-    -- finding location-mismatch) never holds the view while a file in place does.
-    SELECT f.* FROM view_files f LEFT JOIN misplaced m ON m.location = f.location
+    -- finding location-mismatch) never holds the view while a file in place that was not removed
+    -- does: once none is left (its directory moved), the copies hold it, as they would for an
+    -- index of the tree as it is now. Of two files of one commit, a removed one holds first.
+    SELECT f.*, d.location IS NOT NULL AS removed
+    FROM view_files f
+    LEFT JOIN misplaced m ON m.location = f.location
+    LEFT JOIN drops d ON d.location = f.location
     WHERE f.view_id IN (SELECT view_id FROM _touched)
-    QUALIFY m.location IS NULL OR bool_and(m.location IS NOT NULL) OVER (PARTITION BY f.view_id)
+    QUALIFY m.location IS NULL
+         OR NOT bool_or(m.location IS NULL AND d.location IS NULL) OVER (PARTITION BY f.view_id)
 ),
 ranked_files AS (
     -- One pass over the touched views' file rows: the spans keep few of their columns, and at 10^6
@@ -71,7 +77,8 @@ ranked_files AS (
            min(commit_ms) OVER (PARTITION BY view_id) AS first_ms
     FROM placed_files
     WINDOW ranked AS (
-        PARTITION BY view_id ORDER BY commit_ms NULLS LAST, coalesce(sequence_number, -1), location)
+        PARTITION BY view_id
+        ORDER BY commit_ms NULLS LAST, coalesce(sequence_number, -1), NOT removed, location)
 ),
 held_files AS (
     SELECT view_id, location, view_uuid, catalog, name, commit_ms,

@@ -18,6 +18,7 @@ from viewlineage.sinks.store import Store
 
 from .conftest import settings_for
 from .data.restore_mtimes import SAMPLE
+from .metadata_files import View
 from .realwriter.scenario_checks import load_steps
 
 STEPS = load_steps(SAMPLE)
@@ -187,3 +188,30 @@ def test_index_records_the_files_a_listing_no_longer_holds(tmp_path: Path) -> No
                 root / "db" / "kept" / "metadata" / "00000-da000000-0000-4000-8000-000000000002.metadata.json"
             ),
         ]
+
+
+def test_a_moved_directory_s_copies_hold_the_view_once_its_files_are_removed(tmp_path: Path) -> None:
+    """Found by the fourth adversarial trial: under `watch`, `mv ns ns2` made the view dropped (its
+    files in place removed, the moved copies naming the old directory never held it) and `uses`
+    said nothing read the table, while an index of the tree as it now is finds the view at ns2."""
+    root = tmp_path / "warehouse"
+    view = View(root, "ns", "v", "ad000000-0000-4000-8000-000000000001")
+    view.commit(1000, "SELECT * FROM db.events")
+    newest = view.commit(2000, "SELECT id FROM db.events")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    shutil.move(root / "ns", root / "ns2")  # as `mv` does: the documents still name ns/v
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))  # records the old files removed
+    fresh = tmp_path / "fresh.duckdb"
+    index_locations([str(root)], settings_for(fresh, f"{root}=prod"))
+    for store in (db, fresh):
+        with open_reader(store) as conn:
+            assert api.show(conn, "prod.ns2.v")["version_id"] == 2, store
+            assert [v["view"] for v in api.uses(conn, "db.events")["views"]] == ["prod.ns2.v"], store
+            assert api.history(conn, "prod.ns2.v")["dropped_ms"] is None, store
+    with Store(db, replica_interval=None) as store:  # and once the copies go too, it is dropped
+        store.write(
+            Batch(removals=[Removal(str(root / "ns2" / "v" / "metadata" / newest.name), 9000, "watch")])
+        )
+    with open_reader(db) as conn:
+        assert api.history(conn, view.uuid)["dropped_ms"] == 9000

@@ -11,13 +11,15 @@ SELECT v.* FROM versions v ANTI JOIN preferred_copies USING (view_id, version_id
 UNION ALL
 SELECT v.* FROM versions v SEMI JOIN preferred_copies USING (version_hash);
 
--- file_state_key(commit_ms, sequence_number, location, t): orders a view's files by whose state
--- holds at t, greatest first: the latest committed at or before t (ties: higher sequence number,
+-- file_state_key(commit_ms, sequence_number, location, survives, t): orders a view's files by
+-- whose state holds at t, greatest first: the latest committed at or before t (ties: higher
+-- sequence number, a file not removed (`survives`: a moved directory's copy of a removed file),
 -- greater location); if none was committed yet, the earliest; files with no commit time last.
-CREATE OR REPLACE MACRO file_state_key(commit_ms, sequence_number, location, t) AS {
+CREATE OR REPLACE MACRO file_state_key(commit_ms, sequence_number, location, survives, t) AS {
     'tier': CASE WHEN commit_ms <= t THEN 2 WHEN commit_ms > t THEN 1 ELSE 0 END,
     'commit': CASE WHEN commit_ms <= t THEN commit_ms ELSE -commit_ms END,
     'sequence': coalesce(sequence_number, -1),
+    'survives': survives,
     'location': location
 };
 
@@ -34,26 +36,31 @@ WHERE view_id = vid AND timestamp_ms <= t ORDER BY timestamp_ms DESC, version_id
 
 -- view_files_as_of(t): per view, the file whose state held at t (see file_state_key).
 CREATE OR REPLACE MACRO view_files_as_of(t) AS TABLE
-SELECT unnest(arg_max(f, file_state_key(f.commit_ms, f.sequence_number, f.location, t)))
+SELECT unnest(arg_max(f, file_state_key(f.commit_ms, f.sequence_number, f.location, true, t)))
 FROM view_files f GROUP BY f.view_id;
 
 -- placed_view_locations(vid): the view's files that can hold it: a copy elsewhere (its document's
 -- location names another directory: the finding location-mismatch) never holds the view while a
--- file in place does (the spans apply the same rule).
+-- file in place that was not removed does; once none is left (its directory moved), the copies
+-- hold it, as they would for an index of the tree as it is now (the spans apply the same rule).
 CREATE OR REPLACE MACRO placed_view_locations(vid) AS TABLE
 WITH files AS (SELECT location FROM view_files WHERE view_id = vid),
 misplaced AS (
     SELECT DISTINCT location FROM file_findings
     WHERE code = 'location-mismatch' AND location IN (SELECT location FROM files)
-)
+),
+removed AS (SELECT DISTINCT location FROM removals WHERE location IN (SELECT location FROM files))
 SELECT location FROM files
 WHERE location NOT IN (SELECT location FROM misplaced)
-   OR (SELECT count(*) FROM files) = (SELECT count(*) FROM misplaced);
+   OR NOT EXISTS (
+       SELECT 1 FROM files
+       WHERE location NOT IN (SELECT location FROM misplaced) AND location NOT IN (SELECT location FROM removed));
 
 -- view_location_as_of(vid, t): the location of the file whose state held at t for one view,
 -- ranked on narrow columns so that only the one row it names is read in full.
 CREATE OR REPLACE MACRO view_location_as_of(vid, t) AS (
-    SELECT arg_max(location, file_state_key(commit_ms, sequence_number, location, t))
+    SELECT arg_max(location, file_state_key(
+               commit_ms, sequence_number, location, location NOT IN (SELECT location FROM removals), t))
     FROM view_files WHERE view_id = vid AND location IN (SELECT location FROM placed_view_locations(vid))
 );
 

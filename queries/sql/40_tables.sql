@@ -9,7 +9,7 @@ rtrim(regexp_replace(regexp_replace(l, '^file:(//)?', ''), '^s3[an]://', 's3://'
 -- table_file_as_of(tid, t): the table's file whose state held at t (see file_state_key).
 CREATE OR REPLACE MACRO table_file_as_of(tid, t) AS TABLE
 SELECT * FROM table_files WHERE table_id = tid
-ORDER BY file_state_key(commit_ms, sequence_number, location, t) DESC LIMIT 1;
+ORDER BY file_state_key(commit_ms, sequence_number, location, true, t) DESC LIMIT 1;
 
 -- ref_head_as_of(tid, ref_name, t): the snapshot a branch or tag pointed at, at t, and since when.
 -- For main, the latest snapshot-log entry at or before t (the log is the union over every file,

@@ -25,6 +25,7 @@ activated AS (
     WINDOW w AS (PARTITION BY view_id ORDER BY timestamp_ms, version_id)
 ),
 misplaced AS (SELECT DISTINCT location FROM file_findings WHERE code = 'location-mismatch'),
+removed AS (SELECT DISTINCT location FROM removals),
 committed AS (
     -- view_commits for every view: the files that can hold it (placed_view_locations), in order.
     SELECT f.view_id, f.commit_ms, f.current_version_id, f.properties,
@@ -34,7 +35,9 @@ committed AS (
     FROM view_files f
     WHERE f.location NOT IN (SELECT location FROM misplaced)
        OR NOT EXISTS (
-           SELECT 1 FROM view_files g WHERE g.view_id = f.view_id AND g.location NOT IN (SELECT location FROM misplaced))
+           SELECT 1 FROM view_files g
+           WHERE g.view_id = f.view_id AND g.location NOT IN (SELECT location FROM misplaced)
+             AND g.location NOT IN (SELECT location FROM removed))
     WINDOW w AS (PARTITION BY f.view_id ORDER BY f.commit_ms NULLS FIRST, coalesce(f.sequence_number, -1), f.location)
 ),
 events AS (
