@@ -1,4 +1,4 @@
-"""Point-in-time indexes (migrations 0006, 0009, 0010, 0012 and 0017), derived from the stored rows.
+"""Point-in-time indexes (migrations 0006, 0009, 0010, 0012, 0017 and 0018), derived from the stored rows.
 
 `view_spans` turns "which file and which version held at T, was that file removed by then, and
 what did that version read" into one interval filter. The spans and preferred copies of the views

@@ -215,3 +215,23 @@ def test_a_moved_directory_s_copies_hold_the_view_once_its_files_are_removed(tmp
         )
     with open_reader(db) as conn:
         assert api.history(conn, view.uuid)["dropped_ms"] == 9000
+
+
+def test_migration_0018_derives_again_the_spans_of_views_with_a_removed_file(tmp_path: Path) -> None:
+    """A store whose spans were derived under the old rule (the view dropped after its directory
+    moved) answers under the new one once a writer applies migration 0018."""
+    root = tmp_path / "warehouse"
+    View(root, "ns", "v", "ad000000-0000-4000-8000-000000000002").commit(1000, "SELECT * FROM db.events")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    shutil.move(root / "ns", root / "ns2")
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with duckdb.connect(str(db)) as conn:  # as the old rule left them, and before 0018
+        conn.execute("UPDATE view_spans SET dropped_ms = 1500 WHERE until_ms = 9223372036854775807")
+        conn.execute("DELETE FROM _migrations WHERE id = 18")
+        conn.execute("DELETE FROM _stale_spans")
+    with Store(db, replica_interval=None):
+        pass
+    with open_reader(db) as conn:
+        assert api.history(conn, "ad000000-0000-4000-8000-000000000002")["dropped_ms"] is None
+        assert [v["view"] for v in api.uses(conn, "db.events")["views"]] == ["prod.ns2.v"]
