@@ -81,9 +81,10 @@ def display_name(catalog: str | None, name: list[str] | None, view_id: str) -> s
 
 def dotted(parts: list[str | None]) -> str:
     """Name parts (a None catalog left out) joined by `.`, as the `dotted_name` macro joins them
-    (`sql/05_names.sql`): a part holding `.` or `"` in double quotes."""
+    (`sql/05_names.sql`): a part holding `.`, `"`, `` ` `` or `/` in double quotes, so that every
+    name printed can be typed back (`name_parts`)."""
     return ".".join(
-        f'"{part.replace(chr(34), chr(34) * 2)}"' if "." in part or '"' in part else part
+        f'"{part.replace(chr(34), chr(34) * 2)}"' if any(c in part for c in '."`/') else part
         for part in parts
         if part is not None
     )

@@ -743,3 +743,17 @@ def test_readers_of_a_view_of_unknown_lineage_could_read_anything(tmp_path: Path
     ]
     assert changed == walked
     assert [row["view"] for row in direct] == ["db.broken"]
+
+
+def test_a_name_with_a_backtick_prints_as_it_can_be_typed_back(tmp_path: Path) -> None:
+    """Found by the fourth adversarial trial: the view in directory `w`8` printed as prod.db.w`8,
+    which `show` refused (an unbalanced quote)."""
+    root = tmp_path / "warehouse"
+    View(root, "db", "w`8", "b7000000-0000-4000-8000-000000000001").commit(1000, "SELECT * FROM db.t")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        printed = api.uses(conn, "db.t")["views"][0]["view"]
+        assert printed == 'prod.db."w`8"'
+        assert api.show(conn, printed)["view"] == printed
+        assert api.deps(conn, printed)["view"] == printed

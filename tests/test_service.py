@@ -209,6 +209,8 @@ def test_files_takes_repeated_locations(sample_store: Path, reader: duckdb.DuckD
         ("/api/sql", {"query": "SELECT 1"}, 404, "no such endpoint: /api/sql"),
         ("/api/uses", {"table": "prod.db.events", "transitive": "maybe"}, 400,
          "transitive is true or false, not 'maybe'"),
+        ("/api/show", {"view": "db.big_days", "as_of": ""}, 400,
+         "as_of is empty: give a time, or leave the parameter out for the latest state"),
         ("/api/changes", {"limit": "ten"}, 400, "limit is a whole number below 10^15, not 'ten'"),
         ("/api/graph", {"name": "prod.db.events", "depth": "0"}, 400,
          "depth is a whole number from 1, not '0'"),

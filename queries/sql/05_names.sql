@@ -1,9 +1,9 @@
--- Names as they display: parts joined by `.`, a part that holds `.` or `"` in double quotes (`"`
--- doubled), so that the view in directory `db/a.b` reads `db."a.b"`, not as view `b` of namespace
+-- Names as they display: parts joined by `.`, a part that holds `.`, `"`, a backtick or `/` in
+-- double quotes (`"` doubled), so that the view in directory `db/a.b` reads `db."a.b"`, not as view `b` of namespace
 -- `db.a`. `queries/names.py` spells them the same way (`dotted`).
 
 CREATE OR REPLACE MACRO quoted_part(part) AS
-CASE WHEN contains(part, '.') OR contains(part, '"') THEN '"' || replace(part, '"', '""') || '"' ELSE part END;
+CASE WHEN regexp_matches(part, '[."`/]') THEN '"' || replace(part, '"', '""') || '"' ELSE part END;
 
 -- dotted_name(catalog, parts): catalog (when not NULL), then the parts.
 CREATE OR REPLACE MACRO dotted_name(catalog, parts) AS
@@ -12,7 +12,7 @@ concat_ws('.', quoted_part(catalog), array_to_string(list_transform(parts, lambd
 -- path_name(catalog, name_path): dotted_name of a name joined by chr(31) (`view_spans.name_path`);
 -- the common unquoted name costs one replace.
 CREATE OR REPLACE MACRO path_name(catalog, name_path) AS
-CASE WHEN contains(name_path, '.') OR contains(name_path, '"') OR contains(catalog, '.') OR contains(catalog, '"')
+CASE WHEN regexp_matches(name_path, '[."`/]') OR regexp_matches(catalog, '[."`/]')
      THEN dotted_name(catalog, string_split(name_path, chr(31)))
      ELSE concat_ws('.', catalog, replace(name_path, chr(31), '.')) END;
 

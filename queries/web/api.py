@@ -94,6 +94,8 @@ class Parameters:
 
     def time(self, name: str) -> int | None:
         value = self.optional(name)
+        if value is not None and not value.strip():  # `as_of=` is no time, not "the latest"
+            raise UsageError(f"{name} is empty: give a time, or leave the parameter out for the latest state")
         return parse_time(value) if value else None
 
     @overload
