@@ -97,8 +97,19 @@ copies AS (
     SELECT view_id, version_id, version_hash FROM preferred_copies
     WHERE view_id IN (SELECT view_id FROM _touched)
 ),
+own_copies AS (
+    -- Under a version conflict the file in force holds its own copy of the version: a uuid whose
+    -- files in two directories each name their own shows each directory's SQL under its name.
+    -- Only versions with a conflict (preferred_copies: rare) are looked up.
+    SELECT fv.location, fv.version_id, arg_max(fv.version_hash, fv.ordinal) AS version_hash
+    FROM (SELECT * FROM preferred_copies WHERE view_id IN (SELECT view_id FROM _touched)) p
+    JOIN held_files f ON f.view_id = p.view_id
+    JOIN file_versions fv ON fv.location = f.location AND fv.version_id = p.version_id
+    GROUP BY fv.location, fv.version_id
+),
 held_copies AS (
     SELECT DISTINCT c.version_hash FROM copies c JOIN held_versions v USING (view_id, version_id)
+    UNION SELECT version_hash FROM own_copies
 ),
 kept_reads AS (
     SELECT version_hash, any_value(reads) AS reads FROM _replaced_spans
@@ -124,7 +135,7 @@ copy_reads AS (
 SELECT f.view_id, greatest(f.from_ms, coalesce(v.from_ms, -{OPEN_MS})),
        least(f.until_ms, coalesce(v.until_ms, {OPEN_MS})), f.location, f.view_uuid, f.catalog,
        array_to_string(f.name, chr(31)), f.commit_ms, f.commit_source, v.version_id,
-       CASE WHEN v.version_id IS NOT NULL THEN v.from_ms END, c.version_hash,
+       CASE WHEN v.version_id IS NOT NULL THEN v.from_ms END, coalesce(o.version_hash, c.version_hash),
        nullif(array_to_string([
            coalesce(read.catalog, '') || chr(29)
                || array_to_string(list_append(read.namespace, read.name), chr(31))
@@ -133,7 +144,8 @@ SELECT f.view_id, greatest(f.from_ms, coalesce(v.from_ms, -{OPEN_MS})),
 FROM held_files f
 LEFT JOIN held_versions v ON v.view_id = f.view_id AND v.from_ms < f.until_ms AND f.from_ms < v.until_ms
 LEFT JOIN copies c ON c.view_id = f.view_id AND c.version_id = v.version_id
-LEFT JOIN copy_reads r ON r.version_hash = c.version_hash
+LEFT JOIN own_copies o ON o.location = f.location AND o.version_id = v.version_id
+LEFT JOIN copy_reads r ON r.version_hash = coalesce(o.version_hash, c.version_hash)
 LEFT JOIN drops d ON d.location = f.location"""
 """A file holds from its commit to the next file's (ties: greater sequence number, then location);
 the first also before its commit. A view none of whose files has a commit time (no object time, no

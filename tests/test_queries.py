@@ -757,3 +757,31 @@ def test_a_name_with_a_backtick_prints_as_it_can_be_typed_back(tmp_path: Path) -
         assert printed == 'prod.db."w`8"'
         assert api.show(conn, printed)["view"] == printed
         assert api.deps(conn, printed)["view"] == printed
+
+
+def test_one_uuid_in_two_directories_shows_each_directory_s_own_sql(tmp_path: Path) -> None:
+    """Found by the fourth adversarial trial: two directories whose files share a uuid, each naming
+    its own directory, gave one version 1 (the other's copy): `show prod.db.impostor` printed the
+    real view's SQL, and `uses` listed it as reading the real view's table, exactly."""
+    root = tmp_path / "warehouse"
+    real = View(root, "db", "real", "b8000000-0000-4000-8000-000000000001")
+    real.commit(1000, "SELECT * FROM db.t_real")
+    impostor = View(root, "db", "impostor", "b8000000-0000-4000-8000-000000000001")
+    impostor.commit(2000, "SELECT * FROM db.t_impostor")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        now = api.show(conn, "prod.db.impostor")
+        before = api.show(conn, "prod.db.real", 1500)
+        readers = [v["view"] for v in api.uses(conn, "db.t_impostor")["views"]]
+        conflicts = [f["code"] for f in api.findings(conn, "version-conflict")]
+    assert (now["view"], now["representations"][0]["sql"]) == (
+        "prod.db.impostor",
+        "SELECT * FROM db.t_impostor",
+    )
+    assert (before["view"], before["representations"][0]["sql"]) == (
+        "prod.db.real",
+        "SELECT * FROM db.t_real",
+    )
+    assert readers == ["prod.db.impostor"]
+    assert conflicts == ["version-conflict"]

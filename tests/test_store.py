@@ -108,7 +108,7 @@ def test_previous_schema_version_opens_and_migrates(
             "0015_rebuilds",
             "0016_recorded_settings",
             "0017_spans_by_directory",
-            "0018_spans_after_moves",
+            "0018_spans_rederived",
         ]
         assert schema.reindex_needed(store.conn) == ["0007_tables_and_materialized_views"]
         keyed = store.conn.execute(
