@@ -118,5 +118,10 @@ class StoreWarning(UserWarning):
     """An answer came from somewhere other than the store's latest state (an older replica)."""
 
 
+class ServiceUnavailable(ViewLineageError):
+    """Something a command needs outside the store cannot be had: a port to listen on is taken, the
+    Kafka brokers do not answer."""
+
+
 class UsageError(ViewLineageError):
     """A user-supplied argument is wrong: an unknown or ambiguous view, a malformed time."""

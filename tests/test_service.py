@@ -403,3 +403,39 @@ def test_a_question_past_its_memory_limit_is_a_503(sample_store: Path) -> None:
                 conn, 30, lambda c: c.execute("SELECT string_agg(repeat('x', 1000), '') FROM range(200000)")
             )
     assert issubclass(QueryOutOfMemory, StoreError)  # which every endpoint answers 503
+
+
+def test_a_port_in_use_and_brokers_that_do_not_answer_are_one_line_and_exit_1(
+    sample_store: Path, tmp_path: Path
+) -> None:
+    """Found by the fourth new-user trial: `serve` on a taken port exited 2 (reserved for usage
+    errors), `consume` with no broker printed a 59-line traceback."""
+    command = [sys.executable, "-m", "viewlineage.queries.cli", "--db"]
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        served = subprocess.run(
+            [*command, str(sample_store), "serve", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert (served.returncode, served.stderr) == (
+        1,
+        f"error: cannot listen on 127.0.0.1:{port}: Address already in use\n",
+    )
+    (tmp_path / "kafka.toml").write_text("bootstrap_timeout_ms = 1000\n")
+    consumed = subprocess.run(
+        [
+            *command, str(tmp_path / "c.duckdb"), "consume", "--bootstrap-servers", "127.0.0.1:1",
+            "--topic", "t", "--allow-prefix", "s3://lake/wh", "--kafka-config", str(tmp_path / "kafka.toml"),
+        ],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert (consumed.returncode, consumed.stderr.splitlines()[-1]) == (
+        1,
+        "error: cannot reach the Kafka brokers 127.0.0.1:1: KafkaTimeoutError: Unable to bootstrap from "
+        "['127.0.0.1:1']",
+    )
+    assert "Traceback" not in consumed.stderr

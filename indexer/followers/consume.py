@@ -25,7 +25,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from viewlineage.indexer.config import Settings, load_kafka_config
-from viewlineage.indexer.errors import ReadError, SourceUnavailable, TransientReadError, UsageError
+from viewlineage.indexer.errors import (
+    ReadError,
+    ServiceUnavailable,
+    SourceUnavailable,
+    TransientReadError,
+    UsageError,
+)
 from viewlineage.indexer.faults import Faults
 from viewlineage.indexer.followers.writer import StoreWriter
 from viewlineage.indexer.parse.locations import is_metadata_file_name, normalize_location
@@ -248,8 +254,16 @@ class Consumer:
         pool = workers.enter_context(worker_pool(settings))
         indexer = Indexer(None, settings.parse_config(), pool)
         ingest = EventIngest(indexer, settings, self.prefixes)
-        consumer = self._consumer()
-        producer = self._producer() if settings.dead_letter_topic else None
+        from kafka.errors import KafkaError
+
+        try:
+            consumer = self._consumer()
+            producer = self._producer() if settings.dead_letter_topic else None
+        except KafkaError as exc:
+            workers.close()
+            raise ServiceUnavailable(
+                f"cannot reach the Kafka brokers {settings.bootstrap_servers}: {exc}"
+            ) from exc
         reconciled_at = time.monotonic()
         self.health.log(
             "consuming", topics=",".join(settings.topics), group=settings.group, store=settings.db

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 import threading
 import time
@@ -14,7 +15,7 @@ import uvicorn
 from starlette.types import ASGIApp
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from viewlineage.indexer.errors import UsageError
+from viewlineage.indexer.errors import ServiceUnavailable
 
 REQUEST_SECONDS = 10.0
 """How long a connection may take to send a whole request (a new one, or the next on a kept-alive
@@ -56,7 +57,8 @@ class WebServer:
         try:
             self._socket = socket.create_server((host, port), family=family)
         except OSError as exc:
-            raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+            reason = os.strerror(exc.errno) if exc.errno else str(exc)
+            raise ServiceUnavailable(f"cannot listen on {host}:{port}: {reason}") from exc
         self.host = host
         self.port: int = self._socket.getsockname()[1]
         config = uvicorn.Config(
@@ -76,7 +78,9 @@ class WebServer:
         self._thread.start()
         while not self._server.started:
             if not self._thread.is_alive():
-                raise UsageError(f"the web server on {host}:{self.port} did not start: {self._failure}")
+                raise ServiceUnavailable(
+                    f"the web server on {host}:{self.port} did not start: {self._failure}"
+                )
             time.sleep(0.01)
 
     def _run(self) -> None:
