@@ -7,6 +7,7 @@ once: `ParseConfig` (`indexer/parse/config.py`) and `LineageConfig` (`indexer/li
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import tomllib
@@ -247,7 +248,17 @@ def load_settings(
     try:
         return Settings.model_validate({k: v for k, v in values.items()}, by_name=True)
     except ValidationError as exc:
-        raise UsageError(f"invalid settings: {exc}") from exc
+        where = f" (config file {config_file}, environment, flags)" if config_file is not None else ""
+        raise UsageError(f"invalid settings{where}: {'; '.join(map(_setting_error, exc.errors()))}") from exc
+
+
+def _setting_error(error: Mapping[str, Any]) -> str:
+    """One pydantic error as a user reads it: the setting as spelled in files and flags, and why."""
+    name = str(error["loc"][0]).replace("_", "-") if error["loc"] else "settings"
+    if error["type"] == "extra_forbidden":
+        known = difflib.get_close_matches(name, [n.replace("_", "-") for n in Settings.model_fields], n=1)
+        return f"unknown setting {name!r}" + (f" (did you mean {known[0]!r}?)" if known else "")
+    return f"{name}: {error['msg']} (got {error.get('input')!r})"
 
 
 def parse_catalog_map(entries: tuple[str, ...]) -> tuple[CatalogMapEntry, ...]:

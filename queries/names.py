@@ -45,7 +45,7 @@ def parse_time(text: str) -> int:
             raise UsageError(f"time out of range (years 1 to 9999 UTC): {text!r}")
         return ms
     try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))  # RFC 3339 allows `t`, `z`
     except ValueError as exc:
         raise UsageError(f"not an ISO-8601 time or an epoch number: {text!r}") from exc
     if moment.tzinfo is None:

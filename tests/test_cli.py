@@ -424,3 +424,16 @@ def test_history_exports_and_sql_errors_say_everything_on_one_line(sample_store:
         "error: SQL failed: Catalog Error: Table with name views does not exist! Did you mean "
         '"information_schema.views"? LINE 1: SELECT count(*) FROM views\n',
     )
+
+
+def test_invalid_settings_say_which_and_why_in_one_line(tmp_path: Path) -> None:
+    """Found by the fourth new-user trial: pydantic's report, with a link to its docs."""
+    config = tmp_path / "settings.toml"
+    config.write_text('format = "json"\nquery_timeout = "x"\n')
+    result = CliRunner().invoke(cli, ["--config", str(config), "show", "v"])
+    assert (result.exit_code, result.stderr) == (
+        2,
+        f"error: invalid settings (config file {config}, environment, flags): query-timeout: Input should "
+        "be a valid number, unable to parse string as a number (got 'x'); unknown setting 'format' (did "
+        "you mean 'log-format'?)\n",
+    )

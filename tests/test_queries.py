@@ -67,6 +67,7 @@ def test_unknown_and_ambiguous_names(conn: duckdb.DuckDBPyConnection) -> None:
 def test_time_parsing() -> None:
     assert api.parse_time("2026-11-21T23:17:26.5") == 1795303046500
     assert api.parse_time("2026-11-21T23:17:26.5Z") == 1795303046500
+    assert api.parse_time("2026-11-21t23:17:26.5z") == 1795303046500  # RFC 3339 (the fourth new-user trial)
     assert api.parse_time("2026-11-22T00:17:26.5+01:00") == 1795303046500
     assert api.iso(1795303046500) == "2026-11-21T23:17:26.500Z"
     with pytest.raises(UsageError):
