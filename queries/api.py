@@ -245,6 +245,7 @@ def history(conn: duckdb.DuckDBPyConnection, ref: str) -> dict[str, Any]:
     previous: dict[str, Any] | None = None
     for activation in activations:
         version = versions.get(activation["version_id"], {"missing": True, "representations": []})
+        diff = _sql_diff(previous, version) if previous is not None else None
         entries.append(
             {
                 "version_id": activation["version_id"],
@@ -252,7 +253,8 @@ def history(conn: duckdb.DuckDBPyConnection, ref: str) -> dict[str, Any]:
                 "activated_at": iso(activation["timestamp_ms"]),
                 "engine_name": version.get("engine_name"),
                 "engine_version": version.get("engine_version"),
-                "diff": _sql_diff(previous, version) if previous is not None else None,
+                "diff": diff,
+                "sql_changed": None if diff is None else bool(diff),
             }
         )
         previous = version

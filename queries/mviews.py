@@ -75,7 +75,17 @@ def _find(conn: duckdb.DuckDBPyConnection, ref: str, at: int) -> Materialized:
     if view is not None:
         found = _view_mv(conn, view.view_id, view.name, at)
         if found is None:
-            raise UsageError(f"view {view.name} is not a materialized view at {iso(at) or 'any time'}")
+            state = query_rows(
+                conn, "SELECT active_version_id, dropped_ms FROM view_at(?, ?)", [view.view_id, at]
+            )
+            when = iso(at) if at != FOREVER_MS else "any time"
+            if not state or state[0]["active_version_id"] is None:
+                raise UsageError(f"view {view.name} did not exist yet at {when}: it had no version then")
+            if state[0]["dropped_ms"] is not None and state[0]["dropped_ms"] <= at:
+                raise UsageError(
+                    f"view {view.name} was dropped at {iso(state[0]['dropped_ms'])}, before {when}"
+                )
+            raise UsageError(f"view {view.name} is not a materialized view at {when}")
         return found
     try:
         table = resolve_table(conn, ref)

@@ -111,7 +111,7 @@ class _MainTableOutput(Output):
 SIDE_TABLES = {
     "lineage_unknown": "lineage unknown, so they could read or use anything",
     "already_broken": "already broken: they read columns the table does not have",
-    "property_changes": "property-only commits",
+    "property_changes": "commits that changed properties",
     "incarnations": "earlier or later views at the same path",
 }
 """Fields of an answer that csv and markdown, which print its main table, must not leave unsaid:

@@ -414,7 +414,8 @@ def test_history_exports_and_sql_errors_say_everything_on_one_line(sample_store:
         cli, ["history", "prod.db.big_days", "--format", "csv", "--db", str(sample_store)]
     )
     assert exported.stderr.splitlines() == [
-        "warning: property-only commits: 1 (not in this table; --format text or json lists them)",
+        # each commit that changed properties (the fourth new-user trial: "property-only" counted them all)
+        "warning: commits that changed properties: 1 (not in this table; --format text or json lists them)",
         "warning: earlier or later views at the same path: prod.db.big_days (not in this table; --format "
         "text or json lists them)",
     ]

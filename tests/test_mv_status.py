@@ -165,6 +165,15 @@ def test_a_plain_view_is_not_an_mv(mv_store: Path) -> None:
         mviews.mv_status(conn, "db.dim", 3000)
 
 
+def test_an_mv_asked_about_before_it_existed_says_so(mv_store: Path) -> None:
+    """Found by the fourth new-user trial: "is not a materialized view" at a time before it existed."""
+    with open_reader(mv_store) as conn, pytest.raises(UsageError) as raised:
+        mviews.mv_status(conn, "db.mv_one", 100)
+    assert str(raised.value) == (
+        "view prod.db.mv_one did not exist yet at 1970-01-01T00:00:00.100Z: it had no version then"
+    )
+
+
 def test_mv_status_command(mv_store: Path) -> None:
     runner = CliRunner()
     result = runner.invoke(

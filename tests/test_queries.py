@@ -786,3 +786,23 @@ def test_one_uuid_in_two_directories_shows_each_directory_s_own_sql(tmp_path: Pa
     )
     assert readers == ["prod.db.impostor"]
     assert conflicts == ["version-conflict"]
+
+
+def test_history_says_whether_each_activation_changed_the_sql(tmp_path: Path) -> None:
+    """Found by the fourth new-user trial: an empty diff read the same for the first version and for
+    a version whose schema alone changed."""
+    root = tmp_path / "warehouse"
+    view = View(root, "db", "v", "b9000000-0000-4000-8000-000000000001")
+    view.commit(1000, "SELECT * FROM db.t")
+    view.schema = schema_of(("id", "long"), ("kind", "string"), ("added", "int"))
+    view.commit(2000, "SELECT * FROM db.t")  # the table gained a column: the SQL is the same
+    view.commit(3000, "SELECT id FROM db.t")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db))
+    with open_reader(db) as conn:
+        activations = api.history(conn, view.uuid)["activations"]
+    assert [(a["version_id"], a["diff"] == "", a["sql_changed"]) for a in activations] == [
+        (1, False, None),
+        (2, True, False),
+        (3, False, True),
+    ]

@@ -164,7 +164,9 @@ def test_format_csv_answers_the_main_table_or_the_one_named(sample_store: Path) 
              "versions; not 'nosuch'"},
         )  # fmt: skip
     assert main[:2] == (200, "text/csv; charset=utf-8")
-    assert main[2].splitlines()[0] == "version_id,activated_ms,activated_at,engine_name,engine_version,diff"
+    assert main[2].splitlines()[0] == (
+        "version_id,activated_ms,activated_at,engine_name,engine_version,diff,sql_changed"
+    )
     assert named.splitlines()[0] == (
         "committed_ms,committed_at,committed_source,location,version_id,property_only,changes"
     )
