@@ -33,7 +33,7 @@ def output_for(fmt: str, keep_empty: bool = False, rows: str | None = None) -> O
         return CsvOutput(rows)
     if fmt == "markdown":
         return MarkdownOutput(rows)
-    return TextOutput(keep_empty)
+    return TextOutput(keep_empty, rows)
 
 
 class JsonOutput(Output):
@@ -42,8 +42,11 @@ class JsonOutput(Output):
 
 
 class TextOutput(Output):
-    def __init__(self, keep_empty: bool = False) -> None:
+    def __init__(self, keep_empty: bool = False, rows: str | None = None) -> None:
         self.keep_empty = keep_empty
+        self.rows = rows
+        """The main table's field: said to be empty (`views: (no rows)`), where other empty fields
+        are left out."""
 
     def result(self, value: Result) -> None:
         if isinstance(value, dict):
@@ -54,6 +57,9 @@ class TextOutput(Output):
     def _record(self, record: dict[str, Any], indent: int) -> None:
         pad = " " * indent
         for key, item in record.items():
+            if item == [] and indent == 0 and key == self.rows:
+                click.echo(f"{key}: (no rows)")
+                continue
             if item is None or item == [] or item == {}:
                 continue
             if isinstance(item, list) and all(isinstance(row, dict) for row in item):
@@ -63,8 +69,8 @@ class TextOutput(Output):
                         self._record(row, indent + 2)
                         click.echo()
                 else:
-                    width = _cell_width(indent + 2)
-                    click.echo("\n".join(pad + "  " + line for line in table(item, width).splitlines()))
+                    fitted = table(item, indent=indent + 2)
+                    click.echo("\n".join(pad + "  " + line for line in fitted.splitlines()))
             elif isinstance(item, dict):
                 click.echo(f"{pad}{key}:")
                 for sub_key, sub_item in item.items():
@@ -216,11 +222,39 @@ def _markdown_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", "<br>")
 
 
-def _cell_width(indent: int) -> int | None:
-    """How wide a cell may be on this terminal (None: not a terminal, never cut)."""
+def _terminal_width(indent: int) -> int | None:
+    """How wide a table may be on this terminal after `indent` (None: not a terminal, never cut)."""
     if not sys.stdout.isatty():
         return None
-    return max(20, shutil.get_terminal_size().columns - indent) // 2
+    return max(40, shutil.get_terminal_size().columns - indent)
+
+
+def _cell_width(indent: int) -> int | None:
+    """How wide one of two side-by-side cells may be on this terminal (None: never cut)."""
+    width = _terminal_width(indent)
+    return None if width is None else width // 2
+
+
+MIN_COLUMN = 12
+"""The narrowest a column is cut to fit the terminal (a longer header keeps its width)."""
+
+
+def _fitted(natural: list[int], headers: list[str], total: int) -> list[int]:
+    """Column widths that fit `total` characters with two spaces between columns: the widest are cut
+    first, each to no less than its header or `MIN_COLUMN`; a table that cannot fit is as narrow as
+    that allows."""
+    widths = list(natural)
+    budget = total - 2 * (len(widths) - 1)
+    floors = [min(n, max(len(h), MIN_COLUMN)) for n, h in zip(natural, headers, strict=True)]
+    while sum(widths) > budget:
+        cuttable = [i for i, w in enumerate(widths) if w > floors[i]]
+        if not cuttable:
+            break
+        widest = max(cuttable, key=lambda i: widths[i])
+        others = sorted({widths[i] for i in cuttable if widths[i] < widths[widest]}, reverse=True)
+        target = max(floors[widest], others[0] if others else 0, widths[widest] - (sum(widths) - budget))
+        widths[widest] = target if target < widths[widest] else widths[widest] - 1
+    return widths
 
 
 def _cut(text: str, width: int | None) -> str:
@@ -234,17 +268,23 @@ def _columns(rows: list[dict[str, Any]], keep_empty: bool) -> list[str]:
     return [c for c in columns if keep_empty or any(row.get(c) not in (None, "", [], {}) for row in rows)]
 
 
-def table(rows: list[dict[str, Any]], max_width: int | None = None, keep_empty: bool = False) -> str:
+def table(
+    rows: list[dict[str, Any]], max_width: int | None = None, keep_empty: bool = False, indent: int = 0
+) -> str:
     """Rows as an aligned text table; empty columns are left out unless `keep_empty`. On a terminal
-    a cell is cut to fit it (at `max_width` when given), and a cut cell ends with `…`; when the output
-    goes elsewhere nothing is cut."""
+    the table is fitted to its width (after `indent`) by cutting its widest columns (a cell at most
+    `max_width` when given), and a cut cell ends with `…`; when the output goes elsewhere nothing is
+    cut."""
     if not rows:
         return "(no rows)"
-    if max_width is None:
-        max_width = _cell_width(0)
     columns = _columns(rows, keep_empty)
     cells = [[_cut(cell(row.get(c), c), max_width) for c in columns] for row in rows]
     widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+    total = _terminal_width(indent)
+    if total is not None and sum(widths) + 2 * (len(widths) - 1) > total:
+        widths = _fitted(widths, columns, total)
+        cells = [[_cut(value, width) for value, width in zip(r, widths, strict=True)] for r in cells]
+        columns = [_cut(c, width) for c, width in zip(columns, widths, strict=True)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
     lines.extend("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells)

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from viewlineage.indexer.errors import UsageError
-from viewlineage.queries import api
+from viewlineage.queries import api, output
 from viewlineage.queries.cli import cli
 from viewlineage.queries.output import table
 
@@ -438,3 +438,38 @@ def test_invalid_settings_say_which_and_why_in_one_line(tmp_path: Path) -> None:
         "be a valid number, unable to parse string as a number (got 'x'); unknown setting 'format' (did "
         "you mean 'log-format'?)\n",
     )
+
+
+def test_an_empty_main_table_says_so_in_text(sample_store: Path) -> None:
+    """Found by the fourth new-user trial: `uses` of a view no view reads printed no `views` at all,
+    where `mv-status` and `findings` say `(no rows)`."""
+    result = CliRunner().invoke(cli, ["uses", "prod.db.big_days", "--db", str(sample_store)])
+    assert result.stdout.splitlines() == [
+        "table: prod.db.big_days",
+        "transitive: false",
+        "views: (no rows)",
+        "uncertain: 0",
+    ]
+
+
+def test_a_table_is_fitted_to_the_terminal_by_cutting_its_widest_columns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Found by the fourth new-user trial: each cell was cut to half the terminal, so a table of
+    several wide columns ran 155 characters on a terminal of 100."""
+    rows = [
+        {
+            "view": "prod.sales.v_star_2part",
+            "view_id": "e093255b-91a3-49bb-85c3-3be6aaaaaaaa",
+            "path": ["prod.analytics.v_star_2part", "prod.sales.v_star", "prod.sales.orders"],
+            "match": "exact",
+        }
+    ]
+    monkeypatch.setattr(output, "_terminal_width", lambda indent: 80 - indent)
+    assert output.table(rows).splitlines() == [  # 80 wide: the three widest cut alike
+        "view                     view_id                  path                     match",
+        "-----------------------  -----------------------  -----------------------  -----",
+        "prod.sales.v_star_2part  e093255b-91a3-49bb-85c…  prod.analytics.v_star_…  exact",
+    ]
+    monkeypatch.setattr(output, "_terminal_width", lambda indent: 20 - indent)  # cannot fit: narrowest
+    assert output.table(rows).splitlines()[2] == "prod.sales.…  e093255b-91…  prod.analyt…  exact"
