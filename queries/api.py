@@ -397,6 +397,7 @@ def deps(
                 "depth": row["depth"],
                 "via": [names.get(v, v) for v in row["path"]],
                 "is_view": row["target_view_id"] is not None,
+                "target": "view" if row["target_view_id"] is not None else _read_target(conn, row),
                 "view_id": row["target_view_id"],
                 "suffix": row["suffix"],
                 "pin": row["pin"],
@@ -418,6 +419,23 @@ def deps(
         "uncertain": sum(read["match"] != "exact" for read in reads),
         "lineage_unknown": unknown,
     }
+
+
+def _read_target(conn: duckdb.DuckDBPyConnection, row: dict[str, Any]) -> str:
+    """What a read that names no view current at T names: an indexed `table`; a view of that name
+    at another time, dropped or not yet created (`view-not-current`: the read fails then); or
+    nothing indexed (`not-indexed`: a table whose metadata was not indexed, most likely)."""
+    parts = [*row["namespace"], row["table_name"]]
+    found = query_rows(
+        conn,
+        """
+        SELECT EXISTS (FROM table_names WHERE name = ?1 AND (catalog IS NULL OR ?2 IS NULL OR catalog = ?2))
+                   AS table_named,
+               EXISTS (FROM view_names WHERE name = ?1 AND (catalog IS NULL OR ?2 IS NULL OR catalog = ?2))
+                   AS view_named""",
+        [parts, row["catalog"]],
+    )[0]
+    return "table" if found["table_named"] else "view-not-current" if found["view_named"] else "not-indexed"
 
 
 def lineage_unknown(

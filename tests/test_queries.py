@@ -806,3 +806,32 @@ def test_history_says_whether_each_activation_changed_the_sql(tmp_path: Path) ->
         (2, True, False),
         (3, False, True),
     ]
+
+
+def test_deps_says_what_each_read_names_a_dropped_view_included(tmp_path: Path) -> None:
+    """Found by the fourth new-user trial: after `DROP VIEW prod.sales.v_star`, `deps` of a view
+    reading it showed it as a table, `exact`, as if it were there."""
+    root = tmp_path / "warehouse"
+    Table(root, "db", "t", "ba000000-0000-4000-8000-000000000001").commit(500, 1)
+    star = View(root, "db", "v_star", "ba000000-0000-4000-8000-000000000002")
+    newest = star.commit(1000, "SELECT * FROM db.t")
+    View(root, "db", "reader", "ba000000-0000-4000-8000-000000000003").commit(
+        1000, "SELECT * FROM db.v_star JOIN db.t USING (id) JOIN db.elsewhere USING (id)"
+    )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with Store(db, replica_interval=None) as store:
+        store.write(Batch(removals=[Removal(str(newest), 2000, "watch")]))
+    with open_reader(db) as conn:
+        before = api.deps(conn, "prod.db.reader", 1500)["reads"]
+        after = api.deps(conn, "prod.db.reader")["reads"]
+    assert [(r["table"], r["target"]) for r in before] == [
+        ("prod.db.elsewhere", "not-indexed"),
+        ("prod.db.t", "table"),
+        ("prod.db.v_star", "view"),
+    ]
+    assert [(r["table"], r["target"]) for r in after] == [
+        ("prod.db.elsewhere", "not-indexed"),
+        ("prod.db.t", "table"),
+        ("prod.db.v_star", "view-not-current"),
+    ]
