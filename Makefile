@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 DB ?= viewlineage-demo/viewlineage.duckdb
 SAMPLE := tests/data/sample/warehouse
 
-.PHONY: setup demo test lint bench bench-index bench-latency clean
+.PHONY: setup demo browser test lint bench bench-index bench-latency clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,13 +27,20 @@ demo: setup
 	$(BIN)/viewlineage --db $(DB) uses prod.db.events --transitive
 	$(BIN)/viewlineage --db $(DB) impact prod.db.events --drop-column kind
 
-test: setup
+# The web UI's tests drive Debian's chromium (Playwright downloads no browser): installed when missing.
+browser:
+	@command -v chromium >/dev/null || { \
+		if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+		$$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+test: setup browser
 	$(BIN)/python -m pytest -q --durations=12
 
 lint: setup
-	$(BIN)/ruff check indexer sinks queries tests
-	$(BIN)/ruff format --check indexer sinks queries tests
+	$(BIN)/ruff check indexer sinks queries tests scripts
+	$(BIN)/ruff format --check indexer sinks queries tests scripts
 	MYPYPATH=$$(ls -d build/__editable__.viewlineage-*) $(BIN)/mypy -p viewlineage
+	$(BIN)/mypy scripts
 	$(BIN)/lint-imports --no-cache
 
 bench: setup  ## every suite, one table each: ~45 minutes on 2 cores (BENCHMARKS.md)

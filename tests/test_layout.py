@@ -209,14 +209,15 @@ def test_every_dotted_path_in_code_and_docs_resolves() -> None:
 
 
 def test_every_package_is_listed_for_packaging() -> None:
-    """Code packages and the data-only ones (the SQL folders), so setuptools warns of none."""
+    """Code packages and the data-only ones (the SQL folders, the web UI's templates and static
+    files), so setuptools warns of none."""
     import tomllib
 
     listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
     folders = {
         path.parent
         for room in ROOMS
-        for suffix in ("py", "sql")
+        for suffix in ("py", "sql", "html", "css", "js")
         for path in (ROOT / room).rglob(f"*.{suffix}")
     }
     assert sorted(listed) == sorted("viewlineage." + ".".join(f.relative_to(ROOT).parts) for f in folders)
@@ -269,7 +270,8 @@ def test_the_wheel_holds_every_module_and_data_file(wheel: Path) -> None:
         f"viewlineage/{path.relative_to(ROOT).as_posix()}"
         for room in ROOMS
         for path in (ROOT / room).rglob("*")
-        if path.suffix in (".py", ".sql", ".typed")
+        if path.suffix in (".py", ".sql", ".typed", ".html", ".css", ".js", ".LICENSE")
+        or path.name == "vendored.json"
     }
     with zipfile.ZipFile(wheel) as archive:
         packaged = {name for name in archive.namelist() if name.startswith("viewlineage/")}

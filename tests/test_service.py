@@ -216,7 +216,7 @@ def test_files_takes_repeated_locations(sample_store: Path, reader: duckdb.DuckD
         ("/api/changes", {"limit": "ten"}, 400, "limit is a whole number below 10^15, not 'ten'"),
         ("/api/graph", {"name": "prod.db.events", "depth": "0"}, 400,
          "depth is a whole number from 1, not '0'"),
-        ("/", {}, 404, "no such page: /"),
+        ("/nope", {}, 404, "no such page: /nope"),
     ],
 )  # fmt: skip
 def test_bad_requests_say_why(

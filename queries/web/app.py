@@ -1,5 +1,6 @@
 """The web application `serve` and a follower's `--metrics-port` run: the query API (`api`) under
-`/api/`, `/healthz` for orchestrators and, for a follower, `/metrics` for Prometheus."""
+`/api/`, the pages of the web UI (`pages`), `/healthz` for orchestrators and, for a follower,
+`/metrics` for Prometheus."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from viewlineage.indexer.errors import StoreError
 from viewlineage.queries.web import api
+from viewlineage.queries.web.pages import Pages
 
 HealthCheck = Callable[[], tuple[bool, dict[str, Any]]]
 """Whether the process is healthy, and the JSON document `/healthz` answers."""
@@ -56,7 +58,7 @@ def web_app(
         ok, document = health()
         return json_response(200 if ok else 503, document)
 
-    routes = [Route(api.PREFIX + "{name}", query), Route("/healthz", healthz)]
+    routes: list[BaseRoute] = [Route(api.PREFIX + "{name}", query), Route("/healthz", healthz)]
     if registry is not None:
         routes.append(
             Route(
@@ -65,10 +67,14 @@ def web_app(
             )
         )
 
+    routes += Pages(reader, timeout).routes()
+
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         if exc.status_code == 404:
-            known = [api.PREFIX + name for name in api.ENDPOINTS] + [route.path for route in routes[1:]]
+            known = [api.PREFIX + name for name in api.ENDPOINTS] + [
+                route.path for route in routes[1:] if isinstance(route, Route)
+            ]
             return json_response(404, {"error": f"no such page: {request.url.path}; try {', '.join(known)}"})
         return json_response(exc.status_code, {"error": exc.detail})
 

@@ -1,0 +1,159 @@
+"""The web UI: a page per question, rendered on the server from the `/api/` answers it shows and
+links to (its JSON twins, and each table as CSV), as datasette pairs every page with its JSON. Every
+state is in the URL. Charts are drawn in the browser, with the vendored Vega-Lite, from the answer
+the page embeds.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+import jinja2
+from markupsafe import Markup
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from viewlineage.indexer.errors import StoreError
+from viewlineage.queries.output import cell
+from viewlineage.queries.web import api
+
+TEMPLATES = jinja2.Environment(
+    loader=jinja2.PackageLoader("viewlineage.queries.web", "templates"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+)
+PAGE_SIZE = 50
+
+
+@dataclass(frozen=True)
+class Question:
+    """One `/api/` call behind a page."""
+
+    endpoint: str
+    items: tuple[tuple[str, str], ...]
+
+    def url(self, **extra: str) -> str:
+        return f"{api.PREFIX}{self.endpoint}?{urlencode([*self.items, *extra.items()])}"
+
+
+def _embedded(value: Any) -> Markup:
+    """A JSON document to put inside `<script type="application/json">`: `</` can end no script."""
+    return Markup(json.dumps(value, default=str).replace("</", "<\\/"))
+
+
+def view_link(row: dict[str, Any]) -> str:
+    """The view page of a row's `view_id` (a name may be held by several views over time)."""
+    return f"/view?{urlencode({'view': row['view_id']})}"
+
+
+TEMPLATES.filters["embedded"] = _embedded
+TEMPLATES.filters["cell"] = cell
+TEMPLATES.globals["view_link"] = view_link
+
+
+class Pages:
+    """The pages, each answering from one connection to the store per request."""
+
+    def __init__(self, reader: api.Reader, timeout: float) -> None:
+        self.reader = reader
+        self.timeout = timeout
+
+    def routes(self) -> list[Route | Mount]:
+        # An editable install links each file into the package: StaticFiles would refuse the links.
+        static = StaticFiles(packages=[("viewlineage.queries.web", "static")], follow_symlink=True)
+        return [
+            Route("/", self.activity),
+            Route("/view", self.view),
+            Mount("/static", static, name="static"),
+        ]
+
+    def _render(
+        self, request: Request, template: str, title: str, questions: dict[str, Question], **context: Any
+    ) -> Response:
+        answers: dict[str, Any] = {}
+        try:
+            with self.reader() as conn:
+                for key, question in questions.items():
+                    answered = api.answer_on(conn, self.timeout, question.endpoint, question.items)
+                    if answered.status != 200:
+                        return self._error(request, title, answered.status, answered.document["error"])
+                    answers[key] = answered.document
+        except StoreError as exc:
+            return self._error(request, title, 503, str(exc))
+        page = TEMPLATES.get_template(template).render(
+            title=title, request=request, answers=answers, questions=questions, **context
+        )
+        return HTMLResponse(page)
+
+    def _error(self, request: Request, title: str, status: int, message: str) -> Response:
+        page = TEMPLATES.get_template("error.html").render(
+            title=title, request=request, status=status, message=message, questions={}
+        )
+        return HTMLResponse(page, status_code=status)
+
+    def activity(self, request: Request) -> Response:
+        """Changes across the warehouse: a chart by day and kind, counts by namespace, engine and
+        dialect, and the latest changes, a page at a time."""
+        filters = _given(request, ("since", "until", "namespace", "engine", "dialect", "kind"))
+        offset = request.query_params.get("offset", "0")
+        changes = Question("changes", (*filters, ("limit", str(PAGE_SIZE)), ("offset", offset)))
+        return self._render(
+            request,
+            "activity.html",
+            "Activity",
+            {"changes": changes},
+            filters=dict(filters),
+            kinds=_KINDS,
+            page_size=PAGE_SIZE,
+            page_url=lambda to: f"/?{urlencode([*filters, ('offset', str(to))])}",
+            filter_link=lambda field: lambda row: f"/?{urlencode({**dict(filters), field: row[field]})}",
+            chart=_activity_chart,
+        )
+
+    def view(self, request: Request) -> Response:
+        """One view: its timeline, two versions side by side, its SQL per dialect, its property
+        changes, findings and earlier or later views at its path."""
+        view = request.query_params.get("view", "")
+        versions = _given(request, ("before", "after"))
+        questions = {
+            "history": Question("history", (("view", view),)),
+            "changes": Question("changes", (("view", view), ("limit", "500"))),
+            "diff": Question("diff", (("view", view), *versions)),
+            "findings": Question("findings", (("view", view),)),
+        }
+        return self._render(request, "view.html", view or "View", questions, view=view)
+
+
+_KINDS = ("created", "replaced", "rolled-back", "property-only", "dropped")
+_KIND_COLOURS = ("#4c78a8", "#72b7b2", "#f58518", "#b279a2", "#e45756")
+
+
+def _given(request: Request, names: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """The page's query parameters among `names` that hold a value, in that order."""
+    return tuple((name, value) for name in names if (value := request.query_params.get(name, "").strip()))
+
+
+def _activity_chart(by_day: list[dict[str, Any]]) -> dict[str, Any]:
+    """Vega-Lite: changes per day (UTC), stacked by kind, in one colour per kind whatever the data."""
+    return {
+        "$schema": "https://vega.github.io/schema/vega-lite/v6.json",
+        "width": "container",
+        "height": 220,
+        "data": {"values": by_day},
+        "mark": {"type": "bar", "tooltip": True},
+        "encoding": {
+            "x": {"field": "day", "type": "ordinal", "title": "day (UTC)"},
+            "y": {"field": "changes", "type": "quantitative", "stack": "zero", "title": "changes"},
+            "color": {
+                "field": "kind",
+                "type": "nominal",
+                "scale": {"domain": list(_KINDS), "range": list(_KIND_COLOURS)},
+            },
+        },
+    }

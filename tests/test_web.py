@@ -1,0 +1,174 @@
+"""The web UI in a real browser: Debian's chromium driven by Playwright (no browser download). Each
+page is walked with its exact content asserted; a JavaScript error or a failed request fails the
+test; each page's screenshot is saved under build/test-artifacts/ (or $VIEWLINEAGE_TEST_ARTIFACTS)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from viewlineage.queries.web.app import store_health, web_app
+from viewlineage.queries.web.server import WebServer
+from viewlineage.sinks.readers import open_reader
+
+from .conftest import ROOT
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(os.environ.get("VIEWLINEAGE_TEST_ARTIFACTS", ROOT / "build" / "test-artifacts"))
+
+pytestmark = pytest.mark.skipif(
+    shutil.which(CHROMIUM) is None, reason="Debian's chromium is not installed (make test installs it)"
+)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            # As root, and on a machine whose network is closed: no sandbox, no background traffic.
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
+                  "--disable-component-update", "--disable-sync"],
+        )  # fmt: skip
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def site(sample_store: Path) -> Iterator[str]:
+    reader = functools.partial(open_reader, sample_store)
+    with WebServer(web_app(reader, 30, store_health(reader)), "127.0.0.1", 0) as server:
+        yield server.url
+
+
+class Visit:
+    """A page opened in a fresh tab, failing on any console error or failed request."""
+
+    def __init__(self, browser: Browser, url: str, name: str) -> None:
+        self.page: Page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        self.problems: list[str] = []
+        self.page.on("console", lambda m: self.problems.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda error: self.problems.append(str(error)))
+        self.page.on("requestfailed", lambda request: self.problems.append(f"failed: {request.url}"))
+        self.page.on(
+            "response", lambda r: self.problems.append(f"{r.status}: {r.url}") if r.status >= 400 else None
+        )
+        response = self.page.goto(url, wait_until="networkidle")
+        assert response is not None and response.status == 200, url
+        self.name = name
+
+    def cells(self, table: str, column: str) -> list[str]:
+        return self.page.locator(f"#{table} td[data-column={column}]").all_inner_texts()
+
+    def close(self) -> None:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=ARTIFACTS / f"{self.name}.png", full_page=True)
+        self.page.close()
+        assert self.problems == []
+
+
+def test_activity_charts_counts_and_lists_the_changes(browser: Browser, site: str) -> None:
+    visit = Visit(browser, f"{site}/", "activity")
+    page = visit.page
+    page.wait_for_selector("#chart[data-drawn=true] svg")
+    assert page.inner_text("#total") == "24 changes · 7 created · 3 property-only · 14 replaced"
+    assert page.locator("#chart svg .mark-rect path").count() == 3  # one bar segment per kind on one day
+    assert visit.cells("by-day", "kind") == ["created", "property-only", "replaced"]
+    assert visit.cells("by-namespace", "namespace") == ["db", "sales", "acme.finance"]
+    assert visit.cells("latest", "view")[:2] == ["prod.db.event_agg", "prod.sales.customer_revenue"]
+    assert page.inner_text(".pages") == "1–24 of 24"
+    page.click("#by-namespace a:text('sales')")  # a count filters the page
+    page.wait_for_url("**/?namespace=sales")
+    assert page.inner_text("#total") == "3 changes · 2 created · 1 replaced"
+    visit.close()
+
+
+def test_activity_pages_and_filters_are_in_the_url(browser: Browser, site: str) -> None:
+    visit = Visit(browser, f"{site}/?kind=replaced&offset=10", "activity-page-2")
+    assert visit.cells("latest", "kind") == ["replaced"] * 4
+    assert visit.page.inner_text(".pages") == "newer\n11–14 of 14"
+    assert visit.page.input_value("select[name=kind]") == "replaced"
+    visit.close()
+
+
+def test_a_views_page_shows_two_versions_side_by_side(browser: Browser, site: str) -> None:
+    visit = Visit(browser, f"{site}/view?view=prod.db.event_agg&before=1&after=2", "view")
+    page = visit.page
+    rows = page.locator("#diff-spark tbody tr")
+    assert [rows.nth(i).get_attribute("class") for i in range(rows.count())] == [
+        "replace",
+        "insert",
+        "insert",
+        "insert",
+    ]
+    assert page.locator("#diff-spark td.before").all_inner_texts()[0] == (
+        "SELECT COUNT(1), CAST(event_ts AS DATE) FROM prod.db.events GROUP BY 2"
+    )
+    assert page.locator("#diff-spark td.after").all_inner_texts() == [
+        "SELECT COUNT(*), to_date(event_ts)",
+        "FROM prod.db.events",
+        "WHERE kind <> 'heartbeat'",
+        "GROUP BY to_date(event_ts)",
+    ]
+    assert visit.cells("columns", "change") == ["documented", "documented"]
+    assert visit.cells("timeline", "kind")[:2] == ["created", "replaced"]
+    assert len(visit.cells("timeline", "kind")) == 13
+    page.select_option("select[name=before]", "12")
+    page.select_option("select[name=after]", "13")
+    page.click("form.versions button")
+    page.wait_for_url("**before=12&after=13")
+    assert visit.cells("columns", "column") == ["event_date", "event_count", "distinct_kinds"]
+    visit.close()
+
+
+def test_a_view_dropped_and_created_again_links_the_other(browser: Browser, site: str) -> None:
+    visit = Visit(browser, f"{site}/view?view=prod.db.big_days", "view-incarnations")
+    page = visit.page
+    assert visit.cells("incarnations", "view") == ["prod.db.big_days"]
+    page.click("#incarnations a")
+    page.wait_for_url("**/view?view=4314fa7c-*")
+    assert visit.cells("properties", "property_only") == ["false", "true", "true", "true"]
+    assert visit.cells("properties", "changes")[1:] == [
+        "refresh: (not set) → daily\nteam: (not set) → growth-team",
+        "refresh: daily → hourly\nsla_minutes: (not set) → 30",
+        "sla_minutes: 30 → (removed)",
+    ]
+    assert page.inner_text("#identity").startswith(
+        "prod.db.big_days · uuid 4314fa7c-bbf3-4c33-9cd2-a483e994ddf4"
+    )
+    visit.close()
+
+
+def test_an_unknown_view_is_a_page_saying_why(browser: Browser, site: str) -> None:
+    page = browser.new_page()
+    response = page.goto(f"{site}/view?view=prod.db.nosuch")
+    assert response is not None and response.status == 400
+    assert page.inner_text(".error").startswith("400 no view 'prod.db.nosuch' in the store")
+    page.close()
+
+
+def test_the_vendored_scripts_are_the_ones_fetched_with_their_licences() -> None:
+    """`scripts/vendor_web_assets.py --check`: each committed file has the SHA-256 the manifest
+    recorded when it was fetched from the npm registry, and each package's licence is beside it."""
+    checked = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "vendor_web_assets.py"), "--check"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert (checked.returncode, checked.stderr) == (0, "")
+    manifest = json.loads((ROOT / "queries" / "web" / "static" / "vendor" / "vendored.json").read_text())
+    assert sorted((p["name"], sorted(p["sha256"])) for p in manifest["packages"]) == [
+        ("cytoscape", ["cytoscape.LICENSE", "cytoscape.min.js"]),
+        ("cytoscape-dagre", ["cytoscape-dagre.LICENSE", "cytoscape-dagre.min.js"]),
+        ("vega", ["vega.LICENSE", "vega.min.js"]),
+        ("vega-embed", ["vega-embed.LICENSE", "vega-embed.min.js"]),
+        ("vega-lite", ["vega-lite.LICENSE", "vega-lite.min.js"]),
+    ]
