@@ -172,3 +172,69 @@ def test_the_vendored_scripts_are_the_ones_fetched_with_their_licences() -> None
         ("vega-embed", ["vega-embed.LICENSE", "vega-embed.min.js"]),
         ("vega-lite", ["vega-lite.LICENSE", "vega-lite.min.js"]),
     ]
+
+
+def _drawn(visit: Visit) -> tuple[list[str], list[tuple[str, str, str]]]:
+    """The graph as cytoscape drew it: node labels, and edges as (source label, target label, classes)."""
+    visit.page.wait_for_selector("#graph[data-drawn=true]")
+    return (
+        sorted(visit.page.evaluate("window.lineageGraph.nodes().map((n) => n.data('label'))")),
+        sorted(
+            tuple(edge)
+            for edge in visit.page.evaluate(
+                "window.lineageGraph.edges().map((e) => [e.source().data('label'), e.target().data('label'),"
+                " e.classes().join(' ')])"
+            )
+        ),
+    )
+
+
+def test_lineage_at_two_times_and_their_difference(browser: Browser, site: str) -> None:
+    """The graph around prod.db.events as it was at 23:17:25 and at 23:17:28, and the compare mode
+    between them (the sample's big_days was dropped and re-created in between: two uuids)."""
+    before = Visit(
+        browser, f"{site}/lineage?name=prod.db.events&as_of=2026-11-21T23:17:25Z", "lineage-before"
+    )
+    assert _drawn(before) == (
+        ["prod.db.big_days", "prod.db.event_agg", "prod.db.events"],
+        [("prod.db.event_agg", "prod.db.big_days", ""), ("prod.db.events", "prod.db.event_agg", "")],
+    )
+    before.close()
+    after = Visit(browser, f"{site}/lineage?name=prod.db.events&as_of=2026-11-21T23:17:28Z", "lineage-after")
+    assert _drawn(after)[1] == [
+        ("prod.db.event_agg", "prod.acme.finance.revenue_by_region", ""),
+        ("prod.db.event_agg", "prod.db.big_days", ""),
+        ("prod.db.events", "prod.db.event_agg", ""),
+        ("prod.db.events", "prod.db.event_tags", ""),
+    ]
+    after.close()
+    compared = Visit(
+        browser,
+        f"{site}/lineage?name=prod.db.events&as_of=2026-11-21T23:17:28Z&compare=2026-11-21T23:17:25Z",
+        "lineage-compare",
+    )
+    assert _drawn(compared)[1] == [
+        ("prod.db.event_agg", "prod.acme.finance.revenue_by_region", "added"),
+        ("prod.db.event_agg", "prod.db.big_days", "added"),
+        ("prod.db.event_agg", "prod.db.big_days", "removed"),
+        ("prod.db.events", "prod.db.event_agg", "kept"),
+        ("prod.db.events", "prod.db.event_tags", "added"),
+    ]
+    assert compared.cells("edges", "change") == ["added", "added", "removed", "kept", "added"]
+    assert compared.page.inner_text("#graph-summary").startswith("6 nodes · 5 edges · 0 uncertain")
+    compared.close()
+    clicked = Visit(browser, f"{site}/lineage?name=prod.db.events", "lineage-latest")
+    clicked.page.click("#nodes a:text('prod.db.event_tags')")  # a view's node leads to its page
+    clicked.page.wait_for_url("**/view?view=bc2e0c1d-*")
+    assert clicked.page.inner_text("h1") == "prod.db.event_tags"
+    clicked.close()
+
+
+def test_the_day_slider_moves_the_time(browser: Browser, site: str) -> None:
+    visit = Visit(browser, f"{site}/lineage?name=prod.db.event_agg&depth=1", "lineage-slider")
+    _drawn(visit)
+    visit.page.locator("#day-slider").dispatch_event("change")
+    visit.page.wait_for_url("**as_of=2026-11-21T23%3A59%3A59.999Z**")
+    assert visit.page.input_value("#as-of") == "2026-11-21T23:59:59.999Z"
+    assert visit.page.input_value("select[name=depth]") == "1"
+    visit.close()

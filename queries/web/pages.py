@@ -20,6 +20,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from viewlineage.indexer.errors import StoreError
+from viewlineage.queries import graph
 from viewlineage.queries.output import cell
 from viewlineage.queries.web import api
 
@@ -52,7 +53,16 @@ def view_link(row: dict[str, Any]) -> str:
     return f"/view?{urlencode({'view': row['view_id']})}"
 
 
+def node_link(node: dict[str, Any]) -> str:
+    """A graph node's page: a view's own, a table's lineage."""
+    if node["kind"] == "view":
+        return view_link({"view_id": node["id"]})
+    return f"/lineage?{urlencode({'name': node['name']})}"
+
+
 TEMPLATES.filters["embedded"] = _embedded
+TEMPLATES.globals["node_link"] = node_link
+TEMPLATES.globals["edge_rows"] = lambda answer: graph.edge_rows(answer)["edges"]
 TEMPLATES.filters["cell"] = cell
 TEMPLATES.globals["view_link"] = view_link
 
@@ -70,6 +80,7 @@ class Pages:
         return [
             Route("/", self.activity),
             Route("/view", self.view),
+            Route("/lineage", self.lineage),
             Mount("/static", static, name="static"),
         ]
 
@@ -128,6 +139,18 @@ class Pages:
             "findings": Question("findings", (("view", view),)),
         }
         return self._render(request, "view.html", view or "View", questions, view=view)
+
+    def lineage(self, request: Request) -> Response:
+        """What a view or table reads and what reads it at a time, drawn as a layered graph (tables
+        and views told apart, uncertain and unknown lineage dashed), with a slider over the days
+        views changed, and what changed since another time."""
+        asked = _given(request, ("name", "as_of", "compare", "depth"))
+        questions = {"days": Question("changes", (("limit", "1"),))}
+        if dict(asked).get("name"):
+            questions["graph"] = Question("graph", asked)
+        return self._render(
+            request, "lineage.html", "Lineage", questions, asked=dict(asked), depths=("1", "2", "3", "5")
+        )
 
 
 _KINDS = ("created", "replaced", "rolled-back", "property-only", "dropped")
