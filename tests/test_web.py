@@ -4,6 +4,7 @@ test; each page's screenshot is saved under build/test-artifacts/ (or $VIEWLINEA
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
+from viewlineage.queries.impact import impact, parse_change
 from viewlineage.queries.web.app import store_health, web_app
 from viewlineage.queries.web.server import WebServer
 from viewlineage.sinks.readers import open_reader
@@ -43,11 +45,17 @@ def browser() -> Iterator[Browser]:
         launched.close()
 
 
-@pytest.fixture(scope="module")
-def site(sample_store: Path) -> Iterator[str]:
-    reader = functools.partial(open_reader, sample_store)
+@contextlib.contextmanager
+def serving(store: Path) -> Iterator[str]:
+    reader = functools.partial(open_reader, store)
     with WebServer(web_app(reader, 30, store_health(reader)), "127.0.0.1", 0) as server:
         yield server.url
+
+
+@pytest.fixture(scope="module")
+def site(sample_store: Path) -> Iterator[str]:
+    with serving(sample_store) as url:
+        yield url
 
 
 class Visit:
@@ -238,3 +246,42 @@ def test_the_day_slider_moves_the_time(browser: Browser, site: str) -> None:
     assert visit.page.input_value("#as-of") == "2026-11-21T23:59:59.999Z"
     assert visit.page.input_value("select[name=depth]") == "1"
     visit.close()
+
+
+def test_impact_picks_a_column_of_the_schema_and_lists_the_uses(browser: Browser, impact_store: Path) -> None:
+    with serving(impact_store) as url, open_reader(impact_store) as conn:
+        expected = impact(conn, "db.orders", parse_change("amount", None, None))
+        visit = Visit(browser, f"{url}/impact?table=db.orders", "impact")
+        page = visit.page
+        assert page.locator("select[name=column] option").all_inner_texts()[:3] == [
+            "id (long)",
+            "customer_id (long)",
+            "amount (decimal(10, 2))",
+        ]
+        page.select_option("select[name=column]", "amount")
+        page.select_option("select[name=change]", "drop")
+        page.click("form.filters button")
+        page.wait_for_url("**change=drop**")
+        assert page.inner_text("#verdict").startswith(
+            f"{len(expected['views'])} views affected by drop-column"
+        )
+        assert visit.cells("uses", "view") == [use["view"] for use in expected["uses"]]
+        assert visit.cells("uses", "kind") == [use["kind"] for use in expected["uses"]]
+        assert visit.cells("uses", "via")[-1] == (
+            "prod.db.orders.amount > prod.db.v_alias.total > prod.db.v_on_alias.total"
+        )
+        assert len(expected["uses"]) == 9
+        visit.close()
+
+
+def test_materialized_views_and_their_states_at_a_time(browser: Browser, mv_store: Path) -> None:
+    with serving(mv_store) as url:
+        visit = Visit(browser, f"{url}/mvs?as_of=3500ms", "mvs")
+        assert visit.page.inner_text("#states") == "4 materialized views · 1 FRESH · 2 STALE · 1 UNKNOWN"
+        assert list(zip(visit.cells("mvs", "mv"), visit.cells("mvs", "state"), strict=True)) == [
+            ("prod.db.mv_one", "STALE"),
+            ("prod.db.mv_presto", "UNKNOWN"),
+            ("prod.db.mv_two", "FRESH"),
+            ("prod.db.mv_trino", "STALE"),
+        ]
+        visit.close()

@@ -38,6 +38,8 @@ class Question:
 
     endpoint: str
     items: tuple[tuple[str, str], ...]
+    optional: bool = False
+    """A question whose refusal (400) leaves its part of the page out, not the page an error."""
 
     def url(self, **extra: str) -> str:
         return f"{api.PREFIX}{self.endpoint}?{urlencode([*self.items, *extra.items()])}"
@@ -62,6 +64,7 @@ def node_link(node: dict[str, Any]) -> str:
 
 TEMPLATES.filters["embedded"] = _embedded
 TEMPLATES.globals["node_link"] = node_link
+TEMPLATES.globals["mv_link"] = lambda row: view_link(row) if row.get("view_id") else None
 TEMPLATES.globals["edge_rows"] = lambda answer: graph.edge_rows(answer)["edges"]
 TEMPLATES.filters["cell"] = cell
 TEMPLATES.globals["view_link"] = view_link
@@ -81,6 +84,8 @@ class Pages:
             Route("/", self.activity),
             Route("/view", self.view),
             Route("/lineage", self.lineage),
+            Route("/impact", self.impact),
+            Route("/mvs", self.materialized_views),
             Mount("/static", static, name="static"),
         ]
 
@@ -92,9 +97,12 @@ class Pages:
             with self.reader() as conn:
                 for key, question in questions.items():
                     answered = api.answer_on(conn, self.timeout, question.endpoint, question.items)
-                    if answered.status != 200:
+                    if answered.status == 400 and question.optional:
+                        answers[key] = None
+                    elif answered.status != 200:
                         return self._error(request, title, answered.status, answered.document["error"])
-                    answers[key] = answered.document
+                    else:
+                        answers[key] = answered.document
         except StoreError as exc:
             return self._error(request, title, 503, str(exc))
         page = TEMPLATES.get_template(template).render(
@@ -152,7 +160,32 @@ class Pages:
             request, "lineage.html", "Lineage", questions, asked=dict(asked), depths=("1", "2", "3", "5")
         )
 
+    def impact(self, request: Request) -> Response:
+        """Pick a table, a column of its schema at T and a change: the views it breaks, how each uses
+        the column and how sure each match is."""
+        asked = dict(_given(request, ("table", "as_of", "column", "change", "target")))
+        questions = {}
+        if "table" in asked:
+            at = [("as_of", asked["as_of"])] if "as_of" in asked else []
+            # A table only views read has no schema here: its column is typed in.
+            questions["table"] = Question("table", (("table", asked["table"]), *at), optional=True)
+            change = _CHANGES.get(asked.get("change", ""))
+            if "column" in asked and change is not None:
+                column = asked["column"]
+                value = column if change == "drop_column" else f"{column}={asked.get('target', '')}"
+                questions["impact"] = Question("impact", (("table", asked["table"]), *at, (change, value)))
+        return self._render(request, "impact.html", "Impact", questions, asked=asked, changes=_CHANGES)
 
+    def materialized_views(self, request: Request) -> Response:
+        """Every materialized view's state at T (FRESH, STALE, UNKNOWN) with its reasons."""
+        questions = {"mvs": Question("mv-status", _given(request, ("as_of",)))}
+        return self._render(
+            request, "mvs.html", "Materialized views", questions, asked=dict(questions["mvs"].items)
+        )
+
+
+_CHANGES = {"drop": "drop_column", "rename": "rename_column", "type": "change_type"}
+"""The page's change choices and the `/api/impact` parameter each is."""
 _KINDS = ("created", "replaced", "rolled-back", "property-only", "dropped")
 _KIND_COLOURS = ("#4c78a8", "#72b7b2", "#f58518", "#b279a2", "#e45756")
 
