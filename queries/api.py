@@ -542,16 +542,35 @@ def uses(
     }
 
 
-def findings(
-    conn: duckdb.DuckDBPyConnection, code: str | None = None, view: str | None = None
-) -> list[dict[str, Any]]:
+def _finding_filters(conn: duckdb.DuckDBPyConnection, code: str | None, view: str | None) -> str | None:
+    """The view id `view` names, after checking `code` is a finding code (None: every view)."""
     if code is not None and not known_code(code):
         close = difflib.get_close_matches(code, sorted(CODES), n=3, cutoff=0.6)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise UsageError(f"no finding has code {code!r}{hint} (the README lists them under Findings)")
     if view is not None and not view.strip():
         raise UsageError("--view is empty: name a view, or leave the option out for every view")
-    view_id = resolve_view(conn, view).view_id if view else None
+    return resolve_view(conn, view).view_id if view else None
+
+
+def finding_counts(
+    conn: duckdb.DuckDBPyConnection, code: str | None = None, view: str | None = None
+) -> list[dict[str, Any]]:
+    """How many findings of each code and severity, in how many views, most first."""
+    return query_rows(
+        conn,
+        """
+        SELECT code, severity, count(*) AS findings, count(DISTINCT view_id) AS views FROM findings
+        WHERE (?1 IS NULL OR code = ?1 OR starts_with(code, ?1 || ':')) AND (?2 IS NULL OR view_id = ?2)
+        GROUP BY code, severity ORDER BY findings DESC, code, severity""",
+        [code, _finding_filters(conn, code, view)],
+    )
+
+
+def findings(
+    conn: duckdb.DuckDBPyConnection, code: str | None = None, view: str | None = None
+) -> list[dict[str, Any]]:
+    view_id = _finding_filters(conn, code, view)
     return query_rows(
         conn,
         """

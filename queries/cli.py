@@ -806,13 +806,19 @@ def impact(
 @cli.command()
 @click.option("--code", default=None, help="Only this finding code (a prefix before ':' matches too).")
 @click.option("--view", default=None, help="Only this view.")
+@click.option(
+    "--counts", is_flag=True, help="How many findings of each code and severity, in how many views."
+)
 @format_option
 @query_options
 @click.pass_context
 @handle_errors
-def findings(context: click.Context, code: str | None, view: str | None, fmt: str) -> None:
+def findings(context: click.Context, code: str | None, view: str | None, counts: bool, fmt: str) -> None:
     """Every rule broken by an indexed file or SQL text."""
-    output_for(fmt).result(_ask(context, lambda conn: api.findings(conn, code, view)))
+    if counts:
+        output_for(fmt).result(_ask(context, lambda conn: api.finding_counts(conn, code, view)))
+    else:
+        output_for(fmt).result(_ask(context, lambda conn: api.findings(conn, code, view)))
 
 
 @cli.command("files")

@@ -17,12 +17,14 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
+from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries.impact import impact, parse_change
 from viewlineage.queries.web.app import store_health, web_app
 from viewlineage.queries.web.server import WebServer
 from viewlineage.sinks.readers import open_reader
 
-from .conftest import ROOT
+from .conftest import ROOT, settings_for
+from .metadata_files import View
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(os.environ.get("VIEWLINEAGE_TEST_ARTIFACTS", ROOT / "build" / "test-artifacts"))
@@ -284,4 +286,40 @@ def test_materialized_views_and_their_states_at_a_time(browser: Browser, mv_stor
             ("prod.db.mv_two", "FRESH"),
             ("prod.db.mv_trino", "STALE"),
         ]
+        visit.close()
+
+
+def test_health_counts_findings_and_lists_quarantine(browser: Browser, site: str) -> None:
+    visit = Visit(browser, f"{site}/health", "health")
+    assert visit.page.inner_text("#process-status").startswith("ok")
+    assert list(
+        zip(visit.cells("finding-counts", "code"), visit.cells("finding-counts", "findings"), strict=True)
+    ) == [("location-mismatch", "24")]
+    assert visit.page.inner_text("#quarantine") == "(no rows)"
+    visit.close()
+
+
+def test_what_a_file_says_is_shown_as_text_never_run(browser: Browser, tmp_path: Path) -> None:
+    """Names, SQL, properties and messages come from files anyone can write: every page escapes
+    them, and the graph's embedded JSON cannot end its script."""
+    hostile = '</script><script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
+    root = tmp_path / "warehouse"
+    view = View(root, "db", "v<img src=x onerror=window.pwned=3>", "ce100000-0000-4000-8000-000000000001")
+    view.properties["comment"] = hostile
+    view.commit(1000, f"SELECT 1 AS x -- {hostile}")
+    view.commit(2000, f"SELECT 2 AS x FROM db.t -- {hostile}")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with serving(db) as url:
+        for page_url, name in (
+            (f"/view?view={view.uuid}", "hostile-view"),
+            ("/", "hostile-activity"),
+            ("/lineage?name=db.t", "hostile-lineage"),
+        ):
+            visit = Visit(browser, url + page_url, name)
+            assert visit.page.evaluate("window.pwned") is None
+            visit.close()
+        visit = Visit(browser, f"{url}/view?view={view.uuid}", "hostile-view-text")
+        assert visit.page.inner_text("h1") == 'prod.db."v<img src=x onerror=window.pwned=3>"'
+        assert hostile in visit.page.locator("pre.sql").inner_text()
         visit.close()

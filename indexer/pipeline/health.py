@@ -61,6 +61,10 @@ class Health:
         self.totals: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._last_beat = time.monotonic()
+        self.lag: int | None = None
+        """Messages not yet consumed after the last batch (`consume`; None for `watch`)."""
+        self.last_batch: str | None = None
+        """When the last batch was committed (ISO-8601 UTC)."""
         self.problem: str | None = None
         """What keeps the source from making progress though its loop runs (an object store that
         does not answer): /healthz says it, with 503, until it clears."""
@@ -84,6 +88,7 @@ class Health:
         self._batches.observe(seconds)
         if lag is not None:
             self._lag.set(lag)
+        self.lag, self.last_batch = lag, datetime.now(UTC).isoformat(timespec="milliseconds")
         counted = {outcome: number for outcome, number in sorted(outcomes.items()) if number}
         self.log("batch", outcomes=counted, seconds=round(seconds, 4), lag=lag, **fields)
 
@@ -110,9 +115,18 @@ class Health:
         return self.problem is None and time.monotonic() - self._last_beat < STALL_SECONDS
 
     def check(self) -> tuple[bool, dict[str, Any]]:
-        """Whether the source is healthy, and the document `/healthz` answers."""
+        """Whether the source is healthy, and the document `/healthz` answers: its status, and its
+        outcome counts, lag and last batch's time since it started."""
         ok = self.healthy()
-        return ok, {"status": "ok" if ok else self.problem or "stalled", "source": self.source}
+        with self._lock:
+            outcomes = dict(sorted(self.totals.items()))
+        return ok, {
+            "status": "ok" if ok else self.problem or "stalled",
+            "source": self.source,
+            "outcomes": outcomes,
+            "lag": self.lag,
+            "last_batch_at": self.last_batch,
+        }
 
 
 def _text(value: Any) -> str:

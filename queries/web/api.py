@@ -5,7 +5,7 @@ must see a follower's batches the moment they commit.
     GET /api/table?table=T[&as_of=]             GET /api/deps?view=V[&as_of=][&transitive=true]
     GET /api/history?view=V                     GET /api/impact?table=T&drop_column=C|rename_column=A=B
     GET /api/mv-status[?mv=M][&as_of=]                                    |change_type=C=TYPE[&as_of=]
-    GET /api/files?location=L[&location=L2...]  GET /api/findings[?code=][&view=]
+    GET /api/files?location=L[&location=L2...]  GET /api/findings[?code=][&view=][&counts=true]
     GET /api/quarantine                         GET /api/graph?name=N[&as_of=][&compare=T0][&depth=D]
     GET /api/diff?view=V[&before=VERSION][&after=VERSION]
     GET /api/changes[?since=T][&until=T][&namespace=][&engine=][&dialect=][&kind=][&view=][&limit=][&offset=]
@@ -214,8 +214,10 @@ ENDPOINTS: dict[str, Endpoint] = {
         lambda conn, q: api.files(conn, q.locations()), frozenset({"location"}), frozenset({"location"})
     ),
     "findings": Endpoint(
-        lambda conn, q: api.findings(conn, q.optional("code"), q.optional("view")),
-        frozenset({"code", "view"}),
+        lambda conn, q: (api.finding_counts if q.flag("counts") else api.findings)(
+            conn, q.optional("code"), q.optional("view")
+        ),
+        frozenset({"code", "view", "counts"}),
     ),
     "quarantine": Endpoint(lambda conn, q: api.quarantine(conn), frozenset()),
 }

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -16,10 +15,7 @@ from starlette.routing import BaseRoute, Route
 
 from viewlineage.indexer.errors import StoreError
 from viewlineage.queries.web import api
-from viewlineage.queries.web.pages import Pages
-
-HealthCheck = Callable[[], tuple[bool, dict[str, Any]]]
-"""Whether the process is healthy, and the JSON document `/healthz` answers."""
+from viewlineage.queries.web.pages import HealthCheck, Pages
 
 
 def json_response(status: int, value: Any) -> Response:
@@ -67,7 +63,7 @@ def web_app(
             )
         )
 
-    routes += Pages(reader, timeout).routes()
+    routes += Pages(reader, timeout, health).routes()
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)

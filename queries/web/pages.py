@@ -7,7 +7,7 @@ the page embeds.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -23,6 +23,9 @@ from viewlineage.indexer.errors import StoreError
 from viewlineage.queries import graph
 from viewlineage.queries.output import cell
 from viewlineage.queries.web import api
+
+HealthCheck = Callable[[], tuple[bool, dict[str, Any]]]
+"""Whether the process is healthy, and the JSON document `/healthz` answers."""
 
 TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("viewlineage.queries.web", "templates"),
@@ -64,6 +67,7 @@ def node_link(node: dict[str, Any]) -> str:
 
 TEMPLATES.filters["embedded"] = _embedded
 TEMPLATES.globals["node_link"] = node_link
+TEMPLATES.globals["finding_link"] = lambda row: f"{api.PREFIX}findings?{urlencode({'code': row['code']})}"
 TEMPLATES.globals["mv_link"] = lambda row: view_link(row) if row.get("view_id") else None
 TEMPLATES.globals["edge_rows"] = lambda answer: graph.edge_rows(answer)["edges"]
 TEMPLATES.filters["cell"] = cell
@@ -73,9 +77,10 @@ TEMPLATES.globals["view_link"] = view_link
 class Pages:
     """The pages, each answering from one connection to the store per request."""
 
-    def __init__(self, reader: api.Reader, timeout: float) -> None:
+    def __init__(self, reader: api.Reader, timeout: float, health: HealthCheck) -> None:
         self.reader = reader
         self.timeout = timeout
+        self.health = health
 
     def routes(self) -> list[Route | Mount]:
         # An editable install links each file into the package: StaticFiles would refuse the links.
@@ -86,6 +91,7 @@ class Pages:
             Route("/lineage", self.lineage),
             Route("/impact", self.impact),
             Route("/mvs", self.materialized_views),
+            Route("/health", self.health_page),
             Mount("/static", static, name="static"),
         ]
 
@@ -181,6 +187,19 @@ class Pages:
         questions = {"mvs": Question("mv-status", _given(request, ("as_of",)))}
         return self._render(
             request, "mvs.html", "Materialized views", questions, asked=dict(questions["mvs"].items)
+        )
+
+    def health_page(self, request: Request) -> Response:
+        """The process (`/healthz`: for a follower, its outcome counts, lag and last batch), the
+        findings by code and the quarantined files."""
+        ok, process = self.health()
+        questions = {
+            "findings": Question("findings", (("counts", "true"),)),
+            "quarantine": Question("quarantine", ()),
+        }
+        outcomes = [{"outcome": key, "count": count} for key, count in process.get("outcomes", {}).items()]
+        return self._render(
+            request, "health.html", "Health", questions, ok=ok, process=process, outcomes=outcomes
         )
 
 
