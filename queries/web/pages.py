@@ -49,8 +49,10 @@ class Question:
 
 
 def _embedded(value: Any) -> Markup:
-    """A JSON document to put inside `<script type="application/json">`: `</` can end no script."""
-    return Markup(json.dumps(value, default=str).replace("</", "<\\/"))
+    """A JSON document to put inside `<script type="application/json">`: with `<`, `>` and `&` as
+    JSON escapes, no text in it can end the script or start a comment."""
+    text = json.dumps(value, default=str)
+    return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
 def view_link(row: dict[str, Any]) -> str:
