@@ -179,5 +179,6 @@ def test_text_says_a_roots_lineage_is_unknown(store: Path) -> None:
         "root: lake.db.d",
         "lineage: unknown",
         "as_of: 1970-01-01T00:00:01.500Z",
+        "edges: (no rows)",
         "uncertain: 0",
     ]

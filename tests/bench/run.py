@@ -64,11 +64,17 @@ class Row:
             self.mode,
             self.what,
             f"{self.files:,}",
-            f"{self.files / self.seconds:,.0f}",
+            _rate(self.files / self.seconds),
             f"{self.mib / self.seconds:,.1f}",
-            f"{per_second:,.0f}" if per_second is not None else "",
+            _rate(per_second) if per_second is not None else "",
             self.ratio,
         ]
+
+
+def _rate(per_second: float) -> str:
+    """A rate as a whole number, or with two significant digits below 10 (tiny warehouses on a
+    loaded machine: never a rounded 0)."""
+    return f"{per_second:,.0f}" if per_second >= 10 else f"{per_second:.2g}"
 
 
 HEADER = ["mode", "what", "files", "files/s", "MiB/s", "new versions/s", "ratio (same run)"]
