@@ -39,9 +39,8 @@ ANALYSIS_FAILED = frozenset({"column-analysis-error", "sql-parse-error"})
 """Findings of a column analysis that found no uses because it failed, not because there are none."""
 MATCHES = ("exact", "namespace-and-name", "other-catalog", "leading-part")
 STORED_COLUMN = "stored-column"
-"""The `kind` of an already-broken view's column that its `*` of the table no longer gives, though
-the view's stored column list (or Spark's recorded query column names) has it."""
-_PLAIN_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+"""The `kind` of an already-broken view's column that its `*` of the table no longer gives where
+the engine looks for it (see `_Reader.missing_outputs`), though the view's stored column list has it."""
 """How sure a reference names the changed table, surest first (see `uses_as_of`)."""
 _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 _PROMOTIONS = {("int", "long"), ("float", "double")}
@@ -193,24 +192,21 @@ class _Reader:
     """The view's column names from its schema: what readers of the view call its outputs."""
     reads: tuple[TableKey, ...]
     """The tables and views its SQL reads (table-level lineage, known whatever the schemas)."""
-    query_columns: tuple[str, ...] | None
-    """Spark's `spark.query-column-names` property: the names of its query's outputs at creation,
-    which Spark looks up in the query's outputs when the view is read."""
+    spark: bool
+    """Whether the SQL analysed is Spark's (its dialect): Spark reads the view's columns by position."""
 
     def missing_outputs(self) -> list[str]:
-        """The columns an engine looks for in the view's query that it no longer gives, so that
-        reading the view fails: Spark looks up its recorded query column names (those that are
-        plain names) by name, other engines compare the stored schema's columns by position, so
-        that a column added to the table breaks them too."""
+        """The columns of the view's stored column list that its query no longer gives where the
+        engine looks for them, so that reading the view fails (or, in Spark, shifts its columns).
+        Spark reads an Iceberg view's columns by position (Iceberg's `ResolveViews`): a `*` that
+        gives fewer columns shifts them; a rename or an added column changes nothing. Other engines
+        compare names and positions (Trino's "stale" view): a rename or an added column breaks it."""
         outputs = [name.lower() for name in self.lineage.outputs]
-        if self.query_columns is not None:
-            return [
-                name for name in self.query_columns if _PLAIN_NAME.fullmatch(name) and name not in outputs
-            ]
         if outputs == list(self.columns):
             return []
-        # Positions differ: name what is gone, else what is new (Trino: "stale"), else what moved.
         gone = [name for name in self.columns if name not in outputs]
+        if self.spark:
+            return (gone or list(self.columns[len(outputs) :])) if len(outputs) < len(self.columns) else []
         new = [name for name in outputs if name not in self.columns]
         moved = [name for name, output in zip(self.columns, outputs, strict=False) if name != output]
         return gone or new or moved[:1]
@@ -404,8 +400,7 @@ def _readers(
             conn,
             """
             SELECT f.catalog, f.name, v.version_hash, v.default_catalog, v.default_namespace,
-                   [c.name FOR c IN coalesce(s.columns, [])] AS columns,
-                   f.properties['spark.query-column-names'] AS query_columns
+                   [c.name FOR c IN coalesce(s.columns, [])] AS columns
             FROM view_file_as_of(?1, ?2) f, view_current_version(?1, ?2) c
             JOIN preferred_versions v ON v.view_id = c.view_id AND v.version_id = c.version_id
             LEFT JOIN schemas s ON s.schema_hash = v.schema_hash""",
@@ -443,14 +438,8 @@ def _readers(
             own: TableKey = (h["catalog"], tuple(name[:-1]), name[-1])
             named = display_name(h["catalog"], name, view_id)
             columns = tuple(c.lower() for c in h["columns"])
-            query_columns = (
-                tuple(name.strip().lower() for name in h["query_columns"].split(","))
-                if h["query_columns"] and representation["dialect"] == "spark"
-                else None
-            )
-            readers.append(
-                _Reader(view_id, named, own, lineage, columns, tuple(resolved.values()), query_columns)
-            )
+            spark = representation["dialect"] == "spark"
+            readers.append(_Reader(view_id, named, own, lineage, columns, tuple(resolved.values()), spark))
     return readers
 
 

@@ -726,3 +726,33 @@ def test_time_travel_reads_and_columns_named_with_a_dot(tmp_path: Path) -> None:
     assert narrowed.stdout.splitlines()[0].startswith(
         "change-type prod.sales.orders.Order_Id (long -> int): Iceberg refuses this type change"
     )
+
+
+def test_a_rename_under_a_star_breaks_trino_s_view_not_spark_s(tmp_path: Path) -> None:
+    """Found by the fifth new-user trial on Spark 3.5 + Iceberg 1.10: after `RENAME COLUMN b TO bb`,
+    `SELECT * FROM v_star` still runs (Iceberg's Spark view resolution reads columns by position), so
+    it is not already broken; Trino compares names, so its view of the same SQL is."""
+    root = tmp_path / "warehouse"
+    table = Table(
+        root, "exp", "t", "c6000000-0000-4000-8000-000000000001",
+        schema=schema_of(("a", "int"), ("b", "string"), ("c", "string")),
+    )  # fmt: skip
+    table.commit(1000, 1)
+    stored = schema_of(("a", "int"), ("b", "string"), ("c", "string"))
+    View(root, "exp", "v_spark", "c6000000-0000-4000-8000-000000000002", schema=stored).commit(
+        2000, "SELECT * FROM exp.t"
+    )
+    View(root, "exp", "v_trino", "c6000000-0000-4000-8000-000000000003", schema=stored).commit(
+        2000,
+        "SELECT * FROM exp.t",
+        representations=[{"type": "sql", "sql": "SELECT * FROM exp.t", "dialect": "trino"}],
+    )
+    table.schema = schema_of(("a", "int"), ("bb", "string"), ("c", "string"))
+    table.commit(3000, 2)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        broken = impact(conn, "exp.t", parse_change("a", None, None))["already_broken"]
+    assert [(b["view"], b["column"], b["kind"]) for b in broken] == [
+        ("prod.exp.v_trino", "b", "stored-column")
+    ]
