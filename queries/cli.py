@@ -18,17 +18,16 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, get_origin
 
 import click
+import duckdb
 
 from viewlineage.indexer.config import Settings, load_settings
 from viewlineage.indexer.errors import UsageError, ViewLineageError
 from viewlineage.queries import api, changes, diff, mviews
 from viewlineage.queries import graph as graphs
-from viewlineage.queries.output import FORMATS, output_for, side_by_side_text
+from viewlineage.queries.output import FORMATS, cell, output_for, side_by_side_text
 from viewlineage.sinks.readers import Readers, answered_within, open_reader
 
 if TYPE_CHECKING:
-    import duckdb
-
     from viewlineage.indexer.pipeline.health import Health
     from viewlineage.indexer.pipeline.indexer import IndexStats
 
@@ -132,6 +131,12 @@ def handle_errors(function: F) -> F:
         context = click.get_current_context()
         try:
             return function(*args, **kwargs)
+        except duckdb.OutOfMemoryException as exc:  # opening the store, before a question's own limit
+            click.echo(
+                f"error: the store could not be read within the memory limit (setting query-memory): {exc}",
+                err=True,
+            )
+            context.exit(1)
         except ViewLineageError as exc:
             if context.obj and context.obj.get("debug"):
                 raise
@@ -594,10 +599,12 @@ def graph(
     """The lineage around view or table NAME: what it reads and what reads it, through views."""
 
     def question(conn: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-        answer = graphs.lineage_graph(conn, name, _as_of(as_of), depth)
         if compare_as_of is None:
-            return answer
-        return graphs.compared(graphs.lineage_graph(conn, name, _as_of(compare_as_of), depth), answer)
+            return graphs.lineage_graph(conn, name, _as_of(as_of), depth)
+        return graphs.compared(
+            graphs.lineage_graph(conn, name, _as_of(compare_as_of), depth, allow_absent=True),
+            graphs.lineage_graph(conn, name, _as_of(as_of), depth, allow_absent=True),
+        )
 
     answer = _ask(context, question)
     if fmt == "dot":
@@ -632,7 +639,8 @@ def diff_command(context: click.Context, view: str, before: int | None, after: i
         output_for(fmt).result(answer)
         return
     click.echo(
-        f"view: {answer['view']}\nversions: {answer['before_version_id']} -> {answer['after_version_id']}"
+        f"view: {answer['view']}\nversions: {cell(answer['before_version_id']) or 'none'} -> "
+        f"{answer['after_version_id']}"
     )
     for dialect in answer["dialects"]:
         click.echo(f"\n-- {dialect['dialect']}{'' if dialect['changed'] else ' (unchanged)'}")

@@ -58,7 +58,7 @@ def version_diff(
         "defaults": [
             {"field": field, "before": before.get(field) if before else None, "after": after.get(field)}
             for field in ("default_catalog", "default_namespace", "engine_name", "engine_version")
-            if before is None or before.get(field) != after.get(field)
+            if (before.get(field) if before else None) != after.get(field) and (before or after.get(field))
         ],
     }
 

@@ -64,10 +64,15 @@ class _Lineage:
 
 
 def lineage_graph(
-    conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None, depth: int | None = None
+    conn: duckdb.DuckDBPyConnection,
+    ref: str,
+    as_of_ms: int | None = None,
+    depth: int | None = None,
+    allow_absent: bool = False,
 ) -> dict[str, Any]:
     """The graph around view or table `ref` at `as_of_ms` (default: the latest state), `depth`
-    steps up and down (default: all)."""
+    steps up and down (default: all). A view that was not current then (not created yet, or
+    dropped) is an error, or with `allow_absent` (comparing two times) a lone node of no lineage."""
     if depth is not None and depth < 1:
         raise UsageError(f"depth is 1 or more, not {depth}")
     at = FOREVER_MS if as_of_ms is None else as_of_ms
@@ -76,7 +81,13 @@ def lineage_graph(
     named = views_named(conn, ref, at) if not tables_named(conn, ref) else []
     root = named[0]["view_id"] if named else dotted([catalog, *reference])
     if named and root not in lineage.names:  # not current at `at` (before it was created, or dropped)
-        lineage.names[root] = dotted([named[0]["catalog"], *named[0]["name"]])
+        name = dotted([named[0]["catalog"], *named[0]["name"]])
+        if not allow_absent:
+            raise UsageError(
+                f"view {name} was not current at {iso(as_of_ms) or 'the latest state'} (not created yet, "
+                "or dropped): ask as of another time, or compare two times"
+            )
+        lineage.names[root] = name
         lineage.absent.add(root)
     direct = query_rows(
         conn,
@@ -159,11 +170,16 @@ def compared(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     """`after` with `before`'s nodes and edges it lacks, each marked `change`: `added` (only in
     `after`), `removed` (only in `before`) or `kept`; an edge whose match changed is `kept` with
     `match_before`."""
-    old_nodes = {node["id"]: node for node in before["nodes"]}
-    new_nodes = {node["id"]: node for node in after["nodes"]}
+    # A view not current at a time (before its creation, after its drop) is a node of neither graph.
+    old_nodes = {node["id"]: node for node in before["nodes"] if node["current"] is not False}
+    new_nodes = {node["id"]: node for node in after["nodes"] if node["current"] is not False}
     old_edges = {(edge["source"], edge["target"]): edge for edge in before["edges"]}
     new_edges = {(edge["source"], edge["target"]): edge for edge in after["edges"]}
-    nodes = [node | {"change": "kept" if node["id"] in old_nodes else "added"} for node in after["nodes"]]
+    nodes = [
+        node
+        | {"change": "kept" if node["id"] in old_nodes else "added" if node["id"] in new_nodes else "absent"}
+        for node in after["nodes"]
+    ]
     nodes += [node | {"change": "removed"} for key, node in old_nodes.items() if key not in new_nodes]
     edges = []
     for key, edge in new_edges.items():

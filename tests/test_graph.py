@@ -119,14 +119,18 @@ def test_compare_marks_what_changed_between_two_times(store: Path) -> None:
 
 def test_a_view_before_it_existed_is_a_lone_node(store: Path) -> None:
     with open_reader(store) as conn:
-        before = graph.lineage_graph(conn, "db.b", 900)
-        after = graph.lineage_graph(conn, "db.b", 1500)
+        before = graph.lineage_graph(conn, "db.b", 900, allow_absent=True)
+        after = graph.lineage_graph(conn, "db.b", 1500, allow_absent=True)
         answer = graph.compared(before, after)
+        with pytest.raises(
+            UsageError, match=r"view lake\.db\.b was not current at 1970-01-01T00:00:00\.900Z"
+        ):
+            graph.lineage_graph(conn, "db.b", 900)  # asked alone, not compared (the fifth new-user trial)
     assert (before["root"]["current"], before["edges"]) == (False, [])
-    assert [(n["name"], n["change"]) for n in answer["nodes"]] == [
+    assert [(n["name"], n["change"]) for n in answer["nodes"]] == [  # b is new too (the fifth trial)
         ("lake.db.t", "added"),
         ("lake.db.a", "added"),
-        ("lake.db.b", "kept"),
+        ("lake.db.b", "added"),
         ("lake.db.d", "added"),
     ]
 
@@ -142,7 +146,7 @@ def test_dot_draws_kinds_matches_and_changes(store: Path) -> None:
         "  rankdir=LR;",
         '  node [fontname="Helvetica"];',
         '  "lake.other.db.t" [label="lake.other.db.t", shape=box, color=darkgreen, fontcolor=darkgreen];',
-        f'  "{C}" [label="lake.db.c", shape=ellipse, penwidth=2];',
+        f'  "{C}" [label="lake.db.c", shape=ellipse, penwidth=2, color=darkgreen, fontcolor=darkgreen];',
         f'  "{D}" [label="lake.db.d", shape=ellipse, style=dashed, xlabel="lineage unknown", '
         "color=darkgreen, fontcolor=darkgreen];",
         f'  "{C}" -> "{D}" [style=dotted, label="unknown", color=darkgreen, fontcolor=darkgreen];',

@@ -23,7 +23,7 @@ def test_settings_layer_toml_then_environment_then_flags(tmp_path: Path) -> None
     )
     assert (settings.db, settings.batch_files, settings.read_workers) == ("from-toml.duckdb", 9, 5)
     assert settings.parse_config().catalog_map[0].prefix == "s3://lake/wh"
-    with pytest.raises(UsageError, match="batch_files"):
+    with pytest.raises(UsageError, match="batch-files: Input should be a valid integer"):
         load_settings(environ={"VIEWLINEAGE_BATCH_FILES": "zero"})
     with pytest.raises(UsageError, match="DIALECT:NAME=CATALOG"):
         load_settings(environ={}, flags={"catalog_alias": ("cobol:x=prod",)}).parse_config()

@@ -143,10 +143,13 @@ def _graph(conn: duckdb.DuckDBPyConnection, q: Parameters) -> Any:
     name, depth = q.required("name"), q.optional("depth")
     if depth is not None and not (depth.isdigit() and int(depth) >= 1):
         raise UsageError(f"depth is a whole number from 1, not {depth!r}")
-    answer = graph.lineage_graph(conn, name, q.as_of(), int(depth) if depth else None)
+    steps = int(depth) if depth else None
     if (compare := q.optional("compare")) is None:
-        return answer
-    return graph.compared(graph.lineage_graph(conn, name, parse_time(compare), answer["depth"]), answer)
+        return graph.lineage_graph(conn, name, q.as_of(), steps)
+    return graph.compared(
+        graph.lineage_graph(conn, name, parse_time(compare), steps, allow_absent=True),
+        graph.lineage_graph(conn, name, q.as_of(), steps, allow_absent=True),
+    )
 
 
 def _changes(conn: duckdb.DuckDBPyConnection, q: Parameters) -> Any:
@@ -238,6 +241,8 @@ def answer(reader: Reader, timeout: float, name: str, items: Sequence[tuple[str,
             return answer_on(conn, timeout, name, items)
     except StoreError as exc:
         return Answer(503, {"error": str(exc)})
+    except duckdb.OutOfMemoryException as exc:  # opening the store, before the question's own limit
+        return Answer(503, {"error": f"the store could not be read within query-memory: {exc}"})
 
 
 def answer_on(

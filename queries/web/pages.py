@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+import duckdb
 import jinja2
 from markupsafe import Markup
 from starlette.requests import Request
@@ -113,6 +114,8 @@ class Pages:
                         answers[key] = answered.document
         except StoreError as exc:
             return self._error(request, title, 503, str(exc))
+        except duckdb.OutOfMemoryException as exc:  # opening the store, before the question's limit
+            return self._error(request, title, 503, f"the store could not be read within query-memory: {exc}")
         page = TEMPLATES.get_template(template).render(
             title=title, request=request, answers=answers, questions=questions, **context
         )
