@@ -179,11 +179,16 @@ are the parts of one identifier, else with `, `."""
 IDENTIFIER_KEYS = frozenset({"default_namespace", "namespace", "name", "name_path"})
 
 
+_CONTROLS = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F) if code not in (0x09, 0x0A)}
+"""Control characters as their escapes: a value from a file (an engine name, a property) sends no
+escape sequence to the terminal (a title, colours, a cursor move)."""
+
+
 def cell(value: Any, key: str | None = None, multiline: bool = False) -> str:
     """A value as a table cell reads, never as a Python repr: null is empty, booleans are
     true/false, lists and maps are joined; on one line a newline shows as `↵`, so that no value
-    breaks a table's rows or reads as another."""
-    text = _joined(value, key)
+    breaks a table's rows or reads as another; a control character shows as its escape (`\\x1b`)."""
+    text = _joined(value, key).translate(_CONTROLS)
     return text if multiline else text.replace("\n", "↵")
 
 
@@ -215,7 +220,12 @@ def _item(text: str, *separators: str) -> str:
 def _csv_cell(value: Any, key: str) -> str:
     if isinstance(value, dict) or (isinstance(value, list) and not all(isinstance(v, str) for v in value)):
         return json.dumps(value, default=str, ensure_ascii=False)
-    return cell(value, key, multiline=True)
+    text = cell(value, key, multiline=True)
+    # A text a spreadsheet would take for a formula (`=cmd|...`, `@SUM(1)`) starts with `'`, as
+    # OWASP advises for CSV; numbers keep their sign.
+    if isinstance(value, str) and text[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + text
+    return text
 
 
 def _markdown_cell(text: str) -> str:

@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from viewlineage.indexer.errors import UsageError
+from viewlineage.indexer.pipeline.rows import QuarantinedFile
 from viewlineage.queries import api, output
 from viewlineage.queries.cli import cli
 from viewlineage.queries.output import table
@@ -473,3 +474,19 @@ def test_a_table_is_fitted_to_the_terminal_by_cutting_its_widest_columns(
     ]
     monkeypatch.setattr(output, "_terminal_width", lambda indent: 20 - indent)  # cannot fit: narrowest
     assert output.table(rows).splitlines()[2] == "prod.sales.…  e093255b-91…  prod.analyt…  exact"
+
+
+def test_what_files_say_reaches_no_terminal_and_no_spreadsheet_as_a_command() -> None:
+    """Found by the fifth adversarial trial: a property's escape sequences set the terminal's title
+    and colours, and an engine name `=cmd|...` was a formula in the CSV downloads."""
+    assert output.cell("\x1b]0;PWNED\x07\x1b[31mRED") == "\\x1b]0;PWNED\\x07\\x1b[31mRED"
+    assert output.csv_text(
+        [{"engine": "=cmd|' /C calc'!A0", "version": "@SUM(1)", "n": -5, "s": "plain"}]
+    ) == ("engine,version,n,s\n'=cmd|' /C calc'!A0,'@SUM(1),-5,plain\n")
+
+
+def test_a_quarantine_message_is_bounded() -> None:
+    """Found by the fifth adversarial trial: one Kafka event of 100,000 invalid records was
+    quarantined with a message of 16 MB."""
+    quarantined = QuarantinedFile("kafka://t/0/1", "bad-event", "x" * 100_000, None, None)
+    assert quarantined.message == "x" * 2_000 + "… (98,000 more characters)"

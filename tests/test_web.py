@@ -323,3 +323,21 @@ def test_what_a_file_says_is_shown_as_text_never_run(browser: Browser, tmp_path:
         assert visit.page.inner_text("h1") == 'prod.db."v<img src=x onerror=window.pwned=3>"'
         assert hostile in visit.page.locator("pre.sql").inner_text()
         visit.close()
+
+
+def test_a_page_refuses_parameters_it_does_not_take_or_that_repeat(browser: Browser, site: str) -> None:
+    """Found by the fifth adversarial trial: `/view?view=a&view=b` showed b, and `/?bogus=1` was
+    answered, where `/api/` refuses both."""
+    page = browser.new_page()
+    for path, error in (
+        ("/view?view=prod.db.big_days&view=prod.db.event_agg", "400 parameter given more than once: view"),
+        (
+            "/?bogus=1",
+            "400 unknown parameter bogus; this page takes: dialect, engine, kind, namespace, offset, "
+            "since, until",
+        ),
+    ):  # fmt: skip
+        response = page.goto(site + path)
+        assert response is not None and response.status == 400
+        assert page.inner_text(".error") == error
+    page.close()

@@ -42,6 +42,18 @@ class QuarantinedFile:
     stored_bytes: int | None
     modified_ms: int | None
 
+    def __post_init__(self) -> None:
+        # A message is read by people: one event of 100,000 invalid records made one of 16 MB.
+        if len(self.message) > MAX_MESSAGE_CHARS:
+            more = len(self.message) - MAX_MESSAGE_CHARS
+            object.__setattr__(
+                self, "message", f"{self.message[:MAX_MESSAGE_CHARS]}… ({more:,} more characters)"
+            )
+
+
+MAX_MESSAGE_CHARS = 2_000
+"""The longest quarantine message kept."""
+
 
 @dataclass(frozen=True, slots=True)
 class Removal:

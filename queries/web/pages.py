@@ -88,15 +88,49 @@ class Pages:
     def routes(self) -> list[Route | Mount]:
         # An editable install links each file into the package: StaticFiles would refuse the links.
         static = StaticFiles(packages=[("viewlineage.queries.web", "static")], follow_symlink=True)
-        return [
-            Route("/", self.activity),
-            Route("/view", self.view),
-            Route("/lineage", self.lineage),
-            Route("/impact", self.impact),
-            Route("/mvs", self.materialized_views),
-            Route("/health", self.health_page),
-            Mount("/static", static, name="static"),
+        pages = [
+            (
+                "/",
+                self.activity,
+                "Activity",
+                ("since", "until", "namespace", "engine", "dialect", "kind", "offset"),
+            ),
+            ("/view", self.view, "View", ("view", "before", "after")),
+            ("/lineage", self.lineage, "Lineage", ("name", "as_of", "compare", "depth")),
+            ("/impact", self.impact, "Impact", ("table", "as_of", "column", "change", "target")),
+            ("/mvs", self.materialized_views, "Materialized views", ("as_of",)),
+            ("/health", self.health_page, "Health", ()),
         ]
+        routes: list[Route | Mount] = [
+            Route(path, self._checked(page, title, frozenset(takes))) for path, page, title, takes in pages
+        ]
+        return [*routes, Mount("/static", static, name="static")]
+
+    def _checked(
+        self, page: Callable[[Request], Response], title: str, takes: frozenset[str]
+    ) -> Callable[[Request], Response]:
+        """`page`, for a request whose parameters it takes, each once (as `/api/` checks them): a
+        misspelled or repeated one is a 400 page saying which, never an answer to another question."""
+
+        def checked(request: Request) -> Response:
+            names = [name for name, _ in request.query_params.multi_items()]
+            unknown = sorted(set(names) - takes)
+            repeated = sorted({name for name in names if names.count(name) > 1})
+            if unknown:
+                expected = ", ".join(sorted(takes)) or "none"
+                return self._error(
+                    request,
+                    title,
+                    400,
+                    f"unknown parameter {', '.join(unknown)}; this page takes: {expected}",
+                )
+            if repeated:
+                return self._error(
+                    request, title, 400, f"parameter given more than once: {', '.join(repeated)}"
+                )
+            return page(request)
+
+        return checked
 
     def _render(
         self, request: Request, template: str, title: str, questions: dict[str, Question], **context: Any
