@@ -598,15 +598,9 @@ def graph(
 ) -> None:
     """The lineage around view or table NAME: what it reads and what reads it, through views."""
 
-    def question(conn: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-        if compare_as_of is None:
-            return graphs.lineage_graph(conn, name, _as_of(as_of), depth)
-        return graphs.compared(
-            graphs.lineage_graph(conn, name, _as_of(compare_as_of), depth, allow_absent=True),
-            graphs.lineage_graph(conn, name, _as_of(as_of), depth, allow_absent=True),
-        )
-
-    answer = _ask(context, question)
+    answer = _ask(
+        context, lambda conn: graphs.lineage_answer(conn, name, _as_of(as_of), depth, _as_of(compare_as_of))
+    )
     if fmt == "dot":
         click.echo(graphs.to_dot(answer))
     elif fmt == "mermaid":

@@ -166,6 +166,23 @@ def _node(node: str, lineage: _Lineage) -> dict[str, Any]:
     return {"id": node, "name": node, "kind": "table", "lineage": None, "current": None}
 
 
+def lineage_answer(
+    conn: duckdb.DuckDBPyConnection,
+    ref: str,
+    as_of_ms: int | None = None,
+    depth: int | None = None,
+    compare_ms: int | None = None,
+) -> dict[str, Any]:
+    """`lineage_graph` at `as_of_ms`; with `compare_ms`, `compared` from that time to `as_of_ms`
+    (the view may be absent at either): what `graph` and `/api/graph` answer."""
+    if compare_ms is None:
+        return lineage_graph(conn, ref, as_of_ms, depth)
+    return compared(
+        lineage_graph(conn, ref, compare_ms, depth, allow_absent=True),
+        lineage_graph(conn, ref, as_of_ms, depth, allow_absent=True),
+    )
+
+
 def compared(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     """`after` with `before`'s nodes and edges it lacks, each marked `change`: `added` (only in
     `after`), `removed` (only in `before`) or `kept`; an edge whose match changed is `kept` with

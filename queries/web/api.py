@@ -143,13 +143,7 @@ def _graph(conn: duckdb.DuckDBPyConnection, q: Parameters) -> Any:
     name, depth = q.required("name"), q.optional("depth")
     if depth is not None and not (depth.isdigit() and int(depth) >= 1):
         raise UsageError(f"depth is a whole number from 1, not {depth!r}")
-    steps = int(depth) if depth else None
-    if (compare := q.optional("compare")) is None:
-        return graph.lineage_graph(conn, name, q.as_of(), steps)
-    return graph.compared(
-        graph.lineage_graph(conn, name, parse_time(compare), steps, allow_absent=True),
-        graph.lineage_graph(conn, name, q.as_of(), steps, allow_absent=True),
-    )
+    return graph.lineage_answer(conn, name, q.as_of(), int(depth) if depth else None, q.time("compare"))
 
 
 def _changes(conn: duckdb.DuckDBPyConnection, q: Parameters) -> Any:
