@@ -770,6 +770,14 @@ def impact(
         )
     if result["lineage_unknown"]:
         verdict += f"; {len(result['lineage_unknown'])} view(s) of unknown lineage could use it too"
+    broken = {row["view"] for row in result["already_broken"]} & set(result["views"])
+    if broken:
+        verdict += f", {len(broken)} of them already broken (see below)"
+    if result["by_position"]:
+        verdict += (
+            f"; {len(result['by_position'])} Spark view(s) project it only through `*`, which Spark reads "
+            f"by position, and keep working: {', '.join(result['by_position'])}"
+        )
     if result["time_travel"]:
         verdict += (
             f"; {len(result['time_travel'])} view(s) read it by time travel or a tag, in that snapshot's "

@@ -17,7 +17,13 @@ from typing import Any
 import duckdb
 
 from viewlineage.indexer.errors import UsageError
-from viewlineage.indexer.lineage.columns import ColumnLineage, TableKey, column_lineage, schema_columns
+from viewlineage.indexer.lineage.columns import (
+    ColumnLineage,
+    ColumnUse,
+    TableKey,
+    column_lineage,
+    schema_columns,
+)
 from viewlineage.indexer.lineage.config import LineageConfig
 from viewlineage.indexer.lineage.tables import LineageRequest
 from viewlineage.queries.api import is_named, lineage_unknown, show, table_reference
@@ -262,9 +268,7 @@ def impact(
         )
     )
     target = _Object((catalog, tuple(parts[:-1]), parts[-1]), name, change.column, (), True)
-    uses = _walk(
-        readers, target, catalogs, breaks=change.kind in (DROP, RENAME), retyped=change.kind == CHANGE_TYPE
-    )
+    uses, by_position = _walk(readers, target, catalogs, change.kind)
     result: dict[str, Any] = {
         "table": name,
         "table_id": table_id,
@@ -284,6 +288,7 @@ def impact(
         "uses": uses,
     }
     result["views"] = sorted({use["view"] for use in uses})
+    result["by_position"] = sorted(by_position)
     # A view's stored schema keeps each output column's type: engines refuse a view whose query
     # now gives another (Spark: "Cannot up cast", Trino: "View is stale") until it is re-created.
     carried = {use["view"] for use in uses if use["output"] is not None}
@@ -297,13 +302,26 @@ def impact(
     result["already_broken"] = [] if fields is None else _already_broken(readers, target, fields, catalogs)
     # Time travel and tags read a snapshot in its own schema: no column change reaches them.
     result["time_travel"] = sorted(
-        {
-            reader.name
-            for reader in readers
-            if any(_match(key, target.key, catalogs) is not None for key in reader.lineage.pinned_tables)
-        }
+        {reader.name for reader in readers if _reads_pinned(reader, target, catalogs)}
     )
     return result
+
+
+def _reads_pinned(reader: _Reader, target: _Object, catalogs: frozenset[str]) -> bool:
+    """Whether `reader` reads the column of the table by time travel or at a tag (or may: that
+    snapshot's columns could not be told apart)."""
+    tables = [key for key in reader.lineage.pinned_tables if _match(key, target.key, catalogs) is not None]
+    if not tables:
+        return False
+    if any(finding.code in ANALYSIS_FAILED for finding in reader.lineage.findings):
+        return True
+
+    def pinned(key: TableKey) -> bool:  # keyed `name <pin>` (see `ColumnLineage.pinned_tables`)
+        return any(key[:2] == table[:2] and key[2].startswith(f"{table[2]} ") for table in tables)
+
+    return any(pinned(key) for key in reader.lineage.unknown_schemas) or any(
+        pinned(use.table) and _reads(use, target.column) for use in reader.lineage.uses
+    )
 
 
 def _already_broken(
@@ -564,18 +582,17 @@ def _match(reference: TableKey, wanted: TableKey, catalogs: frozenset[str]) -> i
 
 
 def _walk(
-    readers: list[_Reader],
-    start: _Object,
-    catalogs: frozenset[str],
-    breaks: bool,
-    retyped: bool = False,
-) -> list[dict[str, Any]]:
+    readers: list[_Reader], start: _Object, catalogs: frozenset[str], change: str
+) -> tuple[list[dict[str, Any]], set[str]]:
     """Breadth first from the changed column: each use of it, then each use of the output columns it
-    flows into. With `breaks` (a dropped or renamed column), a view that uses the column in any way
-    fails as a whole, and so does every view that reads it, whichever columns; with `retyped`, so
-    does every view reading one whose output carries the column (its stored schema goes stale).
-    Every (view, column) is visited once, at its smallest depth."""
+    flows into. A view that uses a dropped or renamed column in any way fails as a whole, and so does
+    every view that reads it, whichever columns; a retyped one fails every view reading one whose
+    output carries the column (its stored schema goes stale). Every (view, column) is visited once,
+    at its smallest depth. Also returns the Spark views a rename leaves working: they only project
+    the column through `*`s, and Spark reads a view's columns by position (`_Reader.missing_outputs`)."""
+    breaks, retyped = change in (DROP, RENAME), change == CHANGE_TYPE
     uses: list[dict[str, Any]] = []
+    by_position: set[str] = set()
     queue = deque([(start, 1)])
     visited: set[tuple[TableKey, tuple[str, ...]]] = set()
     while queue:
@@ -593,15 +610,17 @@ def _walk(
                 continue
             known = source.schemas_known and not reader.lineage.unknown_schemas
             found = len(uses)
-            for use in reader.lineage.uses:
-                match = _match(use.table, source.key, catalogs)
-                if match is None:
-                    continue
-                certainty = max(match, source.certainty)
+            matched = [
+                (use, max(match, source.certainty))
+                for use in reader.lineage.uses
+                if (match := _match(use.table, source.key, catalogs)) is not None
+                and _reads(use, source.column)
+            ]
+            if change == RENAME and reader.spark and matched and all(use.starred for use, _ in matched):
+                by_position.add(reader.name)
+                continue
+            for use, certainty in matched:
                 wanted, read = source.column, tuple(part.lower() for part in use.path)
-                within = read[:-1] if read[-1:] == ("*",) else read  # `s.*` reads every field of s
-                if within[: len(wanted)] != wanted and wanted[: len(within)] != within:
-                    continue
                 column = ".".join(read)
                 output = reader.output_name(use.output) if use.output is not None else None
                 uses.append(
@@ -636,7 +655,15 @@ def _walk(
         "unknown": 8,
     }
     unique = {(u["view"], u["depth"], u["reads"], u["column"], u["kind"], u["output"]): u for u in uses}
-    return sorted(
+    ordered = sorted(
         unique.values(),
         key=lambda u: (u["depth"], u["view"], u["column"], order.get(u["kind"], 9), u["output"] or ""),
     )
+    return ordered, by_position - {use["view"] for use in ordered}
+
+
+def _reads(use: ColumnUse, column: tuple[str, ...]) -> bool:
+    """Whether `use` reads `column` (a struct field reads its struct and each field below it)."""
+    read = tuple(part.lower() for part in use.path)
+    within = read[:-1] if read[-1:] == ("*",) else read  # `s.*` reads every field of s
+    return within[: len(column)] == column or column[: len(within)] == within

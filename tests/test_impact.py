@@ -99,14 +99,14 @@ CASES: dict[str, tuple[str, list[Use]]] = {
             (1, "v_alias", "prod.db.orders", "id", "projected", "order_id"),
             (1, "v_cte", "prod.db.orders", "id", "projected", "id"),
             (1, "v_order", "prod.db.orders", "id", "projected", "id"),
-            (1, "v_star", "prod.db.orders", "id", "projected", "id"),
             (1, "v_struct", "prod.db.orders", "id", "projected", "id"),
             (1, "v_subquery", "prod.db.orders", "id", "projected", "id"),
             (1, "v_union", "prod.db.orders", "id", "projected", "id"),
             (1, "v_unknown", "prod.db.orders", "id", "join-key", None),
             (1, "v_window", "prod.db.orders", "id", "projected", "id"),
             (2, "v_on_alias", "prod.db.v_alias", "order_id", "projected", "order_id"),
-            (3, "v_star_of_nested", "prod.db.v_on_alias", "order_id", "projected", "order_id"),
+            # Spark reads `v_star` by position (`by_position`); `v_star_of_nested` fails with `v_on_alias`
+            (3, "v_star_of_nested", "prod.db.v_on_alias", "*", "fails", None),
         ],
     ),
 }
@@ -756,3 +756,56 @@ def test_a_rename_under_a_star_breaks_trino_s_view_not_spark_s(tmp_path: Path) -
     assert [(b["view"], b["column"], b["kind"]) for b in broken] == [
         ("prod.exp.v_trino", "b", "stored-column")
     ]
+    text = CliRunner().invoke(cli, ["impact", "exp.t", "--drop-column", "a", "--db", str(db)])
+    assert text.stdout.splitlines()[0] == (
+        "drop-column prod.exp.t.a (int): 2 view(s) affected, 1 of them already broken (see below)"
+    )
+
+
+def test_spark_views_projecting_a_renamed_column_through_stars_keep_working(tmp_path: Path) -> None:
+    """Found by the fifth adversarial trial: `impact --rename-column` said Spark views reading the
+    column through `*` or `t.*` break, though Spark reads a view's columns by position; and views
+    whose pinned read (`FOR SYSTEM_VERSION AS OF`, a parse error then) does not select the column
+    were listed as reading it by time travel."""
+    root = tmp_path / "warehouse"
+    table = Table(
+        root, "exp", "t", "c7000000-0000-4000-8000-000000000001",
+        schema=schema_of(("a", "int"), ("b", "string")),
+    )  # fmt: skip
+    table.commit(1000, 1)
+    stored = schema_of(("a", "int"), ("b", "string"))
+    views = {
+        "v_star": ("SELECT * FROM exp.t", "spark", stored),
+        "v_cte_star": ("WITH x AS (SELECT * FROM exp.t) SELECT x.* FROM x", "spark", stored),
+        "v_star_filter": ("SELECT * FROM exp.t WHERE b <> ''", "spark", stored),
+        "v_star_trino": ("SELECT * FROM exp.t", "trino", stored),
+        "v_tt_a": ("SELECT a FROM exp.t FOR SYSTEM_VERSION AS OF 1", "spark", schema_of(("a", "int"))),
+        "v_tt_star": ("SELECT * FROM exp.t SYSTEM_TIME AS OF '2026-01-01'", "spark", stored),
+    }
+    for number, (name, (sql, dialect, schema)) in enumerate(views.items(), start=2):
+        View(root, "exp", name, f"c7000000-0000-4000-8000-00000000000{number}", schema=schema).commit(
+            2000, sql, representations=[{"type": "sql", "sql": sql, "dialect": dialect}]
+        )
+    View(
+        root, "exp", "v_on_star", "c7000000-0000-4000-8000-000000000009", schema=schema_of(("b", "string"))
+    ).commit(3000, "SELECT b FROM exp.v_star")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        renamed = impact(conn, "exp.t", parse_change(None, "b=bb", None))
+        dropped = impact(conn, "exp.t", parse_change("b", None, None))
+    assert renamed["by_position"] == ["prod.exp.v_cte_star", "prod.exp.v_star"]
+    assert renamed["views"] == ["prod.exp.v_star_filter", "prod.exp.v_star_trino"]
+    assert renamed["time_travel"] == dropped["time_travel"] == ["prod.exp.v_tt_star"]
+    assert dropped["by_position"] == []
+    assert dropped["views"] == [
+        "prod.exp.v_cte_star", "prod.exp.v_on_star", "prod.exp.v_star", "prod.exp.v_star_filter",
+        "prod.exp.v_star_trino",
+    ]  # fmt: skip
+    text = CliRunner().invoke(cli, ["impact", "exp.t", "--rename-column", "b=bb", "--db", str(db)])
+    assert text.stdout.splitlines()[0] == (
+        "rename-column prod.exp.t.b (string -> bb): 2 view(s) affected; 2 Spark view(s) project it only "
+        "through `*`, which Spark reads by position, and keep working: prod.exp.v_cte_star, prod.exp.v_star; "
+        "1 view(s) read it by time travel or a tag, in that snapshot's schema, and are not affected: "
+        "prod.exp.v_tt_star"
+    )

@@ -5,6 +5,7 @@ import sqlglot
 from sqlglot import exp
 
 from viewlineage.indexer.lineage.config import LineageConfig
+from viewlineage.indexer.lineage.dialects import sqlglot_spelling
 from viewlineage.indexer.lineage.tables import LineageRequest, extract_lineage
 
 from .lineage_cases import LineageCase, load_cases, render
@@ -98,3 +99,18 @@ def test_sql_that_breaks_the_analysis_is_a_finding_not_a_crash() -> None:
     assert [(f.code, f.message.split(":")[0]) for f in lineage.findings] == [
         ("sql-analysis-error", "RecursionError")
     ]
+
+
+def test_spark_time_travel_synonyms_are_respelled_only_as_time_travel() -> None:
+    """Found by the fifth adversarial trial: `FOR SYSTEM_VERSION AS OF`, valid Spark, was a parse
+    error, so the view's lineage was unknown. Strings, quoted names and a column aliased `of` stay."""
+    sql = (
+        "SELECT 'system_time as of', system_version AS of, `system_time` FROM t FOR SYSTEM_VERSION AS OF 3 "
+        "JOIN u system_time as of '2026-01-01' USING (id)"
+    )
+    assert sqlglot_spelling(sql, "spark") == (
+        "SELECT 'system_time as of', system_version AS of, `system_time` FROM t FOR VERSION AS OF 3 "
+        "JOIN u TIMESTAMP as of '2026-01-01' USING (id)"
+    )
+    assert sqlglot_spelling(sql, "trino") == sql  # Trino has no such synonyms
+    assert sqlglot_spelling("SELECT 'unterminated FROM t SYSTEM_TIME AS OF 1", "spark").endswith("AS OF 1")

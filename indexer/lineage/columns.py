@@ -23,6 +23,7 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import MappingSchema
 
 from viewlineage.indexer.lineage.config import LineageConfig
+from viewlineage.indexer.lineage.dialects import sqlglot_spelling
 from viewlineage.indexer.lineage.tables import LineageRequest, TableReference, _Resolver
 from viewlineage.indexer.spec.findings import Finding, Severity
 
@@ -48,6 +49,9 @@ class ColumnUse:
     """`projected`, `aggregate`, `window`, `filter`, `join-key`, `group-by`, `order-by` or `other`."""
     output: str | None
     """The output column it flows into (projected, aggregated, windowed), else None."""
+    starred: bool = False
+    """Whether the output column is one a `*` gives, through `*`s only from the table: no name in
+    the SQL names it, so the view's column keeps its place (and its stored name) if it is renamed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +127,7 @@ def _analyse(
     resolved: Mapping[str, TableKey],
 ) -> ColumnLineage:
     try:
-        statement = sqlglot.parse_one(request.sql, read=request.dialect)
+        statement = sqlglot.parse_one(sqlglot_spelling(request.sql, request.dialect), read=request.dialect)
     except SqlglotError as exc:
         return ColumnLineage((), (), (), (Finding("sql-parse-error", Severity.ERROR, str(exc)[:200]),))
     resolver = _Resolver(request, config)
@@ -212,6 +216,12 @@ def _analyse(
 
 _NAMED = "viewlineage_named_outputs"
 """Meta key on a SELECT with a `*`: the outputs its SQL names itself, as opposed to the `*`'s."""
+
+
+def _named_output(select: exp.Select, projection: exp.Expr) -> bool:
+    """Whether the SQL names this output of `select` itself, rather than a `*` giving it."""
+    named = select.meta.get(_NAMED)
+    return named is None or projection.alias_or_name in named
 
 
 def _branches(scope: Scope) -> list[Scope]:
@@ -304,17 +314,18 @@ class _Walker:
                         continue  # a `*`'s column: unread, nothing names it (dropping it breaks no query)
                     self.unread.setdefault(id(projection), []).extend(
                         ColumnUse(table, path, AGGREGATE if aggregated and kind == PROJECTED else kind, None)
-                        for table, path, aggregated in self._resolve(scope, column, set())
+                        for table, path, aggregated, _ in self._resolve(scope, column, set())
                     )
                     continue
                 inner = kind
                 kind, output = outputs(projection, kind)
                 kind = inner if kind == PROJECTED else kind  # aggregated or windowed where it is read
+                starred = not _named_output(select, projection) and scope in _branches(root)
             else:
-                output = None
-            for table, path, aggregated in self._resolve(scope, column, set()):
+                output, starred = None, False
+            for table, path, aggregated, named in self._resolve(scope, column, set()):
                 final = AGGREGATE if aggregated and kind == PROJECTED else kind
-                self.uses.append(ColumnUse(table, path, final, output))
+                self.uses.append(ColumnUse(table, path, final, output, starred and not named))
 
     def _outputs(self, scope: Scope, root: Scope) -> Outputs | None:
         if scope in _branches(root):
@@ -341,8 +352,9 @@ class _Walker:
 
     def _resolve(
         self, scope: Scope, column: exp.Column, seen: set[tuple[int, str]]
-    ) -> Iterator[tuple[TableKey, tuple[str, ...], bool]]:
-        """The base columns behind `column` as `scope` sees it: (table, path, under an aggregate)."""
+    ) -> Iterator[tuple[TableKey, tuple[str, ...], bool, bool]]:
+        """The base columns behind `column` as `scope` sees it: (table, path, under an aggregate,
+        named by a CTE's or derived table's projection on the way rather than given by its `*`)."""
         alias = column.table
         if not alias and isinstance(scope.expression, exp.Select):  # ORDER BY an output alias
             aliased = [  # not the projection the column sits in (`region AS region`, as qualify spells it)
@@ -370,7 +382,7 @@ class _Walker:
             if key is not None:
                 path = _path(column)
                 renamed = self.renames.get(source.name, {})
-                yield key, (renamed.get(path[0].lower(), path[0]), *path[1:]), False
+                yield key, (renamed.get(path[0].lower(), path[0]), *path[1:]), False, False
             return
         if not isinstance(source, Scope) or (id(source), column.name) in seen:
             return
@@ -386,5 +398,6 @@ class _Walker:
                 if inner.find_ancestor(exp.Select) is not select:
                     continue
                 _, aggregated, _ = _context(inner, select)
-                for table, path, below in self._resolve(branch, inner, seen):
-                    yield table, path + _path(column)[1:], aggregated or below
+                named = _named_output(select, projection)
+                for table, path, below, named_below in self._resolve(branch, inner, seen):
+                    yield table, path + _path(column)[1:], aggregated or below, named or named_below

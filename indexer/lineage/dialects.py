@@ -105,3 +105,41 @@ def unknown_dialect_hint(name: str) -> str:
     except ValueError as exc:
         return str(exc)
     return f"Unknown dialect {name!r}"
+
+
+_TEMPORAL_SYNONYMS = {"SYSTEM_VERSION": "VERSION", "SYSTEM_TIME": "TIMESTAMP"}
+_TEMPORAL_DIALECTS = frozenset({"spark", "spark2", "databricks", "hive"})
+
+
+def sqlglot_spelling(sql: str, dialect: str) -> str:
+    """`sql` with the spellings its dialect accepts and sqlglot does not parse replaced by ones it
+    does: Spark's time travel `[FOR] SYSTEM_VERSION AS OF` and `[FOR] SYSTEM_TIME AS OF` (synonyms
+    of `VERSION AS OF` and `TIMESTAMP AS OF`, SPARK-37219). Matched on tokens, so strings, comments
+    and quoted names that hold those words are kept.
+
+    >>> sqlglot_spelling("SELECT 'system_time as of' FROM t FOR SYSTEM_TIME AS OF '2026-01-01'", "spark")
+    "SELECT 'system_time as of' FROM t FOR TIMESTAMP AS OF '2026-01-01'"
+    """
+    if dialect not in _TEMPORAL_DIALECTS or "system_" not in sql.lower():
+        return sql
+    from sqlglot import TokenType
+    from sqlglot.dialects.dialect import Dialect
+    from sqlglot.errors import TokenError
+
+    try:
+        tokens = Dialect.get_or_raise(dialect).tokenize(sql)
+    except TokenError:
+        return sql  # the parser reports it
+    follows_table = {TokenType.FOR, TokenType.VAR, TokenType.IDENTIFIER}  # not `SELECT system_time AS of`
+    spans = [
+        (token.start, token.end + 1, _TEMPORAL_SYNONYMS[token.text.upper()])
+        for before, token, after, then in zip(tokens, tokens[1:], tokens[2:], tokens[3:], strict=False)
+        if before.token_type in follows_table
+        and token.token_type == TokenType.VAR
+        and token.text.upper() in _TEMPORAL_SYNONYMS
+        and after.text.upper() == "AS"
+        and then.text.upper() == "OF"
+    ]
+    for start, end, synonym in reversed(spans):
+        sql = sql[:start] + synonym + sql[end:]
+    return sql

@@ -20,10 +20,10 @@ from sqlglot.errors import ParseError, SqlglotError, TokenError
 from sqlglot.optimizer.scope import traverse_scope
 
 from viewlineage.indexer.lineage.config import LineageConfig
-from viewlineage.indexer.lineage.dialects import CASE_INSENSITIVE
+from viewlineage.indexer.lineage.dialects import CASE_INSENSITIVE, sqlglot_spelling
 from viewlineage.indexer.spec.findings import Finding, Severity
 
-LINEAGE_RULES_VERSION = 3
+LINEAGE_RULES_VERSION = 4
 """Bump when extraction or resolution changes: it is part of the memo key, so stored results of
 older rules are recomputed rather than reused."""
 
@@ -132,7 +132,7 @@ def extract_lineage(request: LineageRequest, config: LineageConfig) -> Lineage:
 def _extract(request: LineageRequest, config: LineageConfig) -> Lineage:
     resolver = _Resolver(request, config)
     try:
-        statements = sqlglot.parse(request.sql, read=request.dialect)
+        statements = sqlglot.parse(sqlglot_spelling(request.sql, request.dialect), read=request.dialect)
     except (ParseError, TokenError) as exc:
         return Lineage(request.dialect, (), (_parse_error_finding(exc),))
     queries = [statement for statement in statements if statement is not None]
