@@ -9,7 +9,7 @@ from typing import Any
 import duckdb
 
 from viewlineage.indexer.errors import UsageError
-from viewlineage.queries.names import iso, query_rows, resolve_view
+from viewlineage.queries.names import iso, names_an_id, query_rows, resolve_view
 
 KINDS = ("created", "replaced", "rolled-back", "property-only", "dropped")
 MAX_PAGE = 500
@@ -31,7 +31,9 @@ def changes(
     """The changes at `since_ms` <= time < `until_ms` (either open) that pass the filters: how many,
     per kind, per day and kind, per namespace, engine and dialect, and the page `offset`,
     `offset + limit` of them, newest first. A change whose time is unknown (a property-only commit
-    of a file with no commit time) counts only when no time range is given, and is not in `by_day`."""
+    of a file with no commit time) counts only when no time range is given, and is not in `by_day`.
+    A `view` named by name or path covers every view that held it (one dropped and created again
+    there has a new uuid); by id, that one view."""
     if kind is not None and kind not in KINDS:
         raise UsageError(f"kind is one of {', '.join(KINDS)}, not {kind!r}")
     if not 1 <= limit <= MAX_PAGE:
@@ -40,7 +42,7 @@ def changes(
         raise UsageError(f"offset is 0 or more, not {offset}")
     if since_ms is not None and until_ms is not None and since_ms >= until_ms:
         raise UsageError(f"the range is empty: since {iso(since_ms)} is not before until {iso(until_ms)}")
-    view_id = resolve_view(conn, view).view_id if view else None
+    view_ids = _view_ids(conn, view) if view else None
     ranged = since_ms is not None or until_ms is not None
     # One statement: the filtered changes are computed once and read by every count.
     (answer,) = query_rows(
@@ -52,7 +54,7 @@ def changes(
                                    AND changed_ms < coalesce($until, changed_ms + 1)))
               AND ($namespace IS NULL OR namespace = $namespace) AND ($engine IS NULL OR engine = $engine)
               AND ($dialect IS NULL OR list_contains(dialects, $dialect)) AND ($kind IS NULL OR kind = $kind)
-              AND ($view_id IS NULL OR view_id = $view_id)
+              AND ($view_ids IS NULL OR list_contains($view_ids, view_id))
         )
         SELECT
             (SELECT count(*) FROM chosen) AS total,
@@ -84,7 +86,7 @@ def changes(
             "engine": engine,
             "dialect": dialect,
             "kind": kind,
-            "view_id": view_id,
+            "view_ids": view_ids,
             "limit": limit,
             "offset": offset,
         },
@@ -104,3 +106,13 @@ def changes(
         "offset": offset,
         "changes": [{"changed_at": iso(row["changed_ms"]), **row} for row in answer["page"] or []],
     }
+
+
+def _view_ids(conn: duckdb.DuckDBPyConnection, view: str) -> list[str]:
+    """The view `view` names, and unless it names it by id, the views that held its name or path
+    before or after it (`view_incarnations`)."""
+    view_id = resolve_view(conn, view).view_id
+    if names_an_id(view.strip()):
+        return [view_id]
+    others = query_rows(conn, "SELECT view_id FROM view_incarnations(?)", [view_id])
+    return [view_id, *(row["view_id"] for row in others)]

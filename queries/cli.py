@@ -649,7 +649,11 @@ def diff_command(context: click.Context, view: str, before: int | None, after: i
 @click.option("--engine", default=None, help="Only versions written by this engine (`spark`, `trino`).")
 @click.option("--dialect", default=None, help="Only versions with SQL in this dialect.")
 @click.option("--kind", type=click.Choice(changes.KINDS), default=None, help="Only changes of this kind.")
-@click.option("--view", default=None, help="Only this view's changes.")
+@click.option(
+    "--view",
+    default=None,
+    help="Only this view's changes: by name or path, of every view that held it (dropped and re-created).",
+)
 @click.option(
     "--limit", type=click.IntRange(1, changes.MAX_PAGE), default=50, show_default=True, help="Changes listed."
 )

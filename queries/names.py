@@ -136,9 +136,14 @@ def query_rows(
     return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
+def names_an_id(text: str) -> bool:
+    """Whether `text` is a view's or table's id (uuid, `loc:` or `bad-uuid:`) rather than a name or path."""
+    return bool(_UUID.match(text.lower()) or text.startswith(("loc:", "bad-uuid:")))
+
+
 def _by_id(conn: duckdb.DuckDBPyConnection, kind: str, text: str) -> list[dict[str, Any]] | None:
     """Views or tables (`kind`) by uuid, `loc:` or `bad-uuid:` id; None when `text` is none."""
-    if not (_UUID.match(text.lower()) or text.startswith(("loc:", "bad-uuid:"))):
+    if not names_an_id(text):
         return None
     wanted = text if text.startswith(("loc:", "bad-uuid:")) else text.lower()
     if kind == "view":  # one id, under the name of its file in force (copies elsewhere have others)

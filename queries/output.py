@@ -249,15 +249,24 @@ MIN_COLUMN = 12
 """The narrowest a column is cut to fit the terminal (a longer header keeps its width)."""
 
 
+NAME_COLUMNS = frozenset(
+    {"view", "table", "reads", "name", "mv", "source", "target", "storage_table", "location", "root"}
+)
+"""Columns that say which view, table or file a row is about: cut last, and in the middle, so that
+both the catalog and the view's own name (or a file's name) stay."""
+
+
 def _fitted(natural: list[int], headers: list[str], total: int) -> list[int]:
     """Column widths that fit `total` characters with two spaces between columns: the widest are cut
-    first, each to no less than its header or `MIN_COLUMN`; a table that cannot fit is as narrow as
-    that allows."""
+    first, names (`NAME_COLUMNS`) only once no other column can be, each to no less than its header
+    or `MIN_COLUMN`; a table that cannot fit is as narrow as that allows."""
     widths = list(natural)
     budget = total - 2 * (len(widths) - 1)
     floors = [min(n, max(len(h), MIN_COLUMN)) for n, h in zip(natural, headers, strict=True)]
     while sum(widths) > budget:
         cuttable = [i for i, w in enumerate(widths) if w > floors[i]]
+        others = [i for i in cuttable if headers[i] not in NAME_COLUMNS]
+        cuttable = others or cuttable
         if not cuttable:
             break
         widest = max(cuttable, key=lambda i: widths[i])
@@ -267,8 +276,15 @@ def _fitted(natural: list[int], headers: list[str], total: int) -> list[int]:
     return widths
 
 
-def _cut(text: str, width: int | None) -> str:
-    return text if width is None or len(text) <= width else text[: width - 1] + "…"
+def _cut(text: str, width: int | None, name: bool = False) -> str:
+    """`text` in at most `width` characters, marked `…` where cut: at the end, or for a name in the
+    middle, keeping more of its end."""
+    if width is None or len(text) <= width:
+        return text
+    if not name or width < 5:
+        return text[: width - 1] + "…"
+    tail = (width - 1) * 2 // 3
+    return text[: width - 1 - tail] + "…" + text[len(text) - tail :]
 
 
 def _columns(rows: list[dict[str, Any]], keep_empty: bool) -> list[str]:
@@ -293,7 +309,8 @@ def table(
     total = _terminal_width(indent)
     if total is not None and sum(widths) + 2 * (len(widths) - 1) > total:
         widths = _fitted(widths, columns, total)
-        cells = [[_cut(value, width) for value, width in zip(r, widths, strict=True)] for r in cells]
+        named = [c in NAME_COLUMNS for c in columns]
+        cells = [[_cut(v, w, n) for v, w, n in zip(r, widths, named, strict=True)] for r in cells]
         columns = [_cut(c, width) for c, width in zip(columns, widths, strict=True)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))

@@ -159,3 +159,25 @@ def test_changes_refuse_what_selects_nothing_by_mistake(
     with open_reader(sample_store) as conn, pytest.raises(UsageError) as raised:
         changes.changes(conn, **arguments)
     assert str(raised.value).startswith(error)
+
+
+def test_changes_of_a_view_by_name_cover_the_views_that_held_it(tmp_path: Path) -> None:
+    """Found by the fifth adversarial trial: `changes --view NAME` listed only the uuid holding the
+    name now, not the view dropped there before it, which `history` links."""
+    root = tmp_path / "warehouse"
+    first = View(root, "db", "v", "ce000000-0000-4000-8000-000000000011")
+    dropped = first.commit(1000, "SELECT 1 AS x")
+    View(root, "db", "v", "ce000000-0000-4000-8000-000000000012").commit(3000, "SELECT 2 AS x")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=lake"))
+    with Store(db, replica_interval=None) as store:
+        store.write(Batch(removals=[Removal(str(dropped), 2000, "watch")]))
+    with open_reader(db) as conn:
+        by_name = changes.changes(conn, view="lake.db.v")
+        by_id = changes.changes(conn, view="ce000000-0000-4000-8000-000000000012")
+    assert [(c["changed_ms"], c["view_id"][-2:], c["kind"]) for c in by_name["changes"]] == [
+        (3000, "12", "created"),
+        (2000, "11", "dropped"),
+        (1000, "11", "created"),
+    ]
+    assert [(c["changed_ms"], c["kind"]) for c in by_id["changes"]] == [(3000, "created")]

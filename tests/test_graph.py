@@ -12,6 +12,7 @@ from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries import graph
 from viewlineage.queries.cli import cli
+from viewlineage.queries.web import api as web_api
 from viewlineage.sinks.readers import open_reader
 
 from .conftest import settings_for
@@ -167,6 +168,13 @@ def test_text_and_csv_name_the_ends(store: Path) -> None:
         "lake.db.t,lake.db.c,leading-part",
         "lake.db.t,lake.db.d,unknown",
     ]
+    with open_reader(store) as conn:  # found by the fifth adversarial trial: the API's CSV gave ids
+        over_http = web_api.answer_on(
+            conn, 10, "graph", [("name", "db.t"), ("as_of", "2500ms"), ("format", "csv")]
+        )
+        nodes = web_api.answer_on(conn, 10, "graph", [("name", "db.t"), ("format", "csv"), ("rows", "nodes")])
+    assert over_http.csv is not None and over_http.csv.splitlines() == result.output.splitlines()
+    assert nodes.csv is not None and nodes.csv.splitlines()[0].startswith("id,")
 
 
 def test_unknown_names_and_bad_depths_are_refused(store: Path) -> None:

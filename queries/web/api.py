@@ -137,6 +137,8 @@ class Endpoint:
     rows: str | None = None
     """The field of the answer that holds its main table (None: the answer is a list of rows, or a
     record whose fields are the rows)."""
+    tabled: Callable[[Any], Any] | None = None
+    """The answer as its tables are printed in CSV, when that differs from its JSON (as the CLI's)."""
 
 
 def _graph(conn: duckdb.DuckDBPyConnection, q: Parameters) -> Any:
@@ -188,7 +190,12 @@ ENDPOINTS: dict[str, Endpoint] = {
         frozenset({"table", "as_of", "transitive"}),
         rows="views",
     ),
-    "graph": Endpoint(_graph, frozenset({"name", "as_of", "compare", "depth"}), rows="edges"),
+    "graph": Endpoint(
+        _graph,
+        frozenset({"name", "as_of", "compare", "depth"}),
+        rows="edges",
+        tabled=lambda answer: answer | {"edges": graph.edge_rows(answer)["edges"]},  # ends by name
+    ),
     "diff": Endpoint(
         lambda conn, q: diff.version_diff(conn, q.required("view"), q.number("before"), q.number("after")),
         frozenset({"view", "before", "after"}),
@@ -252,7 +259,8 @@ def answer_on(
         document = answered_within(conn, timeout, lambda conn: endpoint.answer(conn, parameters))
         if parameters.format != "csv":
             return Answer(200, document)
-        return Answer(200, document, csv_text(_table(document, parameters.rows)))
+        tabled = endpoint.tabled(document) if endpoint.tabled else document
+        return Answer(200, document, csv_text(_table(tabled, parameters.rows)))
     except UsageError as exc:
         return Answer(400, {"error": str(exc)})
     except StoreError as exc:
