@@ -83,7 +83,20 @@ def _live_state(conn: duckdb.DuckDBPyConnection, view: ResolvedView, as_of_ms: i
     if state["active_version_id"] is None:
         when = "any time" if as_of_ms is None else iso(at)
         raise UsageError(f"view {view.name} had no active version at {when}")
-    return state
+    # Files of the view that tie with the one in force (a competing commit, or its uuid in two
+    # directories): which one holds the view is then a guess (the greater location), and says so.
+    tied = query_rows(
+        conn,
+        """
+        SELECT f.location FROM view_files f JOIN view_files held ON held.location = ?2
+        WHERE f.view_id = ?1 AND f.location <> held.location
+          AND f.commit_ms IS NOT DISTINCT FROM held.commit_ms
+          AND f.sequence_number IS NOT DISTINCT FROM held.sequence_number
+          AND f.location NOT IN (SELECT location FROM removals WHERE removed_ms <= ?3)
+        ORDER BY f.location""",
+        [view.view_id, state["location"], at],
+    )
+    return state | {"tied_files": [row["location"] for row in tied]}
 
 
 def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None) -> dict[str, Any]:
@@ -112,6 +125,7 @@ def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None)
         "properties_since_ms": state["commit_ms"],
         "properties_since": iso(state["commit_ms"]),
         "properties_since_source": state["commit_source"],
+        "tied_files": state["tied_files"],
         "materialized": mviews.view_materialization(
             conn,
             view.view_id,
@@ -360,7 +374,7 @@ def deps(
 ) -> dict[str, Any]:
     """The tables a view reads at `as_of_ms`; with `transitive`, through the views it reads too."""
     view = resolve_view(conn, ref, as_of_ms)
-    _live_state(conn, view, as_of_ms)
+    state = _live_state(conn, view, as_of_ms)
     at = FOREVER_MS if as_of_ms is None else as_of_ms
     current = query_rows(
         conn, "SELECT count(*) AS n FROM view_heads_as_of(?) WHERE view_id = ?", [at, view.view_id]
@@ -417,6 +431,7 @@ def deps(
         "lineage": "unknown" if any(row["view_id"] == view.view_id for row in unknown) else "known",
         "reads": reads,
         "uncertain": sum(read["match"] != "exact" for read in reads),
+        "tied_files": state["tied_files"],
         "lineage_unknown": unknown,
     }
 

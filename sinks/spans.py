@@ -164,11 +164,13 @@ SELECT v.version_hash FROM versions v JOIN (
 
 _PREFERRED_COPIES = """
 INSERT INTO preferred_copies
-SELECT v.view_id, v.version_id, arg_max(v.version_hash, (coalesce(f.sequence_number, -1), f.location))
+SELECT v.view_id, v.version_id,
+       arg_max(v.version_hash, (coalesce(f.sequence_number, -1), f.location, fv.ordinal))
 FROM versions v JOIN file_versions fv USING (version_hash) JOIN view_files f USING (location)
 WHERE v.version_hash IN (SELECT version_hash FROM _conflicting)
 GROUP BY v.view_id, v.version_id"""
-"""The copy listed by the file with the highest sequence number, then the greatest location."""
+"""The copy listed by the file with the highest sequence number, then the greatest location; of two
+copies in one file, the one listed last (as `own_copies` picks)."""
 
 
 def refresh(conn: duckdb.DuckDBPyConnection, views: pa.Array, removed: pa.Array) -> None:

@@ -835,3 +835,56 @@ def test_deps_says_what_each_read_names_a_dropped_view_included(tmp_path: Path) 
         ("prod.db.t", "table"),
         ("prod.db.v_star", "view-not-current"),
     ]
+
+
+def test_a_version_id_listed_twice_in_one_file_is_a_finding_and_the_last_copy_counts(tmp_path: Path) -> None:
+    """Found by the fifth adversarial trial: a file listing version 1 twice, with different SQL, had
+    one picked silently (by no stated rule), and the version-conflict finding named a rule of
+    sequence numbers, which one file cannot break."""
+    root = tmp_path / "warehouse"
+    view = View(root, "db", "v", "d4000000-0000-4000-8000-000000000002")
+    view.commit(1000, "SELECT * FROM db.a")
+    view.versions.append({**view.versions[0], "representations": [
+        {"type": "sql", "sql": "SELECT * FROM db.b", "dialect": "spark"}
+    ]})  # fmt: skip
+    view.commit(2000)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        shown = api.show(conn, "prod.db.v", 3000)
+        found = {(f["code"], f["message"]) for f in api.findings(conn, None, "prod.db.v")}
+        reads = [r["table"] for r in api.deps(conn, "prod.db.v", 3000)["reads"]]
+    assert [r["sql"] for r in shown["representations"]] == ["SELECT * FROM db.b"]
+    assert reads == ["prod.db.b"]
+    assert (
+        "duplicate-version-id",
+        "version-id 1 is listed 2 times, with 2 different contents: the one listed last is used",
+    ) in found
+    assert (
+        "version-conflict",
+        "version 1 has 2 different contents: each file in force shows the copy it lists (the one listed "
+        "last, if it lists two), a file listing none the copy in the file with the highest sequence number",
+    ) in found
+
+
+def test_files_tied_with_the_one_in_force_are_named(tmp_path: Path) -> None:
+    """Found by the fifth adversarial trial: one uuid in two directories, committed at the same time
+    with the same sequence number, answered one directory's name with the other's SQL, and nothing
+    said that which file holds the view was a guess."""
+    root = tmp_path / "warehouse"
+    uuid = "d4000000-0000-4000-8000-00000000000a"
+    first = View(root, "db", "va", uuid).commit(1000, "SELECT * FROM db.a")
+    second = View(root, "db", "vb", uuid).commit(1000, "SELECT * FROM db.b")
+    alone = View(root, "db", "vc", "d4000000-0000-4000-8000-00000000000b")
+    alone.commit(1000, "SELECT * FROM db.c")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        shown = api.show(conn, "prod.db.va")
+        read = api.deps(conn, "prod.db.va")
+        untied = api.show(conn, "prod.db.vc")
+    assert (shown["properties_file"], shown["tied_files"]) == (str(second), [str(first)])
+    assert read["tied_files"] == [str(first)]
+    assert untied["tied_files"] == []
+    result = CliRunner().invoke(cli, ["show", "prod.db.va", "--db", str(db)])
+    assert result.stdout.splitlines()[-1] == f"tied_files: {first}"

@@ -299,6 +299,7 @@ def _parse_view(
     log = _log(elements(document, "version-log", findings), findings)
     version_ids = [version.version_id for version in versions]
     findings.extend(rules.check_versions_present(len(versions)))
+    findings.extend(rules.check_version_ids_unique([(v.version_id, v.version_hash) for v in versions]))
     findings.extend(rules.check_current_version_exists(header.current_version_id, version_ids))
     findings.extend(rules.check_log_monotonic(log))
     findings.extend(rules.check_log_versions_present(log, set(version_ids)))

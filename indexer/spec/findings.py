@@ -41,6 +41,7 @@ CODES = frozenset(
         "current-version-not-found",
         "dialect-drift",
         "duplicate-dialect",
+        "duplicate-version-id",
         "dynamic-identifier",
         "future-activation",
         "invalid-field:<>",

@@ -65,6 +65,31 @@ def check_current_version_exists(current_version_id: int | None, version_ids: li
     ]
 
 
+def check_version_ids_unique(versions: list[tuple[int, str]]) -> list[Finding]:
+    """`duplicate-version-id` for each version id listed more than once ((id, content hash) pairs in
+    the file's order). Java's Iceberg refuses such a file; the copy listed last is indexed."""
+    counts = Counter(version_id for version_id, _ in versions)
+    findings = []
+    for version_id, count in counts.items():
+        if count < 2:
+            continue
+        contents = {digest for listed, digest in versions if listed == version_id}
+        same = (
+            "the same content"
+            if len(contents) == 1
+            else f"{len(contents)} different contents: the one listed last is used"
+        )
+        findings.append(
+            Finding(
+                "duplicate-version-id",
+                Severity.WARNING,
+                f"version-id {version_id} is listed {count} times, with {same}",
+                "$.versions",
+            )
+        )
+    return findings
+
+
 def check_versions_present(version_count: int) -> list[Finding]:
     if version_count:
         return []

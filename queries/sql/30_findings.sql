@@ -12,8 +12,9 @@ SELECT DISTINCT 'sql', NULL, v.view_id, v.version_id, lf.code, lf.severity, lf.m
 FROM lineage_findings lf JOIN representations r USING (lineage_key) JOIN versions v USING (version_hash)
 UNION ALL
 SELECT 'view', NULL, view_id, version_id, 'version-conflict', 'warning',
-       'version ' || version_id || ' has ' || count(*) || ' different contents; the copy in the file with '
-       || 'the highest sequence number is used', '$.versions'
+       'version ' || version_id || ' has ' || count(*) || ' different contents: each file in force shows '
+       || 'the copy it lists (the one listed last, if it lists two), a file listing none the copy in the '
+       || 'file with the highest sequence number', '$.versions'
 FROM versions GROUP BY view_id, version_id HAVING count(*) > 1
 UNION ALL
 SELECT 'view', NULL, view_id, NULL, 'competing-commit', 'warning',
