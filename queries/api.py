@@ -142,11 +142,11 @@ def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None)
     }
 
 
-def table(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None) -> dict[str, Any]:
-    """A table's state at `as_of_ms` (default: now) from its metadata file in force: schema with
-    nested fields, current snapshot, refs, properties."""
+def indexed_table(conn: duckdb.DuckDBPyConnection, ref: str) -> ResolvedTable:
+    """The table `ref` names, whose metadata the store holds; a `UsageError` that says so when views
+    read a table of that name but none of its metadata files was indexed."""
     try:
-        resolved = resolve_table(conn, ref)
+        return resolve_table(conn, ref)
     except UsageError as exc:
         if " is a view (" in str(exc) or len(name_parts(ref)) < 2:
             raise
@@ -158,6 +158,12 @@ def table(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None
             f"no metadata file of table {ref!r} was indexed: views read it (`viewlineage uses {ref}`), "
             "but its schema and snapshots are unknown; index the table's directory to know them"
         ) from None
+
+
+def table(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None) -> dict[str, Any]:
+    """A table's state at `as_of_ms` (default: now) from its metadata file in force: schema with
+    nested fields, current snapshot, refs, properties."""
+    resolved = indexed_table(conn, ref)
     at = FOREVER_MS if as_of_ms is None else as_of_ms
     files = query_rows(
         conn, "SELECT * FROM table_file_as_of(?1, ?2) WHERE commit_ms <= ?2", [resolved.table_id, at]

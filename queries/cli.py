@@ -22,7 +22,7 @@ import duckdb
 
 from viewlineage.indexer.config import Settings, load_settings
 from viewlineage.indexer.errors import UsageError, ViewLineageError
-from viewlineage.queries import api, changes, diff, mviews
+from viewlineage.queries import api, changes, diff, mviews, table_history
 from viewlineage.queries import graph as graphs
 from viewlineage.queries.output import FORMATS, cell, output_for, side_by_side_text
 from viewlineage.sinks.readers import Readers, answered_within, open_reader
@@ -669,6 +669,52 @@ def changes_command(
     property-only, dropped; with counts per kind, day, namespace, engine and dialect."""
     answer = _ask(context, lambda conn: changes.changes(conn, _as_of(since), _as_of(until), **filters))
     output_for(fmt, rows="changes").result(answer)
+
+
+@cli.command("table-history")
+@click.argument("name")
+@click.option(
+    "--limit",
+    type=click.IntRange(1, table_history.MAX_PAGE),
+    default=50,
+    show_default=True,
+    help="Snapshots listed.",
+)
+@click.option("--offset", type=click.IntRange(min=0), default=0, help="Snapshots skipped, newest first.")
+@format_option
+@query_options
+@click.pass_context
+@handle_errors
+def table_history_command(context: click.Context, name: str, limit: int, offset: int, fmt: str) -> None:
+    """Table NAME over time: its snapshots, newest first (what each commit did, records added and
+    deleted), when main's current snapshot changed, and each schema with what changed from the last."""
+    answer = _ask(context, lambda conn: table_history.table_history(conn, name, limit, offset))
+    if fmt != "text":
+        output_for(fmt, rows="snapshots").result(answer)
+        return
+    snapshots = [
+        {k: v for k, v in row.items() if k not in ("summary", "committed_ms")} for row in answer["snapshots"]
+    ]
+    schemas = [
+        {
+            "schema_id": schema["schema_id"],
+            "since": schema["since"],
+            "columns": schema["columns"],
+            "changes": "; ".join(map(table_history.described, schema["changes"])),
+        }
+        for schema in answer["schemas"]
+    ]
+    output_for(fmt, rows="snapshots").result(
+        {
+            **{key: answer[key] for key in ("table", "table_id", "total", "offset")},
+            "snapshots": snapshots,
+            "schemas": schemas,
+            "main_history": [
+                {"made_current_at": row["made_current_at"], "snapshot_id": row["snapshot_id"]}
+                for row in answer["main_history"]
+            ],
+        }
+    )
 
 
 @cli.command("mv-status")

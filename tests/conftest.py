@@ -76,6 +76,14 @@ def mv_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def table_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store of `table_scenario`'s warehouse: a table whose schema evolves."""
+    from . import table_scenario
+
+    return _scenario_store(tmp_path_factory, table_scenario.build)
+
+
+@pytest.fixture(scope="session")
 def impact_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store of `impact_scenario`'s warehouse: views using `prod.db.orders` in every way."""
     from . import impact_scenario

@@ -59,6 +59,8 @@ class _Written:
 @dataclass
 class Table(_Written):
     snapshots: list[dict[str, Any]] = field(default_factory=list)
+    schemas: list[dict[str, Any]] = field(default_factory=list)
+    """Every schema the table had, as Iceberg keeps them: a new `schema` gets the next schema-id."""
 
     @property
     def head(self) -> int | None:
@@ -69,6 +71,11 @@ class Table(_Written):
     ) -> Path:
         """A new metadata file at `ms`: with a snapshot when `snapshot_id` is given (it becomes
         main's head), else only the current properties."""
+        fields = [schema["fields"] for schema in self.schemas]
+        if self.schema["fields"] not in fields:
+            self.schemas.append({**self.schema, "schema-id": len(self.schemas)})
+            fields.append(self.schema["fields"])
+        schema_id = fields.index(self.schema["fields"])
         if snapshot_id is not None:
             snapshot = {
                 "snapshot-id": snapshot_id,
@@ -76,7 +83,7 @@ class Table(_Written):
                 "timestamp-ms": ms,
                 "summary": {"operation": operation, **summary},
                 "manifest-list": f"{self.location}/metadata/snap-{snapshot_id}.avro",
-                "schema-id": 0,
+                "schema-id": schema_id,
             }
             if self.head is not None:
                 snapshot["parent-snapshot-id"] = self.head
@@ -88,9 +95,9 @@ class Table(_Written):
             "location": self.location,
             "last-sequence-number": len(self.snapshots),
             "last-updated-ms": ms,
-            "last-column-id": len(self.schema["fields"]),
-            "current-schema-id": 0,
-            "schemas": [self.schema],
+            "last-column-id": max((f["id"] for schema in self.schemas for f in schema["fields"]), default=0),
+            "current-schema-id": schema_id,
+            "schemas": list(self.schemas),
             "properties": dict(self.properties),
             "snapshots": list(self.snapshots),
             "snapshot-log": list(self.log),

@@ -63,7 +63,7 @@ def _json_of(store: Path, *args: str) -> Any:
 
 
 def test_json_output_fields_are_documented(
-    sample_store: Path, mv_store: Path, impact_store: Path, tmp_path: Path
+    sample_store: Path, mv_store: Path, impact_store: Path, table_store: Path, tmp_path: Path
 ) -> None:
     bad = tmp_path / "w" / "db" / "v" / "metadata"
     bad.mkdir(parents=True)
@@ -86,6 +86,7 @@ def test_json_output_fields_are_documented(
         "table": _json_of(sample_store, "table", "prod.sales.orders"),
         "changes": _json_of(sample_store, "changes", "--limit", "3"),
         "diff": _json_of(sample_store, "diff", "prod.db.event_agg"),
+        "table-history": _json_of(table_store, "table-history", "sales.orders"),
         "graph": _json_of(
             sample_store,
             "graph",
@@ -180,6 +181,7 @@ QUERY_COMMANDS = {
     "show",
     "diff",
     "changes",
+    "table-history",
     "graph",
     "history",
     "table",

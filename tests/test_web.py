@@ -276,6 +276,41 @@ def test_impact_picks_a_column_of_the_schema_and_lists_the_uses(browser: Browser
         visit.close()
 
 
+def test_a_tables_page_shows_its_snapshots_schemas_and_readers(browser: Browser, table_store: Path) -> None:
+    with serving(table_store) as url:
+        visit = Visit(browser, f"{url}/table?table=sales.orders", "table")
+        page = visit.page
+        page.wait_for_selector("#commits-chart[data-drawn=true] svg")
+        page.wait_for_selector("#records-chart[data-drawn=true] svg")
+        assert page.inner_text("#current") == (
+            "at the latest state: schema 1 · snapshot 12 (append, 1970-01-03T00:00:00.000Z)"
+        )
+        assert visit.cells("readers", "view") == ["prod.sales.v"]
+        assert visit.cells("snapshots", "snapshot_id") == ["14", "13", "12", "11"]
+        assert visit.cells("snapshots", "total_records") == ["", "12", "15", "10"]
+        assert visit.cells("main-history", "snapshot_id") == ["12", "14", "13", "12", "11"]
+        assert list(
+            zip(visit.cells("schemas", "schema_id"), visit.cells("schemas", "change"), strict=True)
+        ) == [
+            ("0", ""),
+            ("1", "renamed"),
+            ("1", "retyped"),
+            ("2", "added"),
+            ("1", "removed"),
+        ]
+        assert visit.cells("columns", "path") == ["id", "customer", "qty"]
+        assert page.locator("#commits-chart svg .mark-rect path").count() == 4  # a bar per day and operation
+        assert (
+            page.get_attribute("#identity a:text-is('impact')", "href") == "/impact?table=prod.sales.orders"
+        )
+        visit.close()
+        unindexed = Visit(browser, f"{url}/table?table=sales.returns", "table-not-indexed")
+        assert unindexed.page.inner_text("#not-indexed").startswith("No metadata file of this table")
+        assert unindexed.cells("readers", "view") == ["prod.sales.v_returns"]
+        assert unindexed.page.locator("#snapshots").count() == 0
+        unindexed.close()
+
+
 def test_materialized_views_and_their_states_at_a_time(browser: Browser, mv_store: Path) -> None:
     with serving(mv_store) as url:
         visit = Visit(browser, f"{url}/mvs?as_of=3500ms", "mvs")

@@ -8,6 +8,7 @@ must see a follower's batches the moment they commit.
     GET /api/files?location=L[&location=L2...]  GET /api/findings[?code=][&view=][&counts=true]
     GET /api/quarantine                         GET /api/graph?name=N[&as_of=][&compare=T0][&depth=D]
     GET /api/diff?view=V[&before=VERSION][&after=VERSION]
+    GET /api/table-history?table=T[&limit=][&offset=]
     GET /api/changes[?since=T][&until=T][&namespace=][&engine=][&dialect=][&kind=][&view=][&limit=][&offset=]
 
 Times (`as_of`) are ISO-8601 or epoch numbers, as on the command line. Answers are the CLI's
@@ -28,7 +29,7 @@ from typing import Any, overload
 import duckdb
 
 from viewlineage.indexer.errors import StoreError, UsageError
-from viewlineage.queries import api, changes, diff, graph, mviews
+from viewlineage.queries import api, changes, diff, graph, mviews, table_history
 from viewlineage.queries import impact as impact_module
 from viewlineage.queries.names import parse_time
 from viewlineage.queries.output import csv_text, main_rows
@@ -205,6 +206,13 @@ ENDPOINTS: dict[str, Endpoint] = {
         _changes,
         frozenset({"since", "until", "namespace", "engine", "dialect", "kind", "view", "limit", "offset"}),
         rows="changes",
+    ),
+    "table-history": Endpoint(
+        lambda conn, q: table_history.table_history(
+            conn, q.required("table"), q.number("limit", 50), q.number("offset", 0)
+        ),
+        frozenset({"table", "limit", "offset"}),
+        rows="snapshots",
     ),
     "mv-status": Endpoint(
         lambda conn, q: mviews.mv_status(conn, q.optional("mv"), q.as_of()),

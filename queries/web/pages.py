@@ -98,6 +98,7 @@ class Pages:
             ("/view", self.view, "View", ("view", "before", "after")),
             ("/lineage", self.lineage, "Lineage", ("name", "as_of", "compare", "depth")),
             ("/impact", self.impact, "Impact", ("table", "as_of", "column", "change", "target")),
+            ("/table", self.table, "Table", ("table", "as_of", "offset")),
             ("/mvs", self.materialized_views, "Materialized views", ("as_of",)),
             ("/health", self.health_page, "Health", ()),
         ]
@@ -221,6 +222,32 @@ class Pages:
                 questions["impact"] = Question("impact", (("table", asked["table"]), *at, (change, value)))
         return self._render(request, "impact.html", "Impact", questions, asked=asked, changes=_CHANGES)
 
+    def table(self, request: Request) -> Response:
+        """One table: its state at T, its snapshots over time (commits and records per day, a page
+        of snapshots, main's history), its schema's evolution, and the views and MVs reading it."""
+        asked = dict(_given(request, ("table", "as_of", "offset")))
+        questions = {}
+        if "table" in asked:
+            table, at = asked["table"], [("as_of", asked["as_of"])] if "as_of" in asked else []
+            page = (("limit", str(PAGE_SIZE)), ("offset", asked.get("offset", "0")))
+            questions = {  # a table only views read has no metadata here, but its readers
+                "table": Question("table", (("table", table), *at), optional=True),
+                "history": Question("table-history", (("table", table), *page), optional=True),
+                "readers": Question("uses", (("table", table), *at, ("transitive", "true"))),
+            }
+        return self._render(
+            request,
+            "table.html",
+            asked.get("table", "Table"),
+            questions,
+            asked=asked,
+            page_size=PAGE_SIZE,
+            page_url=lambda to: f"/table?{urlencode({**asked, 'offset': str(to)})}",
+            schema_rows=_schema_rows,
+            commits_chart=_commits_chart,
+            records_chart=_records_chart,
+        )
+
     def materialized_views(self, request: Request) -> Response:
         """Every materialized view's state at T (FRESH, STALE, UNKNOWN) with its reasons."""
         questions = {"mvs": Question("mv-status", _given(request, ("as_of",)))}
@@ -251,6 +278,50 @@ _KIND_COLOURS = ("#4c78a8", "#72b7b2", "#f58518", "#b279a2", "#e45756")
 def _given(request: Request, names: Sequence[str]) -> tuple[tuple[str, str], ...]:
     """The page's query parameters among `names` that hold a value, in that order."""
     return tuple((name, value) for name in names if (value := request.query_params.get(name, "").strip()))
+
+
+def _schema_rows(schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A table's schemas as rows, one per change (a schema that changed nothing, one row)."""
+    rows: list[dict[str, Any]] = []
+    for schema in schemas:
+        head = {"schema_id": schema["schema_id"], "since": schema["since"], "columns": schema["columns"]}
+        changes = schema["changes"] or [{"change": None, "column": None, "before": None, "after": None}]
+        rows.extend(
+            {**head, **{key: change[key] for key in ("change", "column", "before", "after")}}
+            for change in changes
+        )
+    return rows
+
+
+def _commits_chart(by_day: list[dict[str, Any]]) -> dict[str, Any]:
+    """Vega-Lite: a table's commits per day (UTC), stacked by operation."""
+    return {
+        "$schema": "https://vega.github.io/schema/vega-lite/v6.json",
+        "width": "container",
+        "height": 180,
+        "data": {"values": by_day},
+        "mark": {"type": "bar", "tooltip": True},
+        "encoding": {
+            "x": {"field": "day", "type": "ordinal", "title": "day (UTC)"},
+            "y": {"field": "commits", "type": "quantitative", "stack": "zero", "title": "commits"},
+            "color": {"field": "operation", "type": "nominal"},
+        },
+    }
+
+
+def _records_chart(records_by_day: list[dict[str, Any]]) -> dict[str, Any]:
+    """Vega-Lite: a table's records at each day's end (UTC), from its snapshots' summaries."""
+    return {
+        "$schema": "https://vega.github.io/schema/vega-lite/v6.json",
+        "width": "container",
+        "height": 180,
+        "data": {"values": records_by_day},
+        "mark": {"type": "line", "point": True, "tooltip": True},
+        "encoding": {
+            "x": {"field": "day", "type": "ordinal", "title": "day (UTC)"},
+            "y": {"field": "total_records", "type": "quantitative", "title": "records"},
+        },
+    }
 
 
 def _activity_chart(by_day: list[dict[str, Any]]) -> dict[str, Any]:
