@@ -177,6 +177,15 @@ class Settings(BaseModel):
     metrics_host: str = Field(
         "127.0.0.1", alias="metrics-host", description="`consume`, `watch`: address for --metrics-port."
     )
+    auth_token_file: Path | None = Field(
+        None,
+        alias="auth-token-file",
+        description=(
+            "`serve`, `consume`, `watch`: a file whose first line is the token the API and pages ask "
+            "for (a bearer header, or the login form's cookie; /healthz and /metrics stay open). "
+            "Required to listen on an address other than loopback."
+        ),
+    )
 
     @field_validator("catalog_map", "catalog_alias", "topics", "allow_prefix", mode="before")
     @classmethod

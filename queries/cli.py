@@ -15,6 +15,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, get_origin
 
 import click
@@ -60,6 +61,7 @@ _FOLLOWING = (
     "log_format",
     "metrics_port",
     "metrics_host",
+    "auth_token_file",
     *_QUERYING,
 )
 _CONSUMING = (
@@ -332,13 +334,18 @@ def _following(source: str, settings: Settings) -> Iterator[tuple[Health, thread
     (`_until_signalled`)."""
     from viewlineage.indexer.pipeline.health import Health
     from viewlineage.queries.web.app import web_app
+    from viewlineage.queries.web.auth import protected
     from viewlineage.queries.web.server import WebServer
 
     health = Health(source, settings.log_format)
     readers = Readers(settings.db, memory_limit=settings.query_memory)
     with _until_signalled() as stop, contextlib.ExitStack() as serving:
         if settings.metrics_port is not None:
-            app = web_app(readers.connect, settings.query_timeout, health.check, health.registry)
+            app = protected(
+                web_app(readers.connect, settings.query_timeout, health.check, health.registry),
+                settings.metrics_host,
+                settings.auth_token_file,
+            )
             server = serving.enter_context(WebServer(app, settings.metrics_host, settings.metrics_port))
             url = server.url
             health.log("serving", healthz=f"{url}/healthz", metrics=f"{url}/metrics", api=f"{url}/api/")
@@ -348,20 +355,24 @@ def _following(source: str, settings: Settings) -> Iterator[tuple[Health, thread
 @cli.command()
 @click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True, help="0: any free.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@setting_options("auth_token_file")
 @query_options
 @click.pass_context
 @handle_errors
-def serve(context: click.Context, port: int, host: str) -> None:
+def serve(context: click.Context, port: int, host: str, auth_token_file: Path | None) -> None:
     """Answer the query API (GET /api/<command>, the query commands' JSON) and /healthz over HTTP
     until SIGTERM or Ctrl-C. Each request reads the newest replica (every writer publishes one, as it
     runs and as it finishes), so a server keeps no writer out; the store itself only while it has
     none. A follower's --metrics-port serves the same API from the store it writes."""
     from viewlineage.queries.web.app import store_health, web_app
+    from viewlineage.queries.web.auth import protected
     from viewlineage.queries.web.server import WebServer
 
-    settings = _query_settings(context)
+    settings = _query_settings(context, auth_token_file=auth_token_file)
     reader = Readers(settings.db, store_without_replica=True, memory_limit=settings.query_memory).connect
-    app = web_app(reader, settings.query_timeout, store_health(reader))
+    app = protected(
+        web_app(reader, settings.query_timeout, store_health(reader)), host, settings.auth_token_file
+    )
     with _until_signalled() as stop, WebServer(app, host, port) as server:
         click.echo(f"serving {settings.db} at {server.url}/api/", err=True)
         while not stop.wait(1.0):

@@ -41,6 +41,13 @@ def test_compose_command_lines_parse() -> None:
     assert params["allow_prefix"] == ("s3://lake/warehouse",)
     assert params["bootstrap_servers"] == "kafka:9092"
     assert params["metrics_port"] == 9464
+    # Served on every address of the container: behind the token, mounted as a compose secret.
+    assert (params["metrics_host"], params["auth_token_file"]) == (
+        "0.0.0.0",
+        "/run/secrets/viewlineage-token",
+    )
+    assert services["consume"]["secrets"] == ["viewlineage-token"]
+    assert compose()["secrets"] == {"viewlineage-token": {"file": "./viewlineage-token"}}
 
 
 def test_images_are_pinned() -> None:

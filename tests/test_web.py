@@ -20,6 +20,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries.impact import impact, parse_change
 from viewlineage.queries.web.app import store_health, web_app
+from viewlineage.queries.web.auth import protected
 from viewlineage.queries.web.server import WebServer
 from viewlineage.sinks.readers import open_reader
 
@@ -309,6 +310,22 @@ def test_a_tables_page_shows_its_snapshots_schemas_and_readers(browser: Browser,
         assert unindexed.cells("readers", "view") == ["prod.sales.v_returns"]
         assert unindexed.page.locator("#snapshots").count() == 0
         unindexed.close()
+
+
+def test_a_browser_signs_in_with_the_token(browser: Browser, sample_store: Path, tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("0123456789abcdef0123456789abcdef\n")
+    reader = functools.partial(open_reader, sample_store)
+    app = protected(web_app(reader, 30, store_health(reader)), "0.0.0.0", token)
+    with WebServer(app, "127.0.0.1", 0) as server:
+        visit = Visit(browser, f"{server.url}/table?table=db.events", "login")
+        page = visit.page
+        assert page.url == f"{server.url}/login?next=%2Ftable%3Ftable%3Ddb.events"
+        page.fill("input[name=token]", "0123456789abcdef0123456789abcdef")
+        page.click("form.filters button")
+        page.wait_for_url("**/table?table=db.events")
+        assert visit.cells("readers", "view")[0] == "prod.db.event_agg"
+        visit.close()
 
 
 def test_materialized_views_and_their_states_at_a_time(browser: Browser, mv_store: Path) -> None:

@@ -1,0 +1,148 @@
+"""Who may read the API and the pages: anyone on loopback; elsewhere, whoever holds the token in the
+file `auth-token-file` names. Programs send it as a bearer header; browsers type it once into the
+login form, which sets a cookie. `/healthz` and `/metrics` stay open for orchestrators and
+Prometheus, and the stylesheet and scripts for the login page.
+
+The cookie holds an HMAC of the token, not the token: a cookie that leaks from a browser's store
+opens the pages, but does not reveal what API clients send. Every comparison takes constant time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+from pathlib import Path
+from urllib.parse import parse_qs, urlencode
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from viewlineage.indexer.errors import UsageError
+from viewlineage.queries.web.api import PREFIX, encode
+
+COOKIE = "viewlineage_session"
+OPEN_PATHS = ("/healthz", "/metrics", "/static/")
+MIN_TOKEN_CHARS = 16
+MAX_FORM_BYTES = 4096
+
+
+def loopback(host: str) -> bool:
+    """Whether `host` is an address only this machine reaches."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def read_token(path: Path) -> str:
+    """The token in `path` (its first line); a `UsageError` when it is unreadable or too short to
+    resist guessing."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise UsageError(f"auth-token-file {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"auth-token-file {path}: not text") from None
+    token = lines[0].strip() if lines else ""
+    if len(token) < MIN_TOKEN_CHARS:
+        raise UsageError(
+            f"auth-token-file {path}: the token is {len(token)} characters; use at least {MIN_TOKEN_CHARS} "
+            "random ones (`openssl rand -hex 32 > FILE`)"
+        )
+    return token
+
+
+def protected(app: ASGIApp, host: str, token_file: Path | None) -> ASGIApp:
+    """`app` as served on `host`: behind the token when there is one; refused (a `UsageError`) on
+    an address other machines reach without one."""
+    if token_file is None:
+        if not loopback(host):
+            raise UsageError(
+                f"listening on {host} serves the store to other machines: give --auth-token-file "
+                "(a file holding a token of at least 16 random characters), or listen on 127.0.0.1"
+            )
+        return app
+    return TokenAuth(app, read_token(token_file))
+
+
+class TokenAuth:
+    """ASGI middleware: the token (a bearer header, or the login form's cookie) or no answer."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.token = token.encode()
+        self.session = hmac.new(self.token, b"viewlineage session", hashlib.sha256).hexdigest()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope, receive)
+        path = request.url.path
+        if path == "/login":
+            response = await self._login(request)
+        elif path == "/logout":
+            response = RedirectResponse("/login", 303)
+            response.delete_cookie(COOKIE, path="/")
+        elif path.startswith(OPEN_PATHS) or self._authorized(request):
+            await self.app(scope, receive, send)
+            return
+        elif path.startswith(PREFIX) or "text/html" not in request.headers.get("accept", ""):
+            response = Response(
+                encode({"error": "this server needs a token: send `Authorization: Bearer <token>`"}),
+                401,
+                media_type="application/json",
+                headers={"www-authenticate": 'Bearer realm="viewlineage"'},
+            )
+        else:
+            wanted = path + (f"?{request.url.query}" if request.url.query else "")
+            response = RedirectResponse(f"/login?{urlencode({'next': wanted})}", 303)
+        await response(scope, receive, send)
+
+    def _authorized(self, request: Request) -> bool:
+        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), self.token):
+            return True
+        cookie = request.cookies.get(COOKIE, "")
+        return hmac.compare_digest(cookie.encode(), self.session.encode())
+
+    async def _login(self, request: Request) -> Response:
+        """GET: the form. POST: the token typed in; right, the cookie and the page asked for."""
+        wanted = _local_path(request.query_params.get("next", "/"))
+        if request.method != "POST":
+            return _login_page(wanted, None, 200)
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_FORM_BYTES:
+                return _login_page(wanted, "the form is too large", 413)
+        form = parse_qs(body.decode(errors="replace"))
+        given = (form.get("token") or [""])[0].strip()
+        wanted = _local_path((form.get("next") or [wanted])[0])
+        if not hmac.compare_digest(given.encode(), self.token):
+            return _login_page(wanted, "wrong token", 401)
+        response = RedirectResponse(wanted, 303)
+        response.set_cookie(
+            COOKIE, self.session, httponly=True, samesite="strict", secure=request.url.scheme == "https"
+        )
+        return response
+
+
+def _local_path(text: str) -> str:
+    """`text` if it is a path on this server, else `/`: the login never sends anyone elsewhere."""
+    if text.startswith("/") and not text.startswith(("//", "/\\")) and "\\" not in text:
+        return text
+    return "/"
+
+
+def _login_page(wanted: str, problem: str | None, status: int) -> Response:
+    from viewlineage.queries.web.pages import TEMPLATES
+
+    page = TEMPLATES.get_template("login.html").render(
+        title="Sign in", wanted=wanted, problem=problem, questions={}
+    )
+    return HTMLResponse(page, status_code=status)

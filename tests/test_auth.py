@@ -1,0 +1,109 @@
+"""The token in front of the API and the pages: refused without it off loopback, asked for by a
+bearer header or the login form's cookie, with /healthz and /metrics open."""
+
+from __future__ import annotations
+
+import functools
+import http.client
+import json
+from pathlib import Path
+from urllib.parse import urlencode, urlsplit
+
+import pytest
+from click.testing import CliRunner
+
+from viewlineage.indexer.errors import UsageError
+from viewlineage.queries.cli import cli
+from viewlineage.queries.web.app import store_health, web_app
+from viewlineage.queries.web.auth import COOKIE, loopback, protected
+from viewlineage.queries.web.server import WebServer
+from viewlineage.sinks.readers import open_reader
+
+TOKEN = "0123456789abcdef0123456789abcdef"
+
+
+@pytest.fixture
+def token_file(tmp_path: Path) -> Path:
+    path = tmp_path / "token"
+    path.write_text(TOKEN + "\n")
+    return path
+
+
+def request(
+    url: str, path: str, method: str = "GET", headers: dict[str, str] | None = None, body: str | None = None
+) -> tuple[int, dict[str, str], str]:
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+    connection.request(method, path, body=body, headers=headers or {})
+    response = connection.getresponse()
+    answer = response.status, {k.lower(): v for k, v in response.getheaders()}, response.read().decode()
+    connection.close()
+    return answer
+
+
+def test_other_machines_are_not_served_without_a_token(tmp_path: Path) -> None:
+    hosts = ("127.0.0.1", "127.8.0.1", "::1", "localhost", "0.0.0.0", "10.0.0.1")
+    assert [loopback(host) for host in hosts] == [True, True, True, True, False, False]
+    db = str(tmp_path / "store.duckdb")
+    served = CliRunner().invoke(cli, ["serve", "--host", "0.0.0.0", "--db", db])
+    assert (served.exit_code, served.output) == (
+        2,
+        "error: listening on 0.0.0.0 serves the store to other machines: give --auth-token-file (a file "
+        "holding a token of at least 16 random characters), or listen on 127.0.0.1\n",
+    )
+    (tmp_path / "w").mkdir()
+    watched = CliRunner().invoke(
+        cli, ["watch", str(tmp_path / "w"), "--metrics-port", "0", "--metrics-host", "0.0.0.0", "--db", db]
+    )
+    assert watched.exit_code == 2 and "give --auth-token-file" in watched.output
+    short = tmp_path / "short"
+    short.write_text("secret\n")
+    reader = functools.partial(open_reader, tmp_path / "store.duckdb")
+    app = web_app(reader, 1, store_health(reader))
+    with pytest.raises(UsageError, match="the token is 6 characters; use at least 16"):
+        protected(app, "0.0.0.0", short)
+    with pytest.raises(UsageError, match=r"auth-token-file .*none: No such file"):
+        protected(app, "0.0.0.0", tmp_path / "none")
+
+
+def test_the_token_opens_the_api_and_the_pages(sample_store: Path, token_file: Path) -> None:
+    reader = functools.partial(open_reader, sample_store)
+    app = protected(web_app(reader, 30, store_health(reader)), "0.0.0.0", token_file)
+    with WebServer(app, "127.0.0.1", 0) as server:
+        url, asked = server.url, "/api/show?view=prod.db.event_agg"
+        status, headers, body = request(url, asked)
+        assert (status, headers["www-authenticate"], json.loads(body)) == (
+            401,
+            'Bearer realm="viewlineage"',
+            {"error": "this server needs a token: send `Authorization: Bearer <token>`"},
+        )
+        assert request(url, asked, headers={"Authorization": "Bearer wrong"})[0] == 401
+        status, _, body = request(url, asked, headers={"Authorization": f"Bearer {TOKEN}"})
+        assert (status, json.loads(body)["view"]) == (200, "prod.db.event_agg")
+        assert request(url, "/healthz")[0] == 200
+        assert request(url, "/static/app.css")[0] == 200
+        # A browser is sent to the form, and back where it was going once it signs in.
+        status, headers, _ = request(url, "/table?table=db.events", headers={"Accept": "text/html"})
+        assert (status, headers["location"]) == (303, "/login?next=%2Ftable%3Ftable%3Ddb.events")
+        form = {"Content-Type": "application/x-www-form-urlencoded"}
+        wrong = request(url, "/login", "POST", form, urlencode({"token": "nope", "next": "/table"}))
+        assert wrong[0] == 401 and "wrong token" in wrong[2]
+        status, headers, _ = request(url, "/login", "POST", form, urlencode({"token": TOKEN, "next": "/mvs"}))
+        assert (status, headers["location"]) == (303, "/mvs")
+        cookie = headers["set-cookie"].split(";")[0]
+        assert cookie.startswith(f"{COOKIE}=") and TOKEN not in cookie
+        assert "HttpOnly" in headers["set-cookie"] and "SameSite=strict" in headers["set-cookie"]
+        status, _, page = request(url, "/mvs", headers={"Cookie": cookie, "Accept": "text/html"})
+        assert status == 200 and "<h1>Materialized views</h1>" in page
+        assert request(url, asked, headers={"Cookie": cookie})[0] == 200
+        assert request(url, asked, headers={"Cookie": f"{COOKIE}=forged"})[0] == 401
+        # The form never sends anyone to another site.
+        for elsewhere in ("//evil.example/x", "https://evil.example/", "/\\evil.example"):
+            _, headers, _ = request(
+                url, "/login", "POST", form, urlencode({"token": TOKEN, "next": elsewhere})
+            )
+            assert headers["location"] == "/"
+        too_large = request(url, "/login", "POST", form, "token=" + "x" * 10_000)
+        assert too_large[0] == 413
+        _, headers, _ = request(url, "/logout", headers={"Cookie": cookie})
+        assert headers["location"] == "/login" and f'{COOKIE}="";' in headers["set-cookie"]
