@@ -637,8 +637,7 @@ def diff_command(context: click.Context, view: str, before: int | None, after: i
     defaults that changed."""
     answer = _ask(context, lambda conn: diff.version_diff(conn, view, before, after))
     if fmt in ("csv", "markdown"):
-        rows = [{"dialect": d["dialect"], **row} for d in answer["dialects"] for row in d["rows"]]
-        output_for(fmt, rows="lines").result({"lines": rows})
+        output_for(fmt, rows="lines").result({"lines": diff.line_rows(answer)})
         return
     if fmt == "json":
         output_for(fmt).result(answer)

@@ -63,6 +63,13 @@ def version_diff(
     }
 
 
+def line_rows(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """A diff's SQL lines of every dialect as one table (its CSV and Markdown form)."""
+    return [
+        {"dialect": dialect["dialect"], **row} for dialect in answer["dialects"] for row in dialect["rows"]
+    ]
+
+
 def _last_index(values: list[int], value: int | None) -> int:
     return max((i for i, v in enumerate(values) if v == value), default=len(values))
 

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from viewlineage.indexer.errors import UsageError
 from viewlineage.queries.cli import cli
 from viewlineage.queries.diff import side_by_side, version_diff
+from viewlineage.queries.web import api as web_api
 from viewlineage.sinks.readers import open_reader
 
 
@@ -74,3 +75,20 @@ def test_the_cli_prints_both_sides(sample_store: Path) -> None:
         "+ " + " " * 72 + " | 2 FROM prod.db.events",
         "+ " + " " * 72 + " | 3 WHERE kind <> 'heartbeat'",
     ]
+
+
+def test_csv_over_http_is_the_cli_s_lines(sample_store: Path) -> None:
+    """Found by the sixth new-user trial: `/api/diff?format=csv` answered the column changes, or an
+    empty 200 when no column changed, where `diff --format csv` prints the SQL lines."""
+    arguments = ["diff", "prod.db.event_agg", "--before", "1", "--after", "2", "--format", "csv"]
+    printed = CliRunner().invoke(cli, [*arguments, "--db", str(sample_store)]).output
+    with open_reader(sample_store) as conn:
+        answered = web_api.answer_on(
+            conn,
+            10,
+            "diff",
+            [("view", "prod.db.event_agg"), ("before", "1"), ("after", "2"), ("format", "csv")],
+        )
+    assert answered.csv is not None and answered.csv.splitlines() == printed.splitlines()
+    assert printed.splitlines()[0] == "dialect,kind,before_line,before,after_line,after"
+    assert len(printed.splitlines()) == 5

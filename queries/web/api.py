@@ -200,7 +200,8 @@ ENDPOINTS: dict[str, Endpoint] = {
     "diff": Endpoint(
         lambda conn, q: diff.version_diff(conn, q.required("view"), q.number("before"), q.number("after")),
         frozenset({"view", "before", "after"}),
-        rows="columns",
+        rows="lines",
+        tabled=lambda answer: answer | {"lines": diff.line_rows(answer)},  # as the CLI's CSV
     ),
     "changes": Endpoint(
         _changes,
