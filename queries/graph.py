@@ -177,10 +177,25 @@ def lineage_answer(
     (the view may be absent at either): what `graph` and `/api/graph` answer."""
     if compare_ms is None:
         return lineage_graph(conn, ref, as_of_ms, depth)
-    return compared(
+    answer = compared(
         lineage_graph(conn, ref, compare_ms, depth, allow_absent=True),
         lineage_graph(conn, ref, as_of_ms, depth, allow_absent=True),
     )
+    # A removed view is drawn from the earlier graph: whether it is still current at the later time
+    # (it no longer reads or is read on the way), or was dropped by then, is asked of that time.
+    removed = [
+        node["id"] for node in answer["nodes"] if node["change"] == "removed" and node["kind"] == "view"
+    ]
+    if removed:
+        at = FOREVER_MS if as_of_ms is None else as_of_ms
+        current = query_rows(
+            conn, "SELECT view_id FROM view_heads_as_of(?) WHERE list_contains(?, view_id)", [at, removed]
+        )
+        still = {row["view_id"] for row in current}
+        for node in answer["nodes"]:
+            if node["id"] in removed:
+                node["current"] = node["id"] in still
+    return answer
 
 
 def compared(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:

@@ -9,11 +9,13 @@ import pytest
 from click.testing import CliRunner
 
 from viewlineage.indexer.errors import UsageError
+from viewlineage.indexer.pipeline.rows import Batch, Removal
 from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries import graph
 from viewlineage.queries.cli import cli
 from viewlineage.queries.web import api as web_api
 from viewlineage.sinks.readers import open_reader
+from viewlineage.sinks.store import Store
 
 from .conftest import settings_for
 from .metadata_files import Table, View
@@ -193,4 +195,28 @@ def test_text_says_a_roots_lineage_is_unknown(store: Path) -> None:
         "as_of: 1970-01-01T00:00:01.500Z",
         "edges: (no rows)",
         "uncertain: 0",
+    ]
+
+
+def test_a_removed_view_says_whether_it_is_still_current(tmp_path: Path) -> None:
+    """Found by the sixth new-user trial: a view dropped before the later time was `current: true`
+    among the removed nodes (taken from the earlier graph)."""
+    root = tmp_path / "warehouse"
+    Table(root, "db", "t", "9b000000-0000-4000-8000-000000000001").commit(500, 1)
+    dropped = View(root, "db", "gone", "9b000000-0000-4000-8000-000000000002").commit(
+        1000, "SELECT * FROM db.t"
+    )
+    moved = View(root, "db", "moved", "9b000000-0000-4000-8000-000000000003")
+    moved.commit(1000, "SELECT * FROM db.t")
+    moved.commit(2000, "SELECT 1 AS x")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=lake"))
+    with Store(db, replica_interval=None) as writer:
+        writer.write(Batch(removals=[Removal(str(dropped), 2000, "watch")]))
+    with open_reader(db) as conn:
+        answer = graph.lineage_answer(conn, "db.t", 2500, None, 1500)
+    assert [(n["name"], n["change"], n["current"]) for n in answer["nodes"]] == [
+        ("lake.db.t", "kept", None),
+        ("lake.db.gone", "removed", False),
+        ("lake.db.moved", "removed", True),
     ]
