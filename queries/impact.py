@@ -9,12 +9,16 @@ a view's output column carries the question on to the views reading that column.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 import duckdb
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
 
 from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.lineage.columns import (
@@ -22,6 +26,7 @@ from viewlineage.indexer.lineage.columns import (
     ColumnUse,
     TableKey,
     column_lineage,
+    iceberg_type_sql,
     schema_columns,
 )
 from viewlineage.indexer.lineage.config import LineageConfig
@@ -200,6 +205,13 @@ class _Reader:
     """The tables and views its SQL reads (table-level lineage, known whatever the schemas)."""
     spark: bool
     """Whether the SQL analysed is Spark's (its dialect): Spark reads the view's columns by position."""
+    request: LineageRequest
+    schemas: dict[TableKey, list[tuple[str, str]]]
+    """The schemas of its reads known at T, as `column_lineage` takes them."""
+    resolved: dict[str, TableKey]
+    stored_types: tuple[str | None, ...]
+    """The view's stored column types (Spark's spelling, by position): what engines check its
+    query's output types against."""
 
     def missing_outputs(self) -> list[str]:
         """The columns of the view's stored column list that its query no longer gives where the
@@ -212,10 +224,21 @@ class _Reader:
             return []
         gone = [name for name in self.columns if name not in outputs]
         if self.spark:
-            return (gone or list(self.columns[len(outputs) :])) if len(outputs) < len(self.columns) else []
+            return self._dropped(outputs) if len(outputs) < len(self.columns) else []
         new = [name for name in outputs if name not in self.columns]
         moved = [name for name, output in zip(self.columns, outputs, strict=False) if name != output]
         return gone or new or moved[:1]
+
+    def _dropped(self, outputs: list[str]) -> list[str]:
+        """The stored columns the query's outputs lack, lined up in order: a column in a run the
+        outputs replace by fewer was dropped, the others there renamed (`kind, amount` -> `event_kind`:
+        `amount`), so a rename does not read as a cause."""
+        matcher = difflib.SequenceMatcher(a=list(self.columns), b=outputs, autojunk=False)
+        dropped: list[str] = []
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag in ("delete", "replace") and i2 - i1 > j2 - j1:
+                dropped += self.columns[i1 + (j2 - j1) : i2]
+        return dropped or list(self.columns[len(outputs) :])
 
     def output_name(self, output: str) -> str:
         """The view's name for an output of its SQL. `CREATE VIEW v (a, b) AS SELECT count(*), ...`
@@ -268,7 +291,12 @@ def impact(
         )
     )
     target = _Object((catalog, tuple(parts[:-1]), parts[-1]), name, change.column, (), True)
-    uses, by_position = _walk(readers, target, catalogs, change.kind)
+    going_stale = (
+        (lambda reader: _outputs_going_stale(reader, target, catalogs, change))
+        if change.kind == CHANGE_TYPE and change.target is not None
+        else None
+    )
+    uses, by_position, stale = _walk(readers, target, catalogs, change.kind, going_stale)
     result: dict[str, Any] = {
         "table": name,
         "table_id": table_id,
@@ -288,11 +316,9 @@ def impact(
         "uses": uses,
     }
     result["views"] = sorted({use["view"] for use in uses})
-    result["by_position"] = sorted(by_position)
     # A view's stored schema keeps each output column's type: engines refuse a view whose query
-    # now gives another (Spark: "Cannot up cast", Trino: "View is stale") until it is re-created.
-    carried = {use["view"] for use in uses if use["output"] is not None}
-    result["stale_schemas"] = sorted(carried) if change.kind == CHANGE_TYPE else []
+    # now gives one it cannot up-cast to (Spark: "Cannot up cast", Trino: "View is stale").
+    result["stale_schemas"] = sorted(stale)
     result["uncertain"] = len({use["view"] for use in uses if use["match"] != "exact"})
     resolved_views = {use["view"] for use in uses if use["kind"] != "unknown"}
     result["unresolved"] = len(set(result["views"]) - resolved_views)
@@ -300,6 +326,8 @@ def impact(
         row for row in lineage_unknown(conn, at, transitive=True) if row["view_id"] != table_id
     ]
     result["already_broken"] = [] if fields is None else _already_broken(readers, target, fields, catalogs)
+    # A view an earlier change broke does not keep working by position: it is broken already.
+    result["by_position"] = sorted(set(by_position) - {row["view"] for row in result["already_broken"]})
     # Time travel and tags read a snapshot in its own schema: no column change reaches them.
     result["time_travel"] = sorted(
         {reader.name for reader in readers if _reads_pinned(reader, target, catalogs)}
@@ -418,7 +446,7 @@ def _readers(
             conn,
             """
             SELECT f.catalog, f.name, v.version_hash, v.default_catalog, v.default_namespace,
-                   [c.name FOR c IN coalesce(s.columns, [])] AS columns
+                   coalesce(s.columns, []) AS columns
             FROM view_file_as_of(?1, ?2) f, view_current_version(?1, ?2) c
             JOIN preferred_versions v ON v.view_id = c.view_id AND v.version_id = c.version_id
             LEFT JOIN schemas s ON s.schema_hash = v.schema_hash""",
@@ -455,9 +483,23 @@ def _readers(
             lineage = column_lineage(request, LineageConfig(), known, resolved)
             own: TableKey = (h["catalog"], tuple(name[:-1]), name[-1])
             named = display_name(h["catalog"], name, view_id)
-            columns = tuple(c.lower() for c in h["columns"])
-            spark = representation["dialect"] == "spark"
-            readers.append(_Reader(view_id, named, own, lineage, columns, tuple(resolved.values()), spark))
+            stored = schema_columns(h["columns"])
+            columns = tuple(name.lower() for name, _ in stored)
+            readers.append(
+                _Reader(
+                    view_id,
+                    named,
+                    own,
+                    lineage,
+                    columns,
+                    tuple(resolved.values()),
+                    representation["dialect"] == "spark",
+                    request,
+                    known,
+                    resolved,
+                    tuple(_spark_type(kind) for _, kind in stored),
+                )
+            )
     return readers
 
 
@@ -582,17 +624,24 @@ def _match(reference: TableKey, wanted: TableKey, catalogs: frozenset[str]) -> i
 
 
 def _walk(
-    readers: list[_Reader], start: _Object, catalogs: frozenset[str], change: str
-) -> tuple[list[dict[str, Any]], set[str]]:
+    readers: list[_Reader],
+    start: _Object,
+    catalogs: frozenset[str],
+    change: str,
+    going_stale: Callable[[_Reader], frozenset[str] | None] | None = None,
+) -> tuple[list[dict[str, Any]], set[str], set[str]]:
     """Breadth first from the changed column: each use of it, then each use of the output columns it
     flows into. A view that uses a dropped or renamed column in any way fails as a whole, and so does
     every view that reads it, whichever columns; a retyped one fails every view reading one whose
     output carries the column (its stored schema goes stale). Every (view, column) is visited once,
     at its smallest depth. Also returns the Spark views a rename leaves working: they only project
-    the column through `*`s, and Spark reads a view's columns by position (`_Reader.missing_outputs`)."""
+    the column through `*`s, and Spark reads a view's columns by position (`_Reader.missing_outputs`);
+    and the views whose stored schema a type change leaves stale: of those reading the table,
+    the outputs `going_stale` names (all it carries the column into, when it cannot tell)."""
     breaks, retyped = change in (DROP, RENAME), change == CHANGE_TYPE
     uses: list[dict[str, Any]] = []
     by_position: set[str] = set()
+    stale: set[str] = set()
     queue = deque([(start, 1)])
     visited: set[tuple[TableKey, tuple[str, ...]]] = set()
     while queue:
@@ -619,10 +668,17 @@ def _walk(
             if change == RENAME and reader.spark and matched and all(use.starred for use, _ in matched):
                 by_position.add(reader.name)
                 continue
+            # Of a view reading the table itself, which outputs' types no longer fit (None: unknown).
+            fitting = going_stale(reader) if going_stale is not None and source is start else None
             for use, certainty in matched:
                 wanted, read = source.column, tuple(part.lower() for part in use.path)
                 column = ".".join(read)
                 output = reader.output_name(use.output) if use.output is not None else None
+                goes_stale = (
+                    retyped and use.output is not None and (fitting is None or use.output.lower() in fitting)
+                )
+                if goes_stale:
+                    stale.add(reader.name)
                 uses.append(
                     {
                         **_row(reader, source, depth, column, use.kind, output, certainty),
@@ -630,13 +686,13 @@ def _walk(
                         "schemas_known": known,
                     }
                 )
-                if output is not None:
-                    below = (output.lower(), *wanted[len(read) :])
+                if output is not None and (not retyped or goes_stale):  # an output of unchanged type
+                    below = (output.lower(), *wanted[len(read) :])  # takes the question no further
                     via = (*source.via, f"{source.name}.{'.'.join(wanted)}")
                     queue.append((_Object(reader.key, reader.name, below, via, known, certainty), depth + 1))
             # A dropped or renamed column fails the view; a retyped one carried into an output
             # leaves its stored schema stale, which engines refuse when any reader resolves it.
-            if len(uses) > found and (breaks or (retyped and any(u["output"] for u in uses[found:]))):
+            if len(uses) > found and (breaks or reader.name in stale):
                 queue.append((_whole(reader, uses[-1], "fails"), depth + 1))
             elif len(uses) == found and _schema_unknown(reader, source, catalogs):
                 unresolved = _whole_use(reader, source, depth, catalogs, "unknown")
@@ -659,7 +715,66 @@ def _walk(
         unique.values(),
         key=lambda u: (u["depth"], u["view"], u["column"], order.get(u["kind"], 9), u["output"] or ""),
     )
-    return ordered, by_position - {use["view"] for use in ordered}
+    return ordered, by_position - {use["view"] for use in ordered}, stale
+
+
+def _outputs_going_stale(
+    reader: _Reader, target: _Object, catalogs: frozenset[str], change: Change
+) -> frozenset[str] | None:
+    """The outputs (as the SQL names them) of a view reading the table whose type, with the column
+    retyped, no longer up-casts to the view's stored type; None when that cannot be told (a nested
+    field, a type sqlglot cannot infer is taken as stale, as is a stored type that is unknown)."""
+    if len(change.column) != 1 or change.target is None:
+        return None
+    new_type = iceberg_type_sql(change.target)
+    retyped = {
+        key: [(name, new_type if name.lower() == change.column[0] else kind) for name, kind in columns]
+        if _match(key, target.key, catalogs) is not None
+        else columns
+        for key, columns in reader.schemas.items()
+    }
+    lineage = column_lineage(reader.request, LineageConfig(), retyped, reader.resolved, typed=True)
+    if any(finding.code in ANALYSIS_FAILED for finding in lineage.findings):
+        return None
+    stored = dict(enumerate(reader.stored_types))  # by position, as engines line them up
+    return frozenset(
+        output.lower()
+        for position, (output, kind) in enumerate(zip(lineage.outputs, lineage.output_types, strict=True))
+        if not _up_casts(kind, stored.get(position))
+    )
+
+
+_WIDER = {
+    "TINYINT": ("SMALLINT", "INT", "BIGINT"),
+    "SMALLINT": ("INT", "BIGINT"),
+    "INT": ("BIGINT",),
+    "FLOAT": ("DOUBLE",),
+}
+"""The wider types a narrower one up-casts to without loss, as Spark's `UpCast` and Trino's view
+coercion take them."""
+_SPARK_DECIMAL = re.compile(r"^DECIMAL\((\d+), (\d+)\)$")
+
+
+def _up_casts(kind: str | None, stored: str | None) -> bool:
+    """Whether a query's output of type `kind` fits a view's stored column of type `stored` (both
+    in Spark's spelling); unknown is no."""
+    if kind is None or stored is None:
+        return False
+    if kind == stored or stored in _WIDER.get(kind, ()):
+        return True
+    narrow, wide = _SPARK_DECIMAL.match(kind), _SPARK_DECIMAL.match(stored)
+    if narrow and wide:
+        (p, s), (wide_p, wide_s) = map(int, narrow.groups()), map(int, wide.groups())
+        return s <= wide_s and p - s <= wide_p - wide_s
+    return False
+
+
+def _spark_type(kind: str) -> str | None:
+    """A Spark type string in sqlglot's canonical spelling (`bigint` -> `BIGINT`); None if unparsable."""
+    try:
+        return exp.DataType.build(kind, dialect="spark").sql("spark")
+    except SqlglotError:
+        return None
 
 
 def _reads(use: ColumnUse, column: tuple[str, ...]) -> bool:

@@ -809,3 +809,67 @@ def test_spark_views_projecting_a_renamed_column_through_stars_keep_working(tmp_
         "1 view(s) read it by time travel or a tag, in that snapshot's schema, and are not affected: "
         "prod.exp.v_tt_star"
     )
+
+
+def test_a_spark_star_view_broken_by_a_drop_is_not_blamed_on_a_rename(tmp_path: Path) -> None:
+    """Found by the sixth new-user trial on Spark: after `kind` was renamed (harmless by position)
+    and `amount` dropped, `already_broken` named `kind` as the cause; and a rename of another column
+    said the broken view "keeps working"."""
+    root = tmp_path / "warehouse"
+    columns = (("id", "long"), ("kind", "string"), ("amount", "double"), ("note", "string"))
+    table = Table(root, "db", "events", "c8000000-0000-4000-8000-000000000001", schema=schema_of(*columns))
+    table.commit(1000, 1)
+    View(root, "db", "v_star", "c8000000-0000-4000-8000-000000000002", schema=schema_of(*columns)).commit(
+        2000, "SELECT * FROM db.events"
+    )
+    table.schema = schema_of(("id", "long"), ("event_kind", "string"), ("note", "string"))
+    table.commit(3000, 2)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        renamed = impact(conn, "db.events", parse_change(None, "note=remark", None))
+    assert [(b["view"], b["column"], b["kind"]) for b in renamed["already_broken"]] == [
+        ("prod.db.v_star", "amount", "stored-column")
+    ]
+    assert renamed["by_position"] == []
+
+
+def test_a_type_change_leaves_stale_only_outputs_whose_type_no_longer_fits(tmp_path: Path) -> None:
+    """Found by the sixth new-user trial on Spark: after `CustomerId` int -> bigint, views of
+    `CAST(CustomerId AS string)`, `count(CustomerId)` and `sum(CustomerId)` kept running, yet
+    `stale_schemas` said engines would refuse them; `SELECT *` and a plain projection were refused."""
+    root = tmp_path / "warehouse"
+    Table(
+        root, "db", "events", "c9000000-0000-4000-8000-000000000001",
+        schema=schema_of(("CustomerId", "int"), ("kind", "string")),
+    ).commit(1000, 1)  # fmt: skip
+    views = {
+        "v_proj": ("SELECT CustomerId FROM db.events", (("CustomerId", "int"),)),
+        "v_star": ("SELECT * FROM db.events", (("CustomerId", "int"), ("kind", "string"))),
+        "v_cast": ("SELECT CAST(CustomerId AS string) AS c FROM db.events", (("c", "string"),)),
+        "v_cnt": ("SELECT count(CustomerId) AS n FROM db.events", (("n", "long"),)),
+        "v_sum": ("SELECT sum(CustomerId) AS s FROM db.events", (("s", "long"),)),
+        "v_wider": ("SELECT CustomerId FROM db.events", (("CustomerId", "long"),)),  # stored wider already
+        "v_filter": ("SELECT kind FROM db.events WHERE CustomerId > 0", (("kind", "string"),)),
+    }
+    for number, (name, (sql, columns)) in enumerate(views.items(), start=2):
+        View(
+            root, "db", name, f"c9000000-0000-4000-8000-00000000001{number}", schema=schema_of(*columns)
+        ).commit(2000, sql)
+    View(
+        root,
+        "db",
+        "v_on_proj",
+        "c9000000-0000-4000-8000-000000000021",
+        schema=schema_of(("CustomerId", "int")),
+    ).commit(3000, "SELECT * FROM db.v_proj")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        widened = impact(conn, "db.events", parse_change(None, None, "CustomerId=bigint"))
+    assert widened["safe"] is True
+    assert widened["stale_schemas"] == ["prod.db.v_on_proj", "prod.db.v_proj", "prod.db.v_star"]
+    assert widened["views"] == [
+        "prod.db.v_cast", "prod.db.v_cnt", "prod.db.v_filter", "prod.db.v_on_proj", "prod.db.v_proj",
+        "prod.db.v_star", "prod.db.v_sum", "prod.db.v_wider",
+    ]  # fmt: skip

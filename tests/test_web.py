@@ -275,6 +275,13 @@ def test_impact_picks_a_column_of_the_schema_and_lists_the_uses(browser: Browser
         )
         assert len(expected["uses"]) == 9
         visit.close()
+        widened = "/impact?table=db.orders&column=amount&change=type&target=decimal(12,2)"
+        retyped = Visit(browser, url + widened, "impact-type")
+        assert retyped.page.inner_text("#verdict") == (
+            "8 views use prod.db.orders.amount, whose type changes (decimal(10, 2) → decimal(12,2))"
+            " · Iceberg promotes it in place · 5 with a stored schema that goes stale"
+        )
+        retyped.close()
 
 
 def test_a_tables_page_shows_its_snapshots_schemas_and_readers(browser: Browser, table_store: Path) -> None:
@@ -393,3 +400,29 @@ def test_a_page_refuses_parameters_it_does_not_take_or_that_repeat(browser: Brow
         assert response is not None and response.status == 400
         assert page.inner_text(".error") == error
     page.close()
+
+
+def test_a_views_page_says_where_the_shown_versions_dialects_disagree(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """Found by the sixth new-user trial: every version's dialect-drift message was run together
+    under the heading of the version shown."""
+    root = tmp_path / "warehouse"
+    view = View(root, "db", "v", "ce200000-0000-4000-8000-000000000001")
+    for ms, trino_table in ((1000, "db.b"), (2000, "db.c")):
+        view.commit(
+            ms,
+            "SELECT * FROM db.a",
+            representations=[
+                {"type": "sql", "sql": "SELECT * FROM db.a", "dialect": "spark"},
+                {"type": "sql", "sql": f"SELECT * FROM {trino_table}", "dialect": "trino"},
+            ],
+        )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with serving(db) as url:
+        visit = Visit(browser, f"{url}/view?view=prod.db.v", "view-drift")
+        assert visit.page.inner_text("#drift") == (
+            "Dialects disagree: dialects read different tables: spark -> [prod.db.a]; trino -> [prod.db.c]"
+        )
+        visit.close()

@@ -18,6 +18,7 @@ import orjson
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
+from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import MappingSchema
@@ -67,6 +68,9 @@ class ColumnLineage:
     pinned_tables: tuple[TableKey, ...] = ()
     """Tables read by time travel or at a tag (`VERSION AS OF 42`): in the schema of that snapshot,
     so no change to the table's columns reaches these reads (their uses are keyed apart)."""
+    output_types: tuple[str | None, ...] = ()
+    """With `typed`: each output's type as sqlglot infers it from the schemas, in Spark's spelling
+    (`BIGINT`, `DECIMAL(38, 2)`); None where it cannot tell."""
 
 
 def iceberg_type_sql(kind: Any) -> str:
@@ -103,18 +107,20 @@ def column_lineage(
     config: LineageConfig,
     schemas: Mapping[TableKey, Sequence[tuple[str, str]]],
     resolved: Mapping[str, TableKey] | None = None,
+    typed: bool = False,
 ) -> ColumnLineage:
     """The columns `request.sql` uses. `schemas` gives (name, type) of each table or view read, keyed
     as table lineage resolves the reference; `resolved` maps references as written (`raw`) to the
-    keys table lineage gave them when the view was indexed (under that run's catalog settings).
-    Never raises: what breaks the analysis is a finding."""
+    keys table lineage gave them when the view was indexed (under that run's catalog settings);
+    `typed`: also infer the outputs' types (`output_types`). Never raises: what breaks the analysis
+    is a finding."""
     if len(request.sql) > MAX_SQL_CHARS:
         message = (
             f"SQL of {len(request.sql):,} characters: the column analysis takes at most {MAX_SQL_CHARS:,}"
         )
         return ColumnLineage((), (), (), (Finding("column-analysis-error", Severity.ERROR, message),))
     try:
-        return _analyse(request, config, schemas, resolved or {})
+        return _analyse(request, config, schemas, resolved or {}, typed)
     except Exception as exc:  # by design, as in `extract_lineage`
         finding = Finding("column-analysis-error", Severity.ERROR, f"{type(exc).__name__}: {str(exc)[:200]}")
         return ColumnLineage((), (), (), (finding,))
@@ -125,6 +131,7 @@ def _analyse(
     config: LineageConfig,
     schemas: Mapping[TableKey, Sequence[tuple[str, str]]],
     resolved: Mapping[str, TableKey],
+    typed: bool,
 ) -> ColumnLineage:
     try:
         statement = sqlglot.parse_one(sqlglot_spelling(request.sql, request.dialect), read=request.dialect)
@@ -193,9 +200,10 @@ def _analyse(
                     for source in starred
                     if isinstance(source, exp.Table) and source.name in placeholders
                 )
+    mapped = MappingSchema(mapping, dialect=request.dialect)
     qualified = qualify(
         statement,
-        schema=MappingSchema(mapping, dialect=request.dialect),
+        schema=mapped,
         dialect=request.dialect,
         validate_qualify_columns=False,
         allow_partial_qualification=True,  # a column a known schema lacks is kept, not an error
@@ -210,8 +218,28 @@ def _analyse(
     outputs = tuple(_output_names(root))
     uses = tuple(dict.fromkeys([*walker.uses, *walker.unread_uses()]))  # ordered, without repeats
     return ColumnLineage(
-        uses, outputs, tuple(unknown), tuple(resolver.findings), tuple(star_tables), tuple(pinned)
+        uses,
+        outputs,
+        tuple(unknown),
+        tuple(resolver.findings),
+        tuple(star_tables),
+        tuple(pinned),
+        _output_types(root, mapped, request.dialect) if typed else (),
     )
+
+
+def _output_types(root: Scope, schema: MappingSchema, dialect: str) -> tuple[str | None, ...]:
+    """The types of the root's outputs (its first branch's projections), as sqlglot infers them."""
+    branches = _branches(root)
+    if not branches:
+        return ()
+    annotate_types(root.expression, schema=schema, dialect=dialect)
+    types = []
+    for projection in _select(branches[0]).expressions:
+        kind = projection.type
+        known = kind is not None and not kind.is_type(exp.DataType.Type.UNKNOWN)
+        types.append(kind.sql("spark") if known and kind is not None else None)
+    return tuple(types)
 
 
 _NAMED = "viewlineage_named_outputs"
