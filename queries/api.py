@@ -81,6 +81,14 @@ def _live_state(conn: duckdb.DuckDBPyConnection, view: ResolvedView, as_of_ms: i
             f"{state['dropped_location']} was removed); ask as of an earlier time"
         )
     if state["active_version_id"] is None:
+        first = query_rows(
+            conn, "SELECT min(timestamp_ms) AS ms FROM activations WHERE view_id = ?", [view.view_id]
+        )
+        if as_of_ms is not None and first and first[0]["ms"] is not None and first[0]["ms"] > at:
+            raise UsageError(
+                f"view {view.name} was not created yet at {iso(at)}: its first version became current "
+                f"at {iso(first[0]['ms'])}"
+            )
         when = "any time" if as_of_ms is None else iso(at)
         raise UsageError(f"view {view.name} had no active version at {when}")
     # Files of the view that tie with the one in force (a competing commit, or its uuid in two

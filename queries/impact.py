@@ -297,6 +297,9 @@ def impact(
         else None
     )
     uses, by_position, stale = _walk(readers, target, catalogs, change.kind, going_stale)
+    for use in uses:  # the table's columns as its schema spells them (the analysis case-folds)
+        if use["reads"] == name and (path := tuple(use["column"].split("."))) in spelled:
+            use["column"] = ".".join(spelled[path])
     result: dict[str, Any] = {
         "table": name,
         "table_id": table_id,
@@ -722,8 +725,11 @@ def _outputs_going_stale(
     reader: _Reader, target: _Object, catalogs: frozenset[str], change: Change
 ) -> frozenset[str] | None:
     """The outputs (as the SQL names them) of a view reading the table whose type, with the column
-    retyped, no longer up-casts to the view's stored type; None when that cannot be told (a nested
-    field, a type sqlglot cannot infer is taken as stale, as is a stored type that is unknown)."""
+    retyped, may no longer up-cast to the view's stored type; None when that cannot be told (a
+    nested field). An output stays fitting only if its type up-casts to the stored one and either it
+    is the column as it is, or sqlglot infers the same type for it before and after the change: an
+    inferred type that changes may be off by the engine's own rules (Spark widens a decimal's `sum`
+    by 10 digits), so it counts as stale, as does a type that cannot be inferred."""
     if len(change.column) != 1 or change.target is None:
         return None
     new_type = iceberg_type_sql(change.target)
@@ -733,14 +739,18 @@ def _outputs_going_stale(
         else columns
         for key, columns in reader.schemas.items()
     }
-    lineage = column_lineage(reader.request, LineageConfig(), retyped, reader.resolved, typed=True)
-    if any(finding.code in ANALYSIS_FAILED for finding in lineage.findings):
+    before = column_lineage(reader.request, LineageConfig(), reader.schemas, reader.resolved, typed=True)
+    after = column_lineage(reader.request, LineageConfig(), retyped, reader.resolved, typed=True)
+    if any(finding.code in ANALYSIS_FAILED for finding in (*before.findings, *after.findings)):
         return None
     stored = dict(enumerate(reader.stored_types))  # by position, as engines line them up
+    old = dict(enumerate(before.output_types))
     return frozenset(
         output.lower()
-        for position, (output, kind) in enumerate(zip(lineage.outputs, lineage.output_types, strict=True))
-        if not _up_casts(kind, stored.get(position))
+        for position, (output, kind, direct) in enumerate(
+            zip(after.outputs, after.output_types, after.direct_outputs, strict=True)
+        )
+        if not (_up_casts(kind, stored.get(position)) and (direct or old.get(position) == kind))
     )
 
 

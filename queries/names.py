@@ -310,8 +310,8 @@ def did_you_mean(conn: duckdb.DuckDBPyConnection, text: str, wanted: str | None 
 
 def _holders(conn: duckdb.DuckDBPyConnection, named: list[dict[str, Any]], at: int) -> list[dict[str, Any]]:
     """One view per name and directory: where views share one (a view dropped and re-created at
-    its path), the one whose files with that name were committed last by `at`, else the one that
-    came last. Directories whose names differ only in case hold a view each (`view_heads_as_of`)."""
+    its path), the one whose files with that name were committed last by `at`, else (none yet) the one
+    created first. Directories whose names differ only in case hold a view each (`view_heads_as_of`)."""
     if len({(row["catalog"], tuple(row["name"] or ())) for row in named}) == len(named):
         return named
     return query_rows(
@@ -325,7 +325,7 @@ def _holders(conn: duckdb.DuckDBPyConnection, named: list[dict[str, Any]], at: i
             QUALIFY row_number() OVER (
                 PARTITION BY catalog, name, metadata_directory(f.location)
                 ORDER BY max(commit_ms) FILTER (WHERE commit_ms <= ?2) DESC NULLS LAST,
-                         min(commit_ms) DESC, view_id) = 1
+                         min(commit_ms), view_id) = 1
         )
         ORDER BY ALL""",
         [named, at],

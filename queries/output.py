@@ -299,8 +299,9 @@ def table(
 ) -> str:
     """Rows as an aligned text table; empty columns are left out unless `keep_empty`. On a terminal
     the table is fitted to its width (after `indent`) by cutting its widest columns (a cell at most
-    `max_width` when given), and a cut cell ends with `…`; when the output goes elsewhere nothing is
-    cut."""
+    `max_width` when given), and a cut cell ends with `…`; when even the names would be cut, each row
+    is printed as a record of `field | value` lines instead (as psql's expanded display), nothing
+    cut. When the output goes elsewhere nothing is cut."""
     if not rows:
         return "(no rows)"
     columns = _columns(rows, keep_empty)
@@ -308,13 +309,25 @@ def table(
     widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
     total = _terminal_width(indent)
     if total is not None and sum(widths) + 2 * (len(widths) - 1) > total:
-        widths = _fitted(widths, columns, total)
+        natural, widths = widths, _fitted(widths, columns, total)
+        if any(c in NAME_COLUMNS and w < n for c, w, n in zip(columns, widths, natural, strict=True)):
+            return _expanded(columns, cells)
         named = [c in NAME_COLUMNS for c in columns]
         cells = [[_cut(v, w, n) for v, w, n in zip(r, widths, named, strict=True)] for r in cells]
         columns = [_cut(c, width) for c, width in zip(columns, widths, strict=True)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
     lines.extend("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells)
+    return "\n".join(lines)
+
+
+def _expanded(columns: list[str], cells: list[list[str]]) -> str:
+    """Rows as records, one `field | value` line per column (empty values left out)."""
+    width = max(map(len, columns))
+    lines = []
+    for number, row in enumerate(cells, start=1):
+        lines.append(f"-[ RECORD {number} ]-")
+        lines.extend(f"{c.ljust(width)} | {value}" for c, value in zip(columns, row, strict=True) if value)
     return "\n".join(lines)
 
 

@@ -163,6 +163,11 @@ def test_format_csv_answers_the_main_table_or_the_one_named(sample_store: Path) 
             {"error": "rows names a table of the answer: activations, incarnations, property_changes, "
              "versions; not 'nosuch'"},
         )  # fmt: skip
+        # Found by the sixth new-user trial: an answer that is one table took any `rows`.
+        assert get_json(f"{server.url}/api/findings?format=csv&rows=zzz") == (
+            400,
+            {"error": "rows names a table of the answer, which is one table: leave rows='zzz' out"},
+        )
     assert main[:2] == (200, "text/csv; charset=utf-8")
     assert main[2].splitlines()[0] == (
         "version_id,activated_ms,activated_at,engine_name,engine_version,diff,sql_changed"

@@ -70,7 +70,11 @@ class ColumnLineage:
     so no change to the table's columns reaches these reads (their uses are keyed apart)."""
     output_types: tuple[str | None, ...] = ()
     """With `typed`: each output's type as sqlglot infers it from the schemas, in Spark's spelling
-    (`BIGINT`, `DECIMAL(38, 2)`); None where it cannot tell."""
+    (`BIGINT`, `DECIMAL(38, 2)`); None where it cannot tell. Inferred, so only as exact as sqlglot's
+    rules for each function (a decimal's `sum` widens less than Spark's)."""
+    direct_outputs: tuple[bool, ...] = ()
+    """With `typed`: whether each output is a table's column as it is (`t.c`, `c AS x`, a `*`'s),
+    whose type is the column's own rather than inferred."""
 
 
 def iceberg_type_sql(kind: Any) -> str:
@@ -224,22 +228,29 @@ def _analyse(
         tuple(resolver.findings),
         tuple(star_tables),
         tuple(pinned),
-        _output_types(root, mapped, request.dialect) if typed else (),
+        *(_output_types(root, mapped, request.dialect) if typed else ((), ())),
     )
 
 
-def _output_types(root: Scope, schema: MappingSchema, dialect: str) -> tuple[str | None, ...]:
-    """The types of the root's outputs (its first branch's projections), as sqlglot infers them."""
+def _output_types(
+    root: Scope, schema: MappingSchema, dialect: str
+) -> tuple[tuple[str | None, ...], tuple[bool, ...]]:
+    """The types of the root's outputs (its first branch's projections), as sqlglot infers them,
+    and whether each is a table's column as it is (`ColumnLineage.direct_outputs`)."""
     branches = _branches(root)
     if not branches:
-        return ()
+        return (), ()
     annotate_types(root.expression, schema=schema, dialect=dialect)
-    types = []
+    types: list[str | None] = []
+    direct: list[bool] = []
     for projection in _select(branches[0]).expressions:
         kind = projection.type
         known = kind is not None and not kind.is_type(exp.DataType.Type.UNKNOWN)
         types.append(kind.sql("spark") if known and kind is not None else None)
-    return tuple(types)
+        column = projection.this if isinstance(projection, exp.Alias) else projection
+        source = branches[0].sources.get(column.table) if isinstance(column, exp.Column) else None
+        direct.append(len(branches) == 1 and isinstance(source, exp.Table))
+    return tuple(types), tuple(direct)
 
 
 _NAMED = "viewlineage_named_outputs"

@@ -277,6 +277,8 @@ def answer_on(
 
 
 def _table(document: Any, rows: str | None) -> list[dict[str, Any]]:
+    if rows is not None and not isinstance(document, dict):
+        raise UsageError(f"rows names a table of the answer, which is one table: leave rows={rows!r} out")
     if rows is None or not isinstance(document, dict):
         return main_rows(document, None)
     tables = sorted(key for key, value in document.items() if isinstance(value, list))

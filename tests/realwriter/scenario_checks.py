@@ -98,7 +98,7 @@ def show_at_each_replacement(conn: duckdb.DuckDBPyConnection, steps: Steps) -> N
     assert [api.show(conn, view_id, steps[step])["version_id"] for step in EVENT_AGG_REPLACEMENTS] == list(
         range(1, 14)
     )
-    with pytest.raises(UsageError, match="no active version"):
+    with pytest.raises(UsageError, match=r"was not created yet at .*: its first version became current at "):
         api.show(conn, view_id, steps[9])
 
 
