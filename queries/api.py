@@ -455,14 +455,16 @@ def _read_target(conn: duckdb.DuckDBPyConnection, row: dict[str, Any]) -> str:
     at another time, dropped or not yet created (`view-not-current`: the read fails then); or
     nothing indexed (`not-indexed`: a table whose metadata was not indexed, most likely)."""
     parts = [*row["namespace"], row["table_name"]]
+    # A read matched by its leading part (`prod.db.t` read in no known catalog) names `db.t` too.
+    names = [parts, parts[1:]] if row["match"] == "leading-part" and len(row["namespace"]) > 1 else [parts]
     found = query_rows(
         conn,
         """
-        SELECT EXISTS (FROM table_names WHERE name = ?1 AND (catalog IS NULL OR ?2 IS NULL OR catalog = ?2))
-                   AS table_named,
-               EXISTS (FROM view_names WHERE name = ?1 AND (catalog IS NULL OR ?2 IS NULL OR catalog = ?2))
-                   AS view_named""",
-        [parts, row["catalog"]],
+        SELECT EXISTS (FROM table_names WHERE list_contains(?1, name)
+                       AND (catalog IS NULL OR ?2 IS NULL OR catalog = ?2)) AS table_named,
+               EXISTS (FROM view_names WHERE list_contains(?1, name)
+                       AND (catalog IS NULL OR ?2 IS NULL OR catalog = ?2)) AS view_named""",
+        [names, row["catalog"]],
     )[0]
     return "table" if found["table_named"] else "view-not-current" if found["view_named"] else "not-indexed"
 

@@ -892,3 +892,18 @@ def test_files_tied_with_the_one_in_force_are_named(tmp_path: Path) -> None:
     assert untied["tied_files"] == []
     result = CliRunner().invoke(cli, ["show", "prod.db.va", "--db", str(db)])
     assert result.stdout.splitlines()[-1] == f"tied_files: {first}"
+
+
+def test_a_read_matched_by_its_leading_part_names_the_indexed_table(tmp_path: Path) -> None:
+    """Found by the sixth new-user trial: indexed without --catalog-map, `deps` said `prod.db.t` was
+    `not-indexed` while `uses db.t` and `graph` matched the same read to the indexed `db.t`."""
+    root = tmp_path / "warehouse"
+    Table(root, "db", "t", "d6000000-0000-4000-8000-000000000001").commit(1000, 1)
+    View(root, "db", "v", "d6000000-0000-4000-8000-000000000002").commit(2000, "SELECT * FROM prod.db.t")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db))  # no catalog map: `prod` is no known catalog
+    with open_reader(db) as conn:
+        reads = api.deps(conn, "db.v")["reads"]
+        users = api.uses(conn, "db.t")["views"]
+    assert [(r["table"], r["target"], r["match"]) for r in reads] == [("prod.db.t", "table", "leading-part")]
+    assert [(u["view"], u["match"]) for u in users] == [("db.v", "leading-part")]
