@@ -7,15 +7,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser
 
 from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries.impact import impact, parse_change
@@ -24,28 +22,17 @@ from viewlineage.queries.web.auth import protected
 from viewlineage.queries.web.server import WebServer
 from viewlineage.sinks.readers import open_reader
 
+from .browser import Visit, launched, needs_chromium
 from .conftest import ROOT, settings_for
 from .metadata_files import View
 
-CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = Path(os.environ.get("VIEWLINEAGE_TEST_ARTIFACTS", ROOT / "build" / "test-artifacts"))
-
-pytestmark = pytest.mark.skipif(
-    shutil.which(CHROMIUM) is None, reason="Debian's chromium is not installed (make test installs it)"
-)
+pytestmark = needs_chromium
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            # As root, and on a machine whose network is closed: no sandbox, no background traffic.
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
-                  "--disable-component-update", "--disable-sync"],
-        )  # fmt: skip
-        yield launched
-        launched.close()
+    with launched() as opened:
+        yield opened
 
 
 @contextlib.contextmanager
@@ -59,32 +46,6 @@ def serving(store: Path) -> Iterator[str]:
 def site(sample_store: Path) -> Iterator[str]:
     with serving(sample_store) as url:
         yield url
-
-
-class Visit:
-    """A page opened in a fresh tab, failing on any console error or failed request."""
-
-    def __init__(self, browser: Browser, url: str, name: str) -> None:
-        self.page: Page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        self.problems: list[str] = []
-        self.page.on("console", lambda m: self.problems.append(m.text) if m.type == "error" else None)
-        self.page.on("pageerror", lambda error: self.problems.append(str(error)))
-        self.page.on("requestfailed", lambda request: self.problems.append(f"failed: {request.url}"))
-        self.page.on(
-            "response", lambda r: self.problems.append(f"{r.status}: {r.url}") if r.status >= 400 else None
-        )
-        response = self.page.goto(url, wait_until="networkidle")
-        assert response is not None and response.status == 200, url
-        self.name = name
-
-    def cells(self, table: str, column: str) -> list[str]:
-        return self.page.locator(f"#{table} td[data-column={column}]").all_inner_texts()
-
-    def close(self) -> None:
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        self.page.screenshot(path=ARTIFACTS / f"{self.name}.png", full_page=True)
-        self.page.close()
-        assert self.problems == []
 
 
 def test_activity_charts_counts_and_lists_the_changes(browser: Browser, site: str) -> None:
