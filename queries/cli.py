@@ -23,7 +23,7 @@ import duckdb
 
 from viewlineage.indexer.config import Settings, load_settings
 from viewlineage.indexer.errors import UsageError, ViewLineageError
-from viewlineage.queries import api, changes, diff, mviews, table_history
+from viewlineage.queries import api, changes, diff, mviews, search, table_history
 from viewlineage.queries import graph as graphs
 from viewlineage.queries.output import FORMATS, cell, output_for, side_by_side_text
 from viewlineage.sinks.readers import Readers, answered_within, open_reader
@@ -725,6 +725,20 @@ def table_history_command(context: click.Context, name: str, limit: int, offset:
             ],
         }
     )
+
+
+@cli.command("search")
+@click.argument("text")
+@click.option(
+    "--limit", type=click.IntRange(1, search.MAX_RESULTS), default=50, show_default=True, help="Names listed."
+)
+@format_option
+@query_options
+@click.pass_context
+@handle_errors
+def search_command(context: click.Context, text: str, limit: int, fmt: str) -> None:
+    """Views and tables one of whose names holds TEXT (any case): exact names first."""
+    output_for(fmt, rows="results").result(_ask(context, lambda conn: search.search(conn, text, limit)))
 
 
 @cli.command("mv-status")

@@ -87,6 +87,7 @@ def test_json_output_fields_are_documented(
         "changes": _json_of(sample_store, "changes", "--limit", "3"),
         "diff": _json_of(sample_store, "diff", "prod.db.event_agg"),
         "table-history": _json_of(table_store, "table-history", "sales.orders"),
+        "search": _json_of(sample_store, "search", "orders"),
         "graph": _json_of(
             sample_store,
             "graph",
@@ -182,6 +183,7 @@ QUERY_COMMANDS = {
     "diff",
     "changes",
     "table-history",
+    "search",
     "graph",
     "history",
     "table",

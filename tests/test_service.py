@@ -25,7 +25,7 @@ import pytest
 from viewlineage.indexer.errors import QueryOutOfMemory, QueryTimeout, StoreError
 from viewlineage.indexer.pipeline.rows import Batch, Removal
 from viewlineage.indexer.pipeline.runs import index_locations
-from viewlineage.queries import api, changes, diff, graph, mviews
+from viewlineage.queries import api, changes, diff, graph, mviews, search, table_history
 from viewlineage.queries.impact import impact, parse_change
 from viewlineage.queries.names import parse_time, query_rows
 from viewlineage.queries.web import api as web_api
@@ -124,11 +124,21 @@ def cases(steps: list[int]) -> list[Case]:
             "sample",
             "graph",
             {"name": "prod.db.events", "as_of": "2026-11-21T23:17:28Z", "compare": "2026-11-21T23:17:25Z"},
-            lambda c: graph.compared(
-                graph.lineage_graph(c, "prod.db.events", parse_time("2026-11-21T23:17:25Z")),
-                graph.lineage_graph(c, "prod.db.events", parse_time("2026-11-21T23:17:28Z")),
+            lambda c: graph.lineage_answer(
+                c,
+                "prod.db.events",
+                parse_time("2026-11-21T23:17:28Z"),
+                None,
+                parse_time("2026-11-21T23:17:25Z"),
             ),
         ),
+        (
+            "sample",
+            "table-history",
+            {"table": "prod.sales.orders", "limit": "1"},
+            lambda c: table_history.table_history(c, "prod.sales.orders", limit=1),
+        ),
+        ("sample", "search", {"q": "sales", "limit": "3"}, lambda c: search.search(c, "sales", limit=3)),
     ]
 
 

@@ -387,3 +387,18 @@ def test_a_views_page_says_where_the_shown_versions_dialects_disagree(
             "Dialects disagree: dialects read different tables: spark -> [prod.db.a]; trino -> [prod.db.c]"
         )
         visit.close()
+
+
+def test_the_search_box_finds_views_and_tables(browser: Browser, site: str) -> None:
+    visit = Visit(browser, f"{site}/mvs", "search")
+    page = visit.page
+    page.fill("header input[name=q]", "event")
+    page.click("header form.search button")
+    page.wait_for_url("**/search?q=event")
+    assert page.inner_text("#found") == "3 names hold “event”"
+    assert visit.cells("results", "name") == ["prod.db.events", "prod.db.event_agg", "prod.db.event_tags"]
+    assert visit.cells("results", "kind") == ["table", "view", "view"]
+    page.click("#results a:text-is('prod.db.events')")
+    page.wait_for_url("**/table?table=prod.db.events")
+    assert visit.cells("readers", "view")[0] == "prod.db.event_agg"
+    visit.close()

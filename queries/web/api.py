@@ -9,6 +9,7 @@ must see a follower's batches the moment they commit.
     GET /api/quarantine                         GET /api/graph?name=N[&as_of=][&compare=T0][&depth=D]
     GET /api/diff?view=V[&before=VERSION][&after=VERSION]
     GET /api/table-history?table=T[&limit=][&offset=]
+    GET /api/search?q=PART_OF_A_NAME[&limit=]
     GET /api/changes[?since=T][&until=T][&namespace=][&engine=][&dialect=][&kind=][&view=][&limit=][&offset=]
 
 Times (`as_of`) are ISO-8601 or epoch numbers, as on the command line. Answers are the CLI's
@@ -29,7 +30,7 @@ from typing import Any, overload
 import duckdb
 
 from viewlineage.indexer.errors import StoreError, UsageError
-from viewlineage.queries import api, changes, diff, graph, mviews, table_history
+from viewlineage.queries import api, changes, diff, graph, mviews, search, table_history
 from viewlineage.queries import impact as impact_module
 from viewlineage.queries.names import parse_time
 from viewlineage.queries.output import csv_text, main_rows
@@ -233,6 +234,11 @@ ENDPOINTS: dict[str, Endpoint] = {
         frozenset({"code", "view", "counts"}),
     ),
     "quarantine": Endpoint(lambda conn, q: api.quarantine(conn), frozenset()),
+    "search": Endpoint(
+        lambda conn, q: search.search(conn, q.required("q"), q.number("limit", 50)),
+        frozenset({"q", "limit"}),
+        rows="results",
+    ),
 }
 
 

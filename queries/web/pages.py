@@ -101,6 +101,7 @@ class Pages:
             ("/table", self.table, "Table", ("table", "as_of", "offset")),
             ("/mvs", self.materialized_views, "Materialized views", ("as_of",)),
             ("/health", self.health_page, "Health", ()),
+            ("/search", self.search, "Search", ("q",)),
         ]
         routes: list[Route | Mount] = [
             Route(path, self._checked(page, title, frozenset(takes))) for path, page, title, takes in pages
@@ -255,6 +256,14 @@ class Pages:
             request, "mvs.html", "Materialized views", questions, asked=dict(questions["mvs"].items)
         )
 
+    def search(self, request: Request) -> Response:
+        """Views and tables by part of a name, each linking to its page."""
+        asked = dict(_given(request, ("q",)))
+        questions = {"search": Question("search", (("q", asked["q"]),))} if "q" in asked else {}
+        return self._render(
+            request, "search.html", "Search", questions, asked=asked, result_link=_result_link
+        )
+
     def health_page(self, request: Request) -> Response:
         """The process (`/healthz`: for a follower, its outcome counts, lag and last batch), the
         findings by code and the quarantined files."""
@@ -267,6 +276,13 @@ class Pages:
         return self._render(
             request, "health.html", "Health", questions, ok=ok, process=process, outcomes=outcomes
         )
+
+
+def _result_link(row: dict[str, Any]) -> str:
+    """A search result's page: a view's own (by id: a name may be held by several), a table's."""
+    if row["kind"] == "view":
+        return view_link({"view_id": row["id"]})
+    return f"/table?{urlencode({'table': row['name']})}"
 
 
 _CHANGES = {"drop": "drop_column", "rename": "rename_column", "type": "change_type"}

@@ -1,0 +1,42 @@
+"""Finding views and tables by part of a name: every name a view or table has had (a renamed view
+is found by its old name too), best matches first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from viewlineage.indexer.errors import UsageError
+from viewlineage.queries.names import query_rows
+
+MAX_RESULTS = 200
+
+
+def search(conn: duckdb.DuckDBPyConnection, text: str, limit: int = 50) -> dict[str, Any]:
+    """The views and tables one of whose names (`catalog.namespace.name`) holds `text`, compared
+    case-insensitively: a name equal to it first, then one ending in it, then the shortest."""
+    wanted = text.strip()
+    if not wanted:
+        raise UsageError("q is empty: give part of a view's or table's name")
+    if not 1 <= limit <= MAX_RESULTS:
+        raise UsageError(f"limit is 1 to {MAX_RESULTS}, not {limit}")
+    rows = query_rows(
+        conn,
+        """
+        WITH named AS (
+            SELECT 'view' AS kind, view_id AS id, dotted_name(catalog, name) AS name FROM view_names
+            UNION
+            SELECT 'table', table_id, dotted_name(catalog, name) FROM table_names
+        ),
+        found AS (SELECT *, lower(name) AS folded FROM named WHERE contains(lower(name), lower($text)))
+        SELECT kind, id, name, count(*) OVER () AS total FROM found
+        ORDER BY folded = lower($text) DESC, ends_with(folded, lower($text)) DESC, length(name), name, kind
+        LIMIT $limit""",
+        {"text": wanted, "limit": limit},
+    )
+    return {
+        "q": wanted,
+        "total": rows[0]["total"] if rows else 0,
+        "results": [{key: row[key] for key in ("kind", "name", "id")} for row in rows],
+    }
