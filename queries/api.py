@@ -599,9 +599,16 @@ def finding_counts(
 
 
 def findings(
-    conn: duckdb.DuckDBPyConnection, code: str | None = None, view: str | None = None
+    conn: duckdb.DuckDBPyConnection,
+    code: str | None = None,
+    view: str | None = None,
+    limit: int | None = None,
+    offset: int = 0,
 ) -> list[dict[str, Any]]:
+    """The findings of `code` and `view` (either: any), in a stable order; `limit` of them from
+    `offset` (None: all)."""
     view_id = _finding_filters(conn, code, view)
+    _check_page(limit, offset)
     return query_rows(
         conn,
         """
@@ -618,15 +625,33 @@ def findings(
         FROM findings f LEFT JOIN named n USING (view_id)
         WHERE (?1 IS NULL OR f.code = ?1 OR starts_with(f.code, ?1 || ':'))
           AND (?2 IS NULL OR f.view_id = ?2)
-        ORDER BY f.code, f.view_id, f.version_id, f.location, f.position""",
-        [code, view_id, FOREVER_MS],
+        ORDER BY f.code, f.view_id, f.version_id, f.location, f.position, f.message
+        LIMIT ?4 OFFSET ?5""",
+        [code, view_id, FOREVER_MS, limit, offset],
     )
 
 
-def quarantine(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+def quarantine(
+    conn: duckdb.DuckDBPyConnection, limit: int | None = None, offset: int = 0
+) -> list[dict[str, Any]]:
+    """The quarantined files by location; `limit` of them from `offset` (None: all)."""
+    _check_page(limit, offset)
     return query_rows(
-        conn, "SELECT location, reason, message, stored_bytes, modified_ms FROM quarantine ORDER BY location"
+        conn,
+        "SELECT location, reason, message, stored_bytes, modified_ms FROM quarantine ORDER BY location "
+        "LIMIT ? OFFSET ?",
+        [limit, offset],
     )
+
+
+MAX_PAGE = 500
+
+
+def _check_page(limit: int | None, offset: int) -> None:
+    if limit is not None and not 1 <= limit <= MAX_PAGE:
+        raise UsageError(f"limit is 1 to {MAX_PAGE}, not {limit}")
+    if offset < 0:
+        raise UsageError(f"offset is 0 or more, not {offset}")
 
 
 MAX_FILES_ASKED = 1000

@@ -106,6 +106,23 @@ def setting_options(*names: str) -> Callable[[F], F]:
     return decorate
 
 
+def page_options(what: str) -> Callable[[F], F]:
+    """`--limit` and `--offset` of a list that may be long (default: all of it)."""
+
+    def decorate(function: F) -> F:
+        function = click.option(
+            "--offset", type=click.IntRange(min=0), default=0, help=f"{what} skipped, in the list's order."
+        )(function)
+        return click.option(
+            "--limit",
+            type=click.IntRange(1, api.MAX_PAGE),
+            default=None,
+            help=f"{what} listed (default: all).",
+        )(function)
+
+    return decorate
+
+
 def query_options(function: F) -> F:
     """The settings of a command that answers from the store (`--query-memory`, `--query-timeout`),
     kept in the context for `_query_settings` rather than passed to the command."""
@@ -893,16 +910,27 @@ def impact(
 @click.option(
     "--counts", is_flag=True, help="How many findings of each code and severity, in how many views."
 )
+@page_options("Findings")
 @format_option
 @query_options
 @click.pass_context
 @handle_errors
-def findings(context: click.Context, code: str | None, view: str | None, counts: bool, fmt: str) -> None:
+def findings(
+    context: click.Context,
+    code: str | None,
+    view: str | None,
+    counts: bool,
+    limit: int | None,
+    offset: int,
+    fmt: str,
+) -> None:
     """Every rule broken by an indexed file or SQL text."""
+    if counts and (limit is not None or offset):
+        raise UsageError("--counts answers every code at once: leave out --limit and --offset")
     if counts:
         output_for(fmt).result(_ask(context, lambda conn: api.finding_counts(conn, code, view)))
     else:
-        output_for(fmt).result(_ask(context, lambda conn: api.findings(conn, code, view)))
+        output_for(fmt).result(_ask(context, lambda conn: api.findings(conn, code, view, limit, offset)))
 
 
 @cli.command("files")
@@ -918,13 +946,14 @@ def files_command(context: click.Context, locations: tuple[str, ...], fmt: str) 
 
 
 @cli.command()
+@page_options("Files")
 @format_option
 @query_options
 @click.pass_context
 @handle_errors
-def quarantine(context: click.Context, fmt: str) -> None:
+def quarantine(context: click.Context, limit: int | None, offset: int, fmt: str) -> None:
     """Files that could not be indexed, with the reason."""
-    output_for(fmt).result(_ask(context, api.quarantine))
+    output_for(fmt).result(_ask(context, lambda conn: api.quarantine(conn, limit, offset)))
 
 
 @cli.command()

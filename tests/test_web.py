@@ -402,3 +402,29 @@ def test_the_search_box_finds_views_and_tables(browser: Browser, site: str) -> N
     page.wait_for_url("**/table?table=prod.db.events")
     assert visit.cells("readers", "view")[0] == "prod.db.event_agg"
     visit.close()
+
+
+def test_findings_and_quarantine_come_a_page_at_a_time(browser: Browser, tmp_path: Path) -> None:
+    root = tmp_path / "warehouse"
+    for number in range(60):  # 60 views whose SQL does not parse, 55 files that are not JSON
+        View(root, "db", f"v{number:02d}", f"cf000000-0000-4000-8000-0000000000{number:02d}").commit(
+            1000, "SELEC x FROM"
+        )
+    for number in range(55):
+        bad = root / "db" / f"bad{number:02d}" / "metadata" / "00001-x.metadata.json"
+        bad.parent.mkdir(parents=True)
+        bad.write_text("{")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with serving(db) as url:
+        health = Visit(browser, f"{url}/health", "health-pages")
+        assert len(health.cells("quarantine", "reason")) == 50
+        assert health.page.inner_text("section:has(#quarantine) .pages") == "1–50\nnext"
+        health.page.click("#finding-counts a:text-is('sql-parse-error')")
+        health.page.wait_for_url("**/findings?code=sql-parse-error")
+        assert len(health.cells("findings", "code")) == 50
+        health.page.click(".pages a[rel=next]")
+        health.page.wait_for_url("**/findings?code=sql-parse-error&offset=50")
+        assert health.cells("findings", "view")[0] == "prod.db.v50"
+        assert health.page.inner_text(".pages") == "previous\n51–60"
+        health.close()

@@ -6,7 +6,8 @@ must see a follower's batches the moment they commit.
     GET /api/history?view=V                     GET /api/impact?table=T&drop_column=C|rename_column=A=B
     GET /api/mv-status[?mv=M][&as_of=]                                    |change_type=C=TYPE[&as_of=]
     GET /api/files?location=L[&location=L2...]  GET /api/findings[?code=][&view=][&counts=true]
-    GET /api/quarantine                         GET /api/graph?name=N[&as_of=][&compare=T0][&depth=D]
+                                                     [&limit=][&offset=]
+    GET /api/quarantine[?limit=][&offset=]      GET /api/graph?name=N[&as_of=][&compare=T0][&depth=D]
     GET /api/diff?view=V[&before=VERSION][&after=VERSION]
     GET /api/table-history?table=T[&limit=][&offset=]
     GET /api/search?q=PART_OF_A_NAME[&limit=]
@@ -165,6 +166,16 @@ def _changes(conn: duckdb.DuckDBPyConnection, q: Parameters) -> Any:
     )
 
 
+def _findings(conn: duckdb.DuckDBPyConnection, q: Parameters) -> Any:
+    if q.flag("counts"):
+        if q.optional("limit") is not None or q.optional("offset") is not None:
+            raise UsageError("counts=true answers every code at once: leave out limit and offset")
+        return api.finding_counts(conn, q.optional("code"), q.optional("view"))
+    return api.findings(
+        conn, q.optional("code"), q.optional("view"), q.number("limit"), q.number("offset", 0)
+    )
+
+
 def _impact(conn: duckdb.DuckDBPyConnection, q: Parameters) -> Any:
     change = impact_module.parse_change(
         q.optional("drop_column"), q.optional("rename_column"), q.optional("change_type")
@@ -227,13 +238,11 @@ ENDPOINTS: dict[str, Endpoint] = {
     "files": Endpoint(
         lambda conn, q: api.files(conn, q.locations()), frozenset({"location"}), frozenset({"location"})
     ),
-    "findings": Endpoint(
-        lambda conn, q: (api.finding_counts if q.flag("counts") else api.findings)(
-            conn, q.optional("code"), q.optional("view")
-        ),
-        frozenset({"code", "view", "counts"}),
+    "findings": Endpoint(_findings, frozenset({"code", "view", "counts", "limit", "offset"})),
+    "quarantine": Endpoint(
+        lambda conn, q: api.quarantine(conn, q.number("limit"), q.number("offset", 0)),
+        frozenset({"limit", "offset"}),
     ),
-    "quarantine": Endpoint(lambda conn, q: api.quarantine(conn), frozenset()),
     "search": Endpoint(
         lambda conn, q: search.search(conn, q.required("q"), q.number("limit", 50)),
         frozenset({"q", "limit"}),

@@ -70,7 +70,7 @@ def node_link(node: dict[str, Any]) -> str:
 
 TEMPLATES.filters["embedded"] = _embedded
 TEMPLATES.globals["node_link"] = node_link
-TEMPLATES.globals["finding_link"] = lambda row: f"{api.PREFIX}findings?{urlencode({'code': row['code']})}"
+TEMPLATES.globals["finding_link"] = lambda row: f"/findings?{urlencode({'code': row['code']})}"
 TEMPLATES.globals["mv_link"] = lambda row: view_link(row) if row.get("view_id") else None
 TEMPLATES.globals["edge_rows"] = lambda answer: graph.edge_rows(answer)["edges"]
 TEMPLATES.filters["cell"] = cell
@@ -100,7 +100,8 @@ class Pages:
             ("/impact", self.impact, "Impact", ("table", "as_of", "column", "change", "target")),
             ("/table", self.table, "Table", ("table", "as_of", "offset")),
             ("/mvs", self.materialized_views, "Materialized views", ("as_of",)),
-            ("/health", self.health_page, "Health", ()),
+            ("/health", self.health_page, "Health", ("offset",)),
+            ("/findings", self.findings, "Findings", ("code", "view", "offset")),
             ("/search", self.search, "Search", ("q",)),
         ]
         routes: list[Route | Mount] = [
@@ -268,13 +269,40 @@ class Pages:
         """The process (`/healthz`: for a follower, its outcome counts, lag and last batch), the
         findings by code and the quarantined files."""
         ok, process = self.health()
+        offset = request.query_params.get("offset", "0")
         questions = {
             "findings": Question("findings", (("counts", "true"),)),
-            "quarantine": Question("quarantine", ()),
+            # One more than a page: whether there is a next one.
+            "quarantine": Question("quarantine", (("limit", str(PAGE_SIZE + 1)), ("offset", offset))),
         }
         outcomes = [{"outcome": key, "count": count} for key, count in process.get("outcomes", {}).items()]
         return self._render(
-            request, "health.html", "Health", questions, ok=ok, process=process, outcomes=outcomes
+            request,
+            "health.html",
+            "Health",
+            questions,
+            ok=ok,
+            process=process,
+            outcomes=outcomes,
+            offset=int(offset) if offset.isdigit() else 0,
+            page_size=PAGE_SIZE,
+            page_url=lambda to: f"/health?{urlencode({'offset': str(to)})}",
+        )
+
+    def findings(self, request: Request) -> Response:
+        """The findings of a code or a view, a page at a time, each with where it applies."""
+        asked = dict(_given(request, ("code", "view", "offset")))
+        filters = tuple((key, asked[key]) for key in ("code", "view") if key in asked)
+        page = (("limit", str(PAGE_SIZE + 1)), ("offset", asked.get("offset", "0")))
+        return self._render(
+            request,
+            "findings.html",
+            "Findings",
+            {"findings": Question("findings", (*filters, *page))},
+            asked=asked,
+            offset=int(asked.get("offset", "0")) if asked.get("offset", "0").isdigit() else 0,
+            page_size=PAGE_SIZE,
+            page_url=lambda to: f"/findings?{urlencode([*filters, ('offset', str(to))])}",
         )
 
 
