@@ -91,20 +91,19 @@ def _live_state(conn: duckdb.DuckDBPyConnection, view: ResolvedView, as_of_ms: i
             )
         when = "any time" if as_of_ms is None else iso(at)
         raise UsageError(f"view {view.name} had no active version at {when}")
-    # Files of the view that tie with the one in force (a competing commit, or its uuid in two
-    # directories): which one holds the view is then a guess (the greater location), and says so.
-    tied = query_rows(
-        conn,
-        """
-        SELECT f.location FROM view_files f JOIN view_files held ON held.location = ?2
-        WHERE f.view_id = ?1 AND f.location <> held.location
-          AND f.commit_ms IS NOT DISTINCT FROM held.commit_ms
-          AND f.sequence_number IS NOT DISTINCT FROM held.sequence_number
-          AND f.location NOT IN (SELECT location FROM removals WHERE removed_ms <= ?3)
-        ORDER BY f.location""",
-        [view.view_id, state["location"], at],
-    )
-    return state | {"tied_files": [row["location"] for row in tied]}
+    tied = tied_files(conn, [view.view_id], at)
+    return state | {"tied_files": tied[0]["tied_files"] if tied else []}
+
+
+def tied_files(conn: duckdb.DuckDBPyConnection, view_ids: list[str], at: int) -> list[dict[str, Any]]:
+    """Of these views, those whose file in force at `at` ties with other files of theirs (a
+    competing commit, or the uuid in two directories), with those files: `view`, `view_id`,
+    `tied_files`. Which file holds each is a guess, so every answer drawn from them says so."""
+    if not view_ids:
+        return []
+    names = _names(conn, set(view_ids), at)
+    rows = query_rows(conn, "SELECT * FROM tied_files_of(?, ?) ORDER BY view_id", [view_ids, at])
+    return [{"view": names.get(row["view_id"], row["view_id"]), **row} for row in rows]
 
 
 def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None) -> dict[str, Any]:
@@ -570,6 +569,7 @@ def uses(
         "uncertain": len({view["view_id"] for view in views if view["match"] != "exact"}),
         "lineage_unknown": lineage_unknown(conn, at, transitive),
         "refreshed_into": mviews.refreshed_from(conn, catalog, reference, at),
+        "tied": tied_files(conn, sorted({view["view_id"] for view in views}), at),
     }
 
 

@@ -869,6 +869,11 @@ def impact(
             f"; {len(result['by_position'])} Spark view(s) project it only through `*`, which Spark reads "
             f"by position, and keep working: {', '.join(result['by_position'])}"
         )
+    if result["tied"]:
+        verdict += (
+            f"; {len(result['tied'])} view(s) reading it have tied metadata files (competing-commit), and "
+            "were analysed from one of them chosen by location: see `tied`"
+        )
     if result["time_travel"]:
         verdict += (
             f"; {len(result['time_travel'])} view(s) read it by time travel or a tag, in that snapshot's "
@@ -902,6 +907,9 @@ def impact(
     if result["already_broken"]:
         click.echo(f"already broken: they read columns {result['table']} does not have (renamed or dropped):")
         output_for(fmt).result(result["already_broken"])
+    if result["tied"]:
+        click.echo("tied: their file in force ties with others (which holds each view is a guess):")
+        output_for(fmt).result(result["tied"])
 
 
 @cli.command()

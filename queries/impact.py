@@ -31,7 +31,7 @@ from viewlineage.indexer.lineage.columns import (
 )
 from viewlineage.indexer.lineage.config import LineageConfig
 from viewlineage.indexer.lineage.tables import LineageRequest
-from viewlineage.queries.api import is_named, lineage_unknown, show, table_reference
+from viewlineage.queries.api import is_named, lineage_unknown, show, table_reference, tied_files
 from viewlineage.queries.names import (
     FOREVER_MS,
     ResolvedTable,
@@ -331,6 +331,8 @@ def impact(
     result["already_broken"] = [] if fields is None else _already_broken(readers, target, fields, catalogs)
     # A view an earlier change broke does not keep working by position: it is broken already.
     result["by_position"] = sorted(set(by_position) - {row["view"] for row in result["already_broken"]})
+    # A reader whose file in force ties with another was analysed from a guessed one of them.
+    result["tied"] = tied_files(conn, sorted({reader.view_id for reader in readers}), at)
     # Time travel and tags read a snapshot in its own schema: no column change reaches them.
     result["time_travel"] = sorted(
         {reader.name for reader in readers if _reads_pinned(reader, target, catalogs)}

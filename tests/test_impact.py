@@ -20,7 +20,7 @@ from viewlineage.queries.impact import impact, parse_change, promotion_is_safe
 from viewlineage.sinks.readers import open_reader
 
 from .conftest import settings_for
-from .metadata_files import Table, View, schema_of
+from .metadata_files import Table, View, schema_of, write
 from .realwriter.scenario_checks import load_steps
 
 SAMPLE = Path(__file__).parent / "data" / "sample"
@@ -873,3 +873,36 @@ def test_a_type_change_leaves_stale_only_outputs_whose_type_no_longer_fits(tmp_p
         "prod.db.v_cast", "prod.db.v_cnt", "prod.db.v_filter", "prod.db.v_on_proj", "prod.db.v_proj",
         "prod.db.v_star", "prod.db.v_sum", "prod.db.v_wider",
     ]  # fmt: skip
+
+
+def test_an_answer_from_tied_files_says_so(tmp_path: Path) -> None:
+    """Found by the sixth adversarial trial: two files of one view with one sequence number and one
+    commit time, one reading `customer_id` and one `region`: `impact --drop-column customer_id`
+    answered "0 view(s) affected" from the file it took, without a word about the other."""
+    root = tmp_path / "warehouse"
+    Table(
+        root, "db", "t", "ca000000-0000-4000-8000-000000000001",
+        schema=schema_of(("customer_id", "long"), ("region", "string")),
+    ).commit(500, 1)  # fmt: skip
+    first = View(root, "db", "z", "ca000000-0000-4000-8000-00000000000d").commit(
+        1000, "SELECT customer_id FROM db.t"
+    )
+    document = json.loads(first.read_text())
+    document["versions"][0]["representations"][0]["sql"] = "SELECT region FROM db.t"
+    second = write(first.with_name("00000-zz.metadata.json"), document, 1000)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        dropped = impact(conn, "db.t", parse_change("customer_id", None, None))
+        used = api.uses(conn, "db.t")
+    assert dropped["views"] == []  # from the file taken: `second`, the greater location
+    tied = [
+        {"view": "prod.db.z", "view_id": "ca000000-0000-4000-8000-00000000000d", "tied_files": [str(first)]}
+    ]
+    assert dropped["tied"] == used["tied"] == tied
+    assert str(second) > str(first)
+    text = CliRunner().invoke(cli, ["impact", "db.t", "--drop-column", "customer_id", "--db", str(db)])
+    assert text.stdout.splitlines()[0] == (
+        "drop-column prod.db.t.customer_id (long): 0 view(s) affected; 1 view(s) reading it have tied "
+        "metadata files (competing-commit), and were analysed from one of them chosen by location: see `tied`"
+    )

@@ -139,3 +139,19 @@ QUALIFY row_number() OVER (
 CREATE OR REPLACE MACRO views_as_of(t) AS TABLE
 SELECT h.* EXCLUDE (version_hash, name_path, read_paths, reads), f.properties
 FROM view_heads_as_of(t) h JOIN view_files f ON f.location = h.file_location;
+
+-- tied_files_of(ids, t): of the views `ids` (a list), those whose file in force at t ties with other
+-- files of theirs (the same commit time and sequence number, none removed by t: a competing commit,
+-- or the view's uuid in two directories), with those files: which one holds the view is then a guess
+-- (the greater location), which every answer from it says.
+CREATE OR REPLACE MACRO tied_files_of(ids, t) AS TABLE
+WITH held AS (
+    SELECT DISTINCT s.view_id, s.location FROM view_spans s
+    WHERE s.view_id IN (SELECT unnest(ids)) AND s.from_ms <= t AND t < s.until_ms
+)
+SELECT held.view_id, list(f.location ORDER BY f.location) AS tied_files
+FROM held JOIN view_files h ON h.location = held.location
+JOIN view_files f ON f.view_id = held.view_id AND f.location <> h.location
+ AND f.commit_ms IS NOT DISTINCT FROM h.commit_ms AND f.sequence_number IS NOT DISTINCT FROM h.sequence_number
+WHERE f.location NOT IN (SELECT location FROM removals WHERE removed_ms <= t)
+GROUP BY held.view_id;
