@@ -20,6 +20,7 @@ from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.pipeline.rows import Batch, Removal
 from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries import api, impact
+from viewlineage.queries import changes as changes_module
 from viewlineage.queries.cli import cli
 from viewlineage.queries.names import version_copy
 from viewlineage.sinks.readers import open_reader
@@ -28,7 +29,7 @@ from viewlineage.sinks.store import Store
 from .conftest import settings_for
 from .data.restore_mtimes import SAMPLE
 from .generate import generate
-from .metadata_files import Table, View, schema_of
+from .metadata_files import Table, View, schema_of, write
 from .realwriter.scenario_checks import CHECKS, Check, load_steps
 
 STEPS = load_steps(SAMPLE)
@@ -907,3 +908,23 @@ def test_a_read_matched_by_its_leading_part_names_the_indexed_table(tmp_path: Pa
         users = api.uses(conn, "db.t")["views"]
     assert [(r["table"], r["target"], r["match"]) for r in reads] == [("prod.db.t", "table", "leading-part")]
     assert [(u["view"], u["match"]) for u in users] == [("db.v", "leading-part")]
+
+
+def test_views_whose_documents_name_one_location_are_not_incarnations(tmp_path: Path) -> None:
+    """Found by the sixth adversarial trial: two live views in `db/a` and `db/b` whose documents
+    both wrote `"location": "s3://lake/wh/db/shared"` were linked as earlier and later views of one
+    path, in `history` and `changes --view`; with 9,000 such views `history` took minutes."""
+    root = tmp_path / "warehouse"
+    for name, uuid in (
+        ("a", "d7000000-0000-4000-8000-000000000001"),
+        ("b", "d7000000-0000-4000-8000-000000000002"),
+    ):
+        path = View(root, "db", name, uuid).commit(1000, "SELECT 1 AS x")
+        document = json.loads(path.read_text())
+        document["location"] = "s3://lake/wh/db/shared"
+        write(path, document, 1000)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        assert api.history(conn, "db.a")["incarnations"] == []
+        assert changes_module.changes(conn, view="db.a")["total"] == 1

@@ -80,16 +80,19 @@ WHERE view_id = vid AND location IN (SELECT location FROM placed_view_locations(
 WINDOW w AS (ORDER BY commit_ms NULLS FIRST, coalesce(sequence_number, -1), location)
 ORDER BY commit_ms NULLS FIRST, coalesce(sequence_number, -1), location;
 
--- view_incarnations(vid): the other views (other uuids) whose files had the same location or the
--- same name: a view dropped and created again at its path is a new view, its history apart.
+-- view_incarnations(vid): the other views (other uuids) that held one of its names, which come from
+-- the directories their files sit in: a view dropped and created again at its path is a new view,
+-- its history apart. Not the documents' own `location` fields: any file may write any there.
 CREATE OR REPLACE MACRO view_incarnations(vid) AS TABLE
-WITH mine AS (SELECT DISTINCT metadata_location, catalog, name FROM view_files WHERE view_id = vid)
+WITH mine AS (SELECT DISTINCT catalog, name FROM view_names WHERE view_id = vid),
+others AS (
+    SELECT DISTINCT n.view_id FROM view_names n SEMI JOIN mine m
+        ON n.catalog IS NOT DISTINCT FROM m.catalog AND n.name = m.name
+    WHERE n.view_id <> vid
+)
 SELECT f.view_id, arg_max(f.catalog, f.commit_ms) AS catalog, arg_max(f.name, f.commit_ms) AS name,
        min(f.commit_ms) AS first_commit_ms, max(f.commit_ms) AS last_commit_ms
-FROM view_files f JOIN mine m
-  ON f.metadata_location = m.metadata_location
-  OR (f.catalog IS NOT DISTINCT FROM m.catalog AND f.name = m.name)
-WHERE f.view_id <> vid
+FROM view_files f WHERE f.view_id IN (SELECT view_id FROM others)
 GROUP BY f.view_id
 ORDER BY first_commit_ms, f.view_id;
 
