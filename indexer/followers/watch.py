@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
+import pyarrow as pa
 from watchdog.events import (
     DirCreatedEvent,
     DirDeletedEvent,
@@ -75,19 +76,20 @@ class _Handler(FileSystemEventHandler):
     """Queues metadata files on close, on move, and on creation when they appear with content (moved
     in from outside the tree, hard-linked); and new directories: a file written into a directory
     before inotify watches it sends no event, so new directories are listed. Deleted metadata files
-    (and the source of a move) are queued as removals, timed when seen."""
+    (and the source of a move) are queued as removals, timed when seen; so is a directory deleted or
+    moved out of the tree (inotify then reports the directory alone, none of the files in it), for
+    the loop to expand into the indexed files under it."""
 
     def __init__(self, paths: queue.Queue[str], removals: queue.Queue[Removal]) -> None:
         self.paths = paths
         self.removals = removals
 
     def on_deleted(self, event: DirDeletedEvent | FileDeletedEvent) -> None:
-        if not event.is_directory:
-            self._removed(event.src_path)
+        self._removed(event.src_path, event.is_directory)
 
-    def _removed(self, path: str | bytes) -> None:
+    def _removed(self, path: str | bytes, directory: bool = False) -> None:
         text = normalize_location(os.fsdecode(path))
-        if not is_metadata_file_name(os.path.basename(text)):
+        if not directory and not is_metadata_file_name(os.path.basename(text)):
             return
         try:
             os.lstat(os.fsdecode(path))
@@ -175,6 +177,7 @@ def watch_directory(
         FileMovedEvent,
         FileCreatedEvent,
         FileDeletedEvent,
+        DirDeletedEvent,
         DirMovedEvent,
         DirCreatedEvent,
     ]
@@ -267,7 +270,7 @@ class _Loop:
             due = _expand_directories(_drain(paths, self.settings.batch_files), self.reader)
             if self.reader.unlisted:
                 self.health.unlisted(self.reader.unlisted)
-            removed = _drain(removals, self.settings.batch_files)
+            removed = self._files_of(_drain(removals, self.settings.batch_files))
             now = time.monotonic()
             due.extend(
                 location
@@ -280,6 +283,20 @@ class _Loop:
                 time.sleep(IDLE_POLL_SECONDS)
                 continue
             self._batch(due, removed)
+
+    def _files_of(self, removed: list[Removal]) -> list[Removal]:
+        """Removals of files, a removed directory's being those of the files indexed under it that
+        have no removal yet (it was deleted, or moved out of the tree, as a whole)."""
+        files = [removal for removal in removed if is_metadata_file_name(os.path.basename(removal.location))]
+        directories = [removal for removal in removed if removal not in files]
+        if directories:
+            self.writes.wait()  # files indexed just before are stored: they are under it too
+        for directory in directories:
+            files.extend(
+                Removal(location, directory.removed_ms, directory.source)
+                for location in self.store.gone(directory.location, pa.array([], pa.string()))
+            )
+        return files
 
     def _batch(self, due: list[str], removed: list[Removal]) -> None:
         started = time.monotonic()

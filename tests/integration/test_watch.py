@@ -416,3 +416,26 @@ def test_polling_counts_each_file_once(tmp_path: Path) -> None:
         watch.stop()
     counted = sum(int(n) for n in re.findall(r"(?<![\w-])indexed:(\d+)", watch.log.read_text()))
     assert counted == stored
+
+
+def test_a_directory_moved_out_of_the_tree_is_removed(watched: tuple[Path, Watch], tmp_path: Path) -> None:
+    """Found by the sixth adversarial trial: a view's directory, a `metadata/` directory or a whole
+    namespace moved out of the tree recorded no removal (inotify reports the directory alone), so
+    the views stayed current until an `index` of the tree."""
+    root, watch = watched
+    generate(root, views=6, commits=2, seed=3)
+    files = sorted(root.rglob("*.metadata.json"))
+    watch.wait_until("SELECT (SELECT count(*) FROM files) + (SELECT count(*) FROM quarantine)", len(files))
+    with open_reader(watch.db) as conn:
+        indexed = {row[0] for row in conn.execute("SELECT location FROM files").fetchall()}
+    namespaces = sorted(path for path in root.iterdir() if path.is_dir())
+    view = sorted(path for path in namespaces[0].iterdir() if path.is_dir())[0]
+    under = [*(view.rglob("*.metadata.json")), *(namespaces[-1].rglob("*.metadata.json"))]
+    moved = [path for path in under if str(path) in indexed]
+    assert namespaces[0] != namespaces[-1] and len(moved) >= 2
+    view.rename(tmp_path / "aside-view")
+    namespaces[-1].rename(tmp_path / "aside-namespace")
+    watch.wait_until("SELECT count(*) FROM removals", len(moved))
+    with open_reader(watch.db) as conn:
+        removed = conn.execute("SELECT location, source FROM removals ORDER BY 1").fetchall()
+    assert removed == [(str(path), "watch") for path in sorted(moved)]
