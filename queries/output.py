@@ -56,7 +56,7 @@ class TextOutput(Output):
 
     def _record(self, record: dict[str, Any], indent: int) -> None:
         pad = " " * indent
-        for key, item in record.items():
+        for key, item in ((_plain(name), value) for name, value in record.items()):
             if item == [] and indent == 0 and key == self.rows:
                 click.echo(f"{key}: (no rows)")
                 continue
@@ -74,10 +74,10 @@ class TextOutput(Output):
             elif isinstance(item, dict):
                 click.echo(f"{pad}{key}:")
                 for sub_key, sub_item in item.items():
-                    click.echo(f"{pad}  {sub_key} = {cell(sub_item, sub_key)}")
+                    click.echo(f"{pad}  {_plain(sub_key)} = {cell(sub_item, sub_key)}")
             elif isinstance(item, str) and "\n" in item:
                 click.echo(f"{pad}{key}:")
-                click.echo("\n".join(f"{pad}  | {line}" for line in item.splitlines()))
+                click.echo("\n".join(f"{pad}  | {_plain(line)}" for line in item.splitlines()))
             else:
                 click.echo(f"{pad}{key}: {cell(item, key)}")
 
@@ -179,7 +179,9 @@ are the parts of one identifier, else with `, `."""
 IDENTIFIER_KEYS = frozenset({"default_namespace", "namespace", "name", "name_path"})
 
 
-_CONTROLS = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F) if code not in (0x09, 0x0A)}
+_CONTROLS = {
+    code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if code not in (0x09, 0x0A)
+}
 """Control characters as their escapes: a value from a file (an engine name, a property) sends no
 escape sequence to the terminal (a title, colours, a cursor move)."""
 
@@ -188,8 +190,14 @@ def cell(value: Any, key: str | None = None, multiline: bool = False) -> str:
     """A value as a table cell reads, never as a Python repr: null is empty, booleans are
     true/false, lists and maps are joined; on one line a newline shows as `↵`, so that no value
     breaks a table's rows or reads as another; a control character shows as its escape (`\\x1b`)."""
-    text = _joined(value, key).translate(_CONTROLS)
+    text = _plain(_joined(value, key))
     return text if multiline else text.replace("\n", "↵")
+
+
+def _plain(text: Any) -> str:
+    """`text` with its control characters shown as escapes (`\\x1b`): a file's names, keys and
+    SQL reach no terminal as commands."""
+    return str(text).translate(_CONTROLS)
 
 
 def _joined(value: Any, key: str | None) -> str:
@@ -304,8 +312,9 @@ def table(
     cut. When the output goes elsewhere nothing is cut."""
     if not rows:
         return "(no rows)"
-    columns = _columns(rows, keep_empty)
-    cells = [[_cut(cell(row.get(c), c), max_width) for c in columns] for row in rows]
+    keys = _columns(rows, keep_empty)
+    cells = [[_cut(cell(row.get(c), c), max_width) for c in keys] for row in rows]
+    columns = [_plain(c) for c in keys]
     widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
     total = _terminal_width(indent)
     if total is not None and sum(widths) + 2 * (len(widths) - 1) > total:
@@ -340,10 +349,12 @@ def side_by_side_text(rows: list[dict[str, Any]]) -> str:
     cut to half its width, marked `…`."""
     width = _cell_width(0)
     numbers = max([len(str(row[key] or "")) for row in rows for key in ("before_line", "after_line")] or [1])
-    left = [f"{row['before_line'] or '':>{numbers}} {_cut(row['before'] or '', width)}" for row in rows]
+    left = [
+        f"{row['before_line'] or '':>{numbers}} {_cut(_plain(row['before'] or ''), width)}" for row in rows
+    ]
     left_width = max(map(len, left), default=0)
     return "\n".join(
         f"{_DIFF_MARKS[row['kind']]} {text.ljust(left_width)} | "
-        f"{row['after_line'] or '':>{numbers}} {_cut(row['after'] or '', width)}".rstrip()
+        f"{row['after_line'] or '':>{numbers}} {_cut(_plain(row['after'] or ''), width)}".rstrip()
         for row, text in zip(rows, left, strict=True)
     )

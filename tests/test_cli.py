@@ -18,9 +18,13 @@ from click.testing import CliRunner
 
 from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.pipeline.rows import QuarantinedFile
+from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries import api, output
 from viewlineage.queries.cli import cli
 from viewlineage.queries.output import table
+
+from .conftest import settings_for
+from .metadata_files import View
 
 
 def test_global_options_also_follow_the_command(sample_store: Path) -> None:
@@ -497,3 +501,22 @@ def test_a_quarantine_message_is_bounded() -> None:
     quarantined with a message of 16 MB."""
     quarantined = QuarantinedFile("kafka://t/0/1", "bad-event", "x" * 100_000, None, None)
     assert quarantined.message == "x" * 2_000 + "… (98,000 more characters)"
+
+
+def test_keys_sql_lines_and_diffs_reach_no_terminal_as_escape_sequences(tmp_path: Path) -> None:
+    """Found by the sixth adversarial trial: a property's key, multi-line SQL and the lines of a
+    `diff` printed a file's escape sequences raw (the title-setting one, C1 controls)."""
+    hostile = "\x1b]0;PWNED\x07\x1b[31mRED\x9b0m"
+    root = tmp_path / "warehouse"
+    view = View(root, "db", "v", "cb000000-0000-4000-8000-000000000001")
+    view.properties[f"k{hostile}"] = "v"
+    view.commit(1000, "SELECT 1 AS x")
+    view.commit(2000, f"SELECT 2 AS x\n/*{hostile}*/")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    for arguments in (["show", "db.v"], ["diff", "db.v"], ["history", "db.v"]):
+        printed = CliRunner().invoke(cli, [*arguments, "--db", str(db)]).output
+        assert not any(0x80 <= ord(c) < 0xA0 or (ord(c) < 0x20 and c not in "\n\t") for c in printed), (
+            arguments
+        )
+        assert "\\x1b]0;PWNED\\x07\\x1b[31mRED\\x9b0m" in printed, arguments
