@@ -19,6 +19,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 OPEN_MS = 2**63 - 1
+LATEST_MS = 2**62
+"""The time queries ask at for "the latest state": an activation dated after it (a timestamp far
+out of range) holds from it, so that the latest state shows it rather than no version."""
 """The open end of a span: later than any time a query asks about (BIGINT's largest)."""
 TABLES = ("view_spans", "preferred_copies")
 VIEW_ROWS = ("view_files", "activations", "versions")
@@ -38,12 +41,19 @@ STALE_CHUNK = 256
 _VIEW_SPANS = f"""
 INSERT INTO view_spans
 WITH held_versions AS (
-    SELECT view_id, version_id, timestamp_ms AS from_ms, coalesce(next_ms, {OPEN_MS}) AS until_ms FROM (
+    SELECT view_id, version_id, timestamp_ms AS from_ms, activated_ms,
+           coalesce(next_ms, {OPEN_MS}) AS until_ms
+    FROM (
         SELECT *, lead(timestamp_ms) OVER (PARTITION BY view_id ORDER BY timestamp_ms, version_id) AS next_ms
-        FROM activations WHERE view_id IN (SELECT view_id FROM _touched)
+        FROM (
+            SELECT view_id, version_id, least(timestamp_ms, {LATEST_MS}) AS timestamp_ms,
+                   timestamp_ms AS activated_ms
+            FROM activations
+        )
+        WHERE view_id IN (SELECT view_id FROM _touched)
     ) WHERE next_ms IS NULL OR timestamp_ms < next_ms
     UNION ALL
-    SELECT view_id, NULL, -{OPEN_MS}, min(timestamp_ms) FROM activations
+    SELECT view_id, NULL, -{OPEN_MS}, NULL, least(min(timestamp_ms), {LATEST_MS}) FROM activations
     WHERE view_id IN (SELECT view_id FROM _touched) GROUP BY view_id
 ),
 drops AS (
@@ -135,7 +145,7 @@ copy_reads AS (
 SELECT f.view_id, greatest(f.from_ms, coalesce(v.from_ms, -{OPEN_MS})),
        least(f.until_ms, coalesce(v.until_ms, {OPEN_MS})), f.location, f.view_uuid, f.catalog,
        array_to_string(f.name, chr(31)), f.commit_ms, f.commit_source, v.version_id,
-       CASE WHEN v.version_id IS NOT NULL THEN v.from_ms END, coalesce(o.version_hash, c.version_hash),
+       CASE WHEN v.version_id IS NOT NULL THEN v.activated_ms END, coalesce(o.version_hash, c.version_hash),
        nullif(array_to_string([
            coalesce(read.catalog, '') || chr(29)
                || array_to_string(list_append(read.namespace, read.name), chr(31))

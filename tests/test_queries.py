@@ -928,3 +928,19 @@ def test_views_whose_documents_name_one_location_are_not_incarnations(tmp_path: 
     with open_reader(db) as conn:
         assert api.history(conn, "db.a")["incarnations"] == []
         assert changes_module.changes(conn, view="db.a")["total"] == 1
+
+
+def test_an_activation_dated_past_every_question_is_the_latest_state(tmp_path: Path) -> None:
+    """Found by the sixth adversarial trial: a version activated at 2^63 - 1 ms made the view have
+    "no active version at any time", and `uses` and `impact` left it out altogether."""
+    root = tmp_path / "warehouse"
+    view = View(root, "db", "v", "d8000000-0000-4000-8000-000000000001")
+    view.commit(1000, "SELECT * FROM db.t")
+    view.log[-1]["timestamp-ms"] = view.versions[-1]["timestamp-ms"] = 2**63 - 1
+    view.commit(2000)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        assert api.show(conn, "db.v")["activated_ms"] == 2**63 - 1
+        assert [v["view"] for v in api.uses(conn, "db.t")["views"]] == ["prod.db.v"]
+        assert {f["code"] for f in api.findings(conn, view="db.v")} >= {"timestamp-out-of-range"}
