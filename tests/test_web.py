@@ -428,3 +428,30 @@ def test_findings_and_quarantine_come_a_page_at_a_time(browser: Browser, tmp_pat
         assert health.cells("findings", "view")[0] == "prod.db.v50"
         assert health.page.inner_text(".pages") == "previous\n51–60"
         health.close()
+
+
+def test_a_view_whose_current_version_is_not_stored_still_has_a_page(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """Found by the sixth adversarial trial: the View page of a view whose log names a version no
+    stored file holds was only a 400, hiding its timeline and findings; and the Impact page took a
+    change it does not know."""
+    root = tmp_path / "warehouse"
+    view = View(root, "db", "v", "cd000000-0000-4000-8000-000000000001")
+    view.commit(1000, "SELECT 1 AS x")
+    view.log.append({"timestamp-ms": 2000, "version-id": 99})
+    view.commit(2000)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with serving(db) as url:
+        visit = Visit(browser, f"{url}/view?view=db.v", "view-missing-version")
+        assert visit.page.inner_text("#no-diff").startswith(
+            "No versions side by side: view prod.db.v has no stored"
+        )
+        assert visit.cells("timeline", "kind") == ["created", "replaced"]
+        visit.close()
+        page = browser.new_page()
+        response = page.goto(f"{url}/impact?table=db.t&column=x&change=bogus")
+        assert response is not None and response.status == 400
+        assert page.inner_text(".error") == "400 change is one of drop, rename, type, not 'bogus'"
+        page.close()

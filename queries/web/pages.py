@@ -139,12 +139,14 @@ class Pages:
         self, request: Request, template: str, title: str, questions: dict[str, Question], **context: Any
     ) -> Response:
         answers: dict[str, Any] = {}
+        refused: dict[str, str] = {}
+        """Why an optional question was refused, for its part of the page to say."""
         try:
             with self.reader() as conn:
                 for key, question in questions.items():
                     answered = api.answer_on(conn, self.timeout, question.endpoint, question.items)
                     if answered.status == 400 and question.optional:
-                        answers[key] = None
+                        answers[key], refused[key] = None, answered.document["error"]
                     elif answered.status != 200:
                         return self._error(request, title, answered.status, answered.document["error"])
                     else:
@@ -154,7 +156,7 @@ class Pages:
         except duckdb.OutOfMemoryException as exc:  # opening the store, before the question's limit
             return self._error(request, title, 503, f"the store could not be read within query-memory: {exc}")
         page = TEMPLATES.get_template(template).render(
-            title=title, request=request, answers=answers, questions=questions, **context
+            title=title, request=request, answers=answers, refused=refused, questions=questions, **context
         )
         return HTMLResponse(page)
 
@@ -191,7 +193,8 @@ class Pages:
         questions = {
             "history": Question("history", (("view", view),)),
             "changes": Question("changes", (("view", view), ("limit", "500"))),
-            "diff": Question("diff", (("view", view), *versions)),
+            # A version the log names but no stored file holds cannot be diffed: the rest still shows.
+            "diff": Question("diff", (("view", view), *versions), optional=True),
             "findings": Question("findings", (("view", view),)),
         }
         return self._render(request, "view.html", view or "View", questions, view=view)
@@ -212,6 +215,9 @@ class Pages:
         """Pick a table, a column of its schema at T and a change: the views it breaks, how each uses
         the column and how sure each match is."""
         asked = dict(_given(request, ("table", "as_of", "column", "change", "target")))
+        if asked.get("change", "drop") not in _CHANGES:
+            choices = ", ".join(_CHANGES)
+            return self._error(request, "Impact", 400, f"change is one of {choices}, not {asked['change']!r}")
         questions = {}
         if "table" in asked:
             at = [("as_of", asked["as_of"])] if "as_of" in asked else []
