@@ -531,3 +531,29 @@ def test_an_id_that_is_no_uuid_never_passes_for_another_views(tmp_path: Path) ->
         "prod.db.spoof": (f"bad-uuid:loc:{root}/db/nouuid", "SELECT * FROM db.t_spoof"),
         "bad-uuid:not-a-uuid": ("bad-uuid:not-a-uuid", "SELECT * FROM db.t_odd"),
     }
+
+
+def test_a_symbolic_link_named_like_a_metadata_file_is_not_followed(tmp_path: Path) -> None:
+    """Found by the sixth adversarial trial: `metadata/00000-x.metadata.json -> /etc/passwd` was
+    opened and read (a link to a JSON file elsewhere would have been stored, readable through `sql`)."""
+    root = tmp_path / "warehouse"
+    good = root / "db" / "good" / "metadata" / "00001-fa6506c3-7681-40c8-86dc-e36561f83385.metadata.json"
+    good.parent.mkdir(parents=True)
+    good.write_bytes(VALID)
+    outside = tmp_path / "elsewhere.json"
+    outside.write_bytes(VALID)
+    link = root / "db" / "link" / "metadata" / "00001-0d7c0c7e-0000-4000-8000-000000000002.metadata.json"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(outside)
+    db = tmp_path / "store.duckdb"
+    result = _cli(db, "index", str(root), "--no-progress", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    with duckdb.connect(str(db), read_only=True) as conn:
+        assert conn.execute("SELECT location, reason, message FROM quarantine").fetchall() == [
+            (
+                str(link),
+                "not-a-regular-file",
+                f"{link}: a symbolic link (to {str(outside)!r}), not a regular file",
+            )
+        ]
+        assert conn.execute("SELECT count(*) FROM raw_documents").fetchone() == (1,)

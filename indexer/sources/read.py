@@ -145,8 +145,10 @@ _ESCAPED_BYTE = re.compile("%([89A-Fa-f][0-9A-Fa-f])")
 
 
 class LocalReader:
-    """Local files. Hidden directories (`.git`, `.cache`) are not descended into. Only regular
-    files are read; anything else named like a metadata file is refused (`NotRegularFile`)."""
+    """Local files. Hidden directories (`.git`, `.cache`) are not descended into, nor are links to
+    directories. Only regular files are read; anything else named like a metadata file is refused
+    (`NotRegularFile`), a symbolic link included: it may lead anywhere on the machine (`/etc/...`),
+    whose contents would then be stored for every reader of the store."""
 
     def __init__(self) -> None:
         self.unlisted: list[ReadError] = []
@@ -187,10 +189,15 @@ class LocalReader:
     def read(self, location: str, max_bytes: int, listed: ListedFile | None = None) -> FileRead:
         with mapped_errors(location):
             path = local_path(location)
+            if stat.S_ISLNK(os.lstat(path).st_mode):
+                raise NotRegularFile(
+                    location, f"a symbolic link (to {os.readlink(path)!r}), not a regular file"
+                )
             if not stat.S_ISREG(mode := os.stat(path).st_mode):  # a socket cannot even be opened
                 raise NotRegularFile(location, f"not a regular file (mode {stat.filemode(mode)})")
-            # Non-blocking: a FIFO put in its place since would otherwise wait for a writer, forever.
-            descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            # Non-blocking: a FIFO put in its place since would otherwise wait for a writer, forever;
+            # no following: a link put in its place since is refused too (ELOOP).
+            descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
             with os.fdopen(descriptor, "rb") as handle:
                 info = os.fstat(handle.fileno())
                 if not stat.S_ISREG(info.st_mode):
