@@ -94,7 +94,8 @@ class Settings(BaseModel):
         description="DuckDB memory limit of a process that answers queries (the query commands, "
         "`sql`, `serve`, a follower's API), e.g. `512MiB`. Queries do not spill to disk: one that "
         "needs more is stopped with an error (exit 1; HTTP 503). Some of DuckDB's functions build "
-        "strings outside the limit (`repeat`): `sql` is bounded by query-timeout there.",
+        "a whole string in one call, outside the limit and past query-timeout (`repeat`): `sql` "
+        "stops such a query only once that call returns.",
     )
     sql_max_rows: int = Field(
         100_000,

@@ -34,7 +34,7 @@ def parse_time(text: str) -> int:
     (1573518431292, 1573518431292, 1573518431000)
     """
     text = text.strip()
-    if number := re.fullmatch(r"(-?\d+)(s|ms|us)?", text):
+    if number := re.fullmatch(r"(-?[0-9]+)(s|ms|us)?", text):
         digits, unit = number.groups()
         if unit is None and abs(int(digits)) < SMALLEST_BARE_MS:
             raise UsageError(

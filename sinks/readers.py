@@ -144,6 +144,10 @@ def open_reader(
     path = Path(path)
     if not path.exists():
         raise StoreError(f"no store at {path}; run `viewlineage index` first")
+    if path.is_dir():
+        raise StoreError(
+            f"{path} is a directory: --db names the store's file (`{path / 'viewlineage.duckdb'}`)"
+        )
     deadline = time.monotonic() + retry_seconds
     while True:
         try:

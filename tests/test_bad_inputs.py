@@ -557,3 +557,11 @@ def test_a_symbolic_link_named_like_a_metadata_file_is_not_followed(tmp_path: Pa
             )
         ]
         assert conn.execute("SELECT count(*) FROM raw_documents").fetchone() == (1,)
+
+
+def test_a_byte_order_mark_is_no_reason_to_quarantine() -> None:
+    """Found by the sixth adversarial trial: a UTF-8 byte-order mark, which JSON parsers may ignore
+    and Java's do, quarantined the file as `not-json`."""
+    plain = parse_metadata(VALID, "/w/db/v/metadata/00001-x.metadata.json", ParseConfig())
+    marked = parse_metadata(b"\xef\xbb\xbf" + VALID, "/w/db/v/metadata/00001-x.metadata.json", ParseConfig())
+    assert marked.view == plain.view and marked.findings == plain.findings

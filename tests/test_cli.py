@@ -260,6 +260,16 @@ def test_found_by_the_adversary(sample_store: Path, tmp_path: Path) -> None:
     for text in ("9999-12-31T23:59:59-01:00", "0001-01-01T00:00:00+01:00"):
         with pytest.raises(UsageError, match=r"^time out of range \(years 1 to 9999 UTC\)"):
             api.parse_time(text)
+    with pytest.raises(
+        UsageError, match="not an ISO-8601 time or an epoch number"
+    ):  # sixth adversarial trial
+        api.parse_time("١٧٩٥٦٠٧٠٠٨s")  # digits of another script
+    folder = CliRunner().invoke(cli, ["show", "v", "--db", str(tmp_path)])
+    assert (folder.exit_code, folder.stderr) == (
+        1,
+        f"error: {tmp_path} is a directory: --db names the store's file "
+        f"(`{tmp_path / 'viewlineage.duckdb'}`)\n",
+    )
     garbage = tmp_path / "garbage.duckdb"
     garbage.write_text("garbage\n")
     shown = CliRunner().invoke(cli, ["show", "v", "--db", str(garbage)])

@@ -199,6 +199,8 @@ def parse_metadata(
     indexed.
     """
     document, was_gzip = decompress(raw, config.max_decompressed_bytes)
+    # A UTF-8 byte-order mark: JSON parsers may ignore one (RFC 8259, 8.1), and Java's readers do.
+    document = document.removeprefix(b"\xef\xbb\xbf")
     values = document.count(b",") + document.count(b"[") + document.count(b"{") + 1
     if values > config.max_json_values:
         raise QuarantineError(
