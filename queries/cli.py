@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -394,6 +395,36 @@ def serve(context: click.Context, port: int, host: str, auth_token_file: Path | 
         click.echo(f"serving {settings.db} at {server.url}/api/", err=True)
         while not stop.wait(1.0):
             pass
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--every",
+    type=click.FloatRange(min=1),
+    default=None,
+    help="Publish again every this many seconds until SIGTERM or Ctrl-C (default: once).",
+)
+@query_options
+@click.pass_context
+@handle_errors
+def publish(context: click.Context, directory: Path, every: float | None) -> None:
+    """Publish a snapshot of the store for BI tools at a fixed path: DIRECTORY/<table>.parquet for
+    changes, views, reads, findings and quarantine, each replaced whole (readers never see half of
+    one). Reads the newest replica, as `serve` does, so it keeps no writer out."""
+    from viewlineage.queries import publish as snapshots
+
+    settings = _query_settings(context)
+    readers = Readers(settings.db, store_without_replica=True, memory_limit=settings.query_memory)
+    with _until_signalled() as stop:
+        while True:
+            started = time.monotonic()
+            with readers.connect() as conn:
+                written = snapshots.publish(conn, directory)
+            counts = " ".join(f"{name}={rows}" for name, rows in written.items())
+            click.echo(f"published {counts} to {directory} in {time.monotonic() - started:.2f}s", err=True)
+            if every is None or stop.wait(every):
+                return
 
 
 @cli.command()

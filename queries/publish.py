@@ -1,0 +1,65 @@
+"""A read-only snapshot of the store for the BI tools users already run (Grafana, Superset,
+Metabase, Evidence): one Parquet file per table at a fixed path, which every one of them reads.
+
+A DuckDB file cannot be swapped under its readers: DuckDB opens the path more than once while it
+connects, and a reader between two opens would mix two files. A Parquet file is opened once per
+query, so each table is written beside its fixed name and renamed over it (`os.replace`, atomic on
+one filesystem): a query reads the whole of one snapshot, and one that started before the rename
+keeps reading the file it opened. The tables of one snapshot are consistent among themselves; two
+files read by one query may come from two snapshots published a moment apart.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+
+from viewlineage.queries.names import FOREVER_MS
+
+TABLES = {
+    "changes": "SELECT * FROM change_events ORDER BY changed_ms, view_id",
+    "views": """
+        SELECT view_id, dotted_name(catalog, name) AS view, catalog,
+               array_to_string(name[:-2], '.') AS namespace, version_id, activated_ms,
+               epoch_ms_time(activated_ms) AS activated_at, file_location, properties
+        FROM views_as_of($latest) ORDER BY view""",
+    "reads": """
+        SELECT r.view_id, dotted_name(v.catalog, v.name) AS view,
+               dotted_name(r.catalog, list_append(r.namespace, r.table_name)) AS reads,
+               r.target_view_id IS NOT NULL AS reads_view, r.suffix, r.pin,
+               ['exact', 'namespace-and-name', 'other-catalog', 'leading-part'][coalesce(r.read_match, 0) + 1]
+                   AS match
+        FROM view_reads_as_of($latest) r JOIN view_heads_as_of($latest) v USING (view_id)
+        ORDER BY view, reads""",
+    "findings": """
+        SELECT scope, code, severity, view_id, version_id, location, position, message FROM findings
+        ORDER BY code, view_id, version_id, location, position""",
+    "quarantine": """
+        SELECT location, reason, message, stored_bytes, modified_ms FROM quarantine ORDER BY location""",
+}
+"""What a snapshot holds: the table's name (its file is `<name>.parquet`) and the query that fills
+it, as of the latest state the store holds."""
+ROW_GROUP = 100_000
+
+
+def publish(conn: duckdb.DuckDBPyConnection, directory: Path) -> dict[str, int]:
+    """Write every table of `TABLES` to `directory/<name>.parquet`, each whole before it replaces
+    the one readers see; returns the rows of each."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for name, query in TABLES.items():
+        target = directory / f"{name}.parquet"
+        partial = directory / f".{name}.parquet.partial"
+        parameters = {"latest": FOREVER_MS} if "$latest" in query else {}
+        reader = conn.cursor().sql(query, params=parameters).to_arrow_reader(ROW_GROUP)
+        rows = 0
+        with pq.ParquetWriter(partial, reader.schema, compression="zstd") as writer:
+            for batch in reader:
+                writer.write_batch(batch)
+                rows += batch.num_rows
+        os.replace(partial, target)
+        written[name] = rows
+    return written

@@ -1,0 +1,78 @@
+"""`publish`: a snapshot of the store at a fixed path, one Parquet file per table, that BI tools
+(which open a path as often as they like) read whole while new snapshots replace it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import duckdb
+from click.testing import CliRunner
+
+from viewlineage.queries.cli import cli
+from viewlineage.queries.publish import TABLES, publish
+from viewlineage.sinks.readers import open_reader
+
+CHECK = "SELECT count(*), max(changed_ms), min(view) FROM '{}'"
+
+
+def test_a_snapshot_holds_every_table_as_the_store_answers(sample_store: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["publish", str(tmp_path / "bi"), "--db", str(sample_store)])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith(
+        f"published changes=24 views=6 reads=8 findings=24 quarantine=0 to {tmp_path / 'bi'} in "
+    )
+    assert sorted(path.name for path in (tmp_path / "bi").iterdir()) == sorted(f"{t}.parquet" for t in TABLES)
+    with open_reader(sample_store) as conn:
+        expected = conn.execute("SELECT count(*), max(changed_ms), min(view) FROM change_events").fetchone()
+    with duckdb.connect() as reader:
+        assert reader.execute(CHECK.format(tmp_path / "bi" / "changes.parquet")).fetchone() == expected
+        views = reader.execute(
+            f"SELECT view, namespace FROM '{tmp_path / 'bi' / 'views.parquet'}'"
+        ).fetchall()
+    assert ("prod.acme.finance.revenue_by_region", "acme.finance") in views
+
+
+def test_readers_connecting_in_a_loop_see_whole_snapshots(
+    sample_store: Path, table_store: Path, tmp_path: Path
+) -> None:
+    """Two stores published in turn into one directory, as fast as they can be, while readers open
+    the file by its path again and again: each query reads one whole snapshot of one of them."""
+    directory = tmp_path / "bi"
+    snapshots = {}
+    for store in (sample_store, table_store):
+        with open_reader(store) as conn:
+            publish(conn, directory)
+        with duckdb.connect() as reader:
+            snapshots[store] = reader.execute(CHECK.format(directory / "changes.parquet")).fetchone()
+    assert len(set(snapshots.values())) == 2
+    stop, published, seen, problems = threading.Event(), [0], [], []
+
+    def publisher() -> None:
+        connections = {store: open_reader(store) for store in snapshots}
+        while not stop.is_set():
+            for conn in connections.values():
+                publish(conn, directory)
+                published[0] += 1
+        for conn in connections.values():
+            conn.close()
+
+    def reader() -> None:
+        while not stop.is_set():
+            try:
+                with duckdb.connect() as conn:  # a new connection each time, as a dashboard's refresh
+                    seen.append(conn.execute(CHECK.format(directory / "changes.parquet")).fetchone())
+            except duckdb.Error as exc:
+                problems.append(str(exc))
+
+    threads = [threading.Thread(target=publisher), *(threading.Thread(target=reader) for _ in range(3))]
+    for thread in threads:
+        thread.start()
+    time.sleep(4)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    assert problems == []
+    assert published[0] >= 10 and len(seen) >= 100
+    assert set(seen) == set(snapshots.values())  # both, and nothing else: never half of one
