@@ -343,52 +343,40 @@ def _schema_rows(schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _commits_chart(by_day: list[dict[str, Any]]) -> dict[str, Any]:
-    """Vega-Lite: a table's commits per day (UTC), stacked by operation."""
+def _daily_chart(
+    values: list[dict[str, Any]], mark: dict[str, Any], y: dict[str, Any], height: int = 180
+) -> dict[str, Any]:
+    """Vega-Lite: `values` by day (UTC) on x, `y` encoded with `mark`."""
     return {
         "$schema": "https://vega.github.io/schema/vega-lite/v6.json",
         "width": "container",
-        "height": 180,
-        "data": {"values": by_day},
-        "mark": {"type": "bar", "tooltip": True},
-        "encoding": {
-            "x": {"field": "day", "type": "ordinal", "title": "day (UTC)"},
-            "y": {"field": "commits", "type": "quantitative", "stack": "zero", "title": "commits"},
-            "color": {"field": "operation", "type": "nominal"},
-        },
+        "height": height,
+        "data": {"values": values},
+        "mark": {"tooltip": True, **mark},
+        "encoding": {"x": {"field": "day", "type": "ordinal", "title": "day (UTC)"}, **y},
     }
+
+
+def _commits_chart(by_day: list[dict[str, Any]]) -> dict[str, Any]:
+    """A table's commits per day, stacked by operation."""
+    commits = {"field": "commits", "type": "quantitative", "stack": "zero", "title": "commits"}
+    return _daily_chart(
+        by_day, {"type": "bar"}, {"y": commits, "color": {"field": "operation", "type": "nominal"}}
+    )
 
 
 def _records_chart(records_by_day: list[dict[str, Any]]) -> dict[str, Any]:
-    """Vega-Lite: a table's records at each day's end (UTC), from its snapshots' summaries."""
-    return {
-        "$schema": "https://vega.github.io/schema/vega-lite/v6.json",
-        "width": "container",
-        "height": 180,
-        "data": {"values": records_by_day},
-        "mark": {"type": "line", "point": True, "tooltip": True},
-        "encoding": {
-            "x": {"field": "day", "type": "ordinal", "title": "day (UTC)"},
-            "y": {"field": "total_records", "type": "quantitative", "title": "records"},
-        },
-    }
+    """A table's records at each day's end, from its snapshots' summaries."""
+    records = {"field": "total_records", "type": "quantitative", "title": "records"}
+    return _daily_chart(records_by_day, {"type": "line", "point": True}, {"y": records})
 
 
 def _activity_chart(by_day: list[dict[str, Any]]) -> dict[str, Any]:
-    """Vega-Lite: changes per day (UTC), stacked by kind, in one colour per kind whatever the data."""
-    return {
-        "$schema": "https://vega.github.io/schema/vega-lite/v6.json",
-        "width": "container",
-        "height": 220,
-        "data": {"values": by_day},
-        "mark": {"type": "bar", "tooltip": True},
-        "encoding": {
-            "x": {"field": "day", "type": "ordinal", "title": "day (UTC)"},
-            "y": {"field": "changes", "type": "quantitative", "stack": "zero", "title": "changes"},
-            "color": {
-                "field": "kind",
-                "type": "nominal",
-                "scale": {"domain": list(_KINDS), "range": list(_KIND_COLOURS)},
-            },
-        },
+    """Changes per day, stacked by kind, in one colour per kind whatever the data."""
+    changes = {"field": "changes", "type": "quantitative", "stack": "zero", "title": "changes"}
+    colour = {
+        "field": "kind",
+        "type": "nominal",
+        "scale": {"domain": list(_KINDS), "range": list(_KIND_COLOURS)},
     }
+    return _daily_chart(by_day, {"type": "bar"}, {"y": changes, "color": colour}, height=220)
