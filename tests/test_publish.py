@@ -76,3 +76,21 @@ def test_readers_connecting_in_a_loop_see_whole_snapshots(
     assert problems == []
     assert published[0] >= 10 and len(seen) >= 100
     assert set(seen) == set(snapshots.values())  # both, and nothing else: never half of one
+
+
+def test_the_readme_dashboard_queries_run_on_a_snapshot(sample_store: Path, tmp_path: Path) -> None:
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    block = readme.split("<!-- dashboards:start -->", 1)[1].split("<!-- dashboards:end -->", 1)[0]
+    sql = block.split("```sql", 1)[1].split("```", 1)[0].replace("/srv/viewlineage/bi", str(tmp_path))
+    statements = [s for s in sql.split(";") if s.strip().removeprefix("--").strip() and "SELECT" in s]
+    with open_reader(sample_store) as conn:
+        publish(conn, tmp_path)
+    with duckdb.connect() as reader:
+        answers = [reader.execute(statement).fetchall() for statement in statements]
+    assert len(answers) == 7 and all(answers)
+    assert answers[0] == [
+        (answers[0][0][0], "created", 7),
+        (answers[0][0][0], "property-only", 3),
+        (answers[0][0][0], "replaced", 14),
+    ]  # the sample: one day
+    assert answers[4][0] == ("prod.db.events", 2)
