@@ -178,6 +178,17 @@ class Settings(BaseModel):
     metrics_host: str = Field(
         "127.0.0.1", alias="metrics-host", description="`consume`, `watch`: address for --metrics-port."
     )
+    publish_dir: Path | None = Field(
+        None,
+        alias="publish-dir",
+        description=(
+            "`consume`, `watch`: publish a Parquet snapshot of the store for BI tools into this "
+            "directory every publish-every seconds (as `viewlineage publish`), from the store it writes."
+        ),
+    )
+    publish_every: float = Field(
+        60.0, alias="publish-every", gt=0, description="`consume`, `watch`: seconds between snapshots."
+    )
     auth_token_file: Path | None = Field(
         None,
         alias="auth-token-file",

@@ -13,7 +13,6 @@ import os
 import signal
 import sys
 import threading
-import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -63,6 +62,8 @@ _FOLLOWING = (
     "metrics_port",
     "metrics_host",
     "auth_token_file",
+    "publish_dir",
+    "publish_every",
     *_QUERYING,
 )
 _CONSUMING = (
@@ -367,6 +368,18 @@ def _following(source: str, settings: Settings) -> Iterator[tuple[Health, thread
             server = serving.enter_context(WebServer(app, settings.metrics_host, settings.metrics_port))
             url = server.url
             health.log("serving", healthz=f"{url}/healthz", metrics=f"{url}/metrics", api=f"{url}/api/")
+        if settings.publish_dir is not None:
+            from viewlineage.queries.publish import publish_every
+
+            publishing = threading.Thread(
+                target=publish_every,
+                args=(readers.connect, settings.publish_dir, settings.publish_every, stop, health.log),
+                name="publish",
+                daemon=True,
+            )
+            publishing.start()
+            serving.callback(publishing.join)
+            serving.callback(stop.set)  # first (last in, first out): however the follower ends
         yield health, stop, readers
 
 
@@ -412,19 +425,15 @@ def publish(context: click.Context, directory: Path, every: float | None) -> Non
     """Publish a snapshot of the store for BI tools at a fixed path: DIRECTORY/<table>.parquet for
     changes, views, reads, findings and quarantine, each replaced whole (readers never see half of
     one). Reads the newest replica, as `serve` does, so it keeps no writer out."""
-    from viewlineage.queries import publish as snapshots
+    from viewlineage.queries.publish import publish_every
+
+    def log(event: str, **fields: Any) -> None:
+        click.echo(" ".join([event, *(f"{key}={value}" for key, value in fields.items())]), err=True)
 
     settings = _query_settings(context)
     readers = Readers(settings.db, store_without_replica=True, memory_limit=settings.query_memory)
     with _until_signalled() as stop:
-        while True:
-            started = time.monotonic()
-            with readers.connect() as conn:
-                written = snapshots.publish(conn, directory)
-            counts = " ".join(f"{name}={rows}" for name, rows in written.items())
-            click.echo(f"published {counts} to {directory} in {time.monotonic() - started:.2f}s", err=True)
-            if every is None or stop.wait(every):
-                return
+        publish_every(readers.connect, directory, every, stop, log)
 
 
 @cli.command()

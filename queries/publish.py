@@ -12,11 +12,17 @@ files read by one query may come from two snapshots published a moment apart.
 from __future__ import annotations
 
 import os
+import threading
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow.parquet as pq
 
+from viewlineage.indexer.errors import StoreError
 from viewlineage.queries.names import FOREVER_MS
 
 TABLES = {
@@ -63,3 +69,30 @@ def publish(conn: duckdb.DuckDBPyConnection, directory: Path) -> dict[str, int]:
         os.replace(partial, target)
         written[name] = rows
     return written
+
+
+def publish_every(
+    connect: Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]],
+    directory: Path,
+    every: float | None,
+    stop: threading.Event,
+    log: Callable[..., None],
+) -> None:
+    """Publish now, then every `every` seconds until `stop` is set (None: once). Each round is
+    logged (`published`, with its rows and seconds); one that fails (no store or replica yet, a
+    full disk) is logged as `publish-failed` and the next round tries again."""
+    while True:
+        started = time.monotonic()
+        try:
+            with connect() as conn:
+                written: dict[str, Any] = publish(conn, directory)
+        except (StoreError, duckdb.Error, OSError) as exc:
+            if every is None:
+                raise
+            log("publish-failed", directory=str(directory), error=str(exc))
+        else:
+            log(
+                "published", directory=str(directory), seconds=round(time.monotonic() - started, 3), **written
+            )
+        if every is None or stop.wait(every):
+            return

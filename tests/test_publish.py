@@ -20,9 +20,8 @@ CHECK = "SELECT count(*), max(changed_ms), min(view) FROM '{}'"
 def test_a_snapshot_holds_every_table_as_the_store_answers(sample_store: Path, tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["publish", str(tmp_path / "bi"), "--db", str(sample_store)])
     assert result.exit_code == 0, result.output
-    assert result.stderr.startswith(
-        f"published changes=24 views=6 reads=8 findings=24 quarantine=0 to {tmp_path / 'bi'} in "
-    )
+    assert result.stderr.startswith(f"published directory={tmp_path / 'bi'} seconds=")
+    assert result.stderr.endswith(" changes=24 views=6 reads=8 findings=24 quarantine=0\n")
     assert sorted(path.name for path in (tmp_path / "bi").iterdir()) == sorted(f"{t}.parquet" for t in TABLES)
     with open_reader(sample_store) as conn:
         expected = conn.execute("SELECT count(*), max(changed_ms), min(view) FROM change_events").fetchone()

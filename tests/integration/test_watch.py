@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import gzip
 import json
@@ -439,3 +440,27 @@ def test_a_directory_moved_out_of_the_tree_is_removed(watched: tuple[Path, Watch
     with open_reader(watch.db) as conn:
         removed = conn.execute("SELECT location, source FROM removals ORDER BY 1").fetchall()
     assert removed == [(str(path), "watch") for path in sorted(moved)]
+
+
+def test_a_follower_publishes_snapshots_for_bi_tools(tmp_path: Path) -> None:
+    root = tmp_path / "warehouse"
+    root.mkdir()
+    published = tmp_path / "bi"
+    watch = Watch(root, tmp_path / "store.duckdb", "--publish-dir", str(published), "--publish-every", "1")
+    try:
+        generate(root, views=5, commits=3, seed=7)
+        files = len(list(root.rglob("*.metadata.json")))
+        watch.wait_until("SELECT (SELECT count(*) FROM files) + (SELECT count(*) FROM quarantine)", files)
+        changes = watch.count("SELECT count(*) FROM change_events")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the next round after the last batch
+            with contextlib.suppress(duckdb.Error), duckdb.connect() as reader:
+                found = reader.execute(f"SELECT count(*) FROM '{published / 'changes.parquet'}'").fetchone()
+                if found == (changes,):
+                    break
+            time.sleep(0.2)
+        else:
+            raise AssertionError(f"no snapshot of {changes} changes: {watch.log.read_text()[-2000:]}")
+    finally:
+        watch.stop()
+    assert re.search(r"^published directory=\S+ seconds=\S+ changes=\d+ ", watch.log.read_text(), re.M)
