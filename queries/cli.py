@@ -745,7 +745,7 @@ def changes_command(
     type=click.IntRange(1, table_history.MAX_PAGE),
     default=50,
     show_default=True,
-    help="Snapshots listed.",
+    help="Snapshots listed (and changes of main's snapshot).",
 )
 @click.option("--offset", type=click.IntRange(min=0), default=0, help="Snapshots skipped, newest first.")
 @format_option

@@ -73,7 +73,9 @@ def table_history(
             (SELECT list({'made_current_ms': timestamp_ms, 'snapshot_id': snapshot_id}
                          ORDER BY timestamp_ms DESC, snapshot_id DESC) FROM (
                 SELECT DISTINCT timestamp_ms, snapshot_id FROM snapshot_log WHERE table_id = $table
-                ORDER BY timestamp_ms DESC LIMIT $limit OFFSET $offset)) AS main_history
+                ORDER BY timestamp_ms DESC LIMIT $limit OFFSET $offset)) AS main_history,
+            (SELECT count(*) FROM (SELECT DISTINCT timestamp_ms, snapshot_id FROM snapshot_log
+                                   WHERE table_id = $table)) AS main_history_total
         """,
         {"table": resolved.table_id, "limit": limit, "offset": offset},
     )
@@ -89,6 +91,7 @@ def table_history(
         "main_history": [
             {**row, "made_current_at": iso(row["made_current_ms"])} for row in answer["main_history"] or []
         ],
+        "main_history_total": answer["main_history_total"],
         "schemas": _schemas(conn, resolved.table_id),
     }
 

@@ -41,6 +41,7 @@ def test_snapshots_newest_first_a_page_at_a_time(table_store: Path) -> None:
         {"day": "1970-01-03", "total_records": 12},
         {"day": "1970-01-04", "total_records": None},
     ]
+    assert first["main_history_total"] == 5
     assert [(row["made_current_at"], row["snapshot_id"]) for row in first["main_history"]] == [
         ("1970-01-04T00:00:05.000Z", 12),
         ("1970-01-04T00:00:00.000Z", 14),

@@ -455,3 +455,36 @@ def test_a_view_whose_current_version_is_not_stored_still_has_a_page(
         assert response is not None and response.status == 400
         assert page.inner_text(".error") == "400 change is one of drop, rename, type, not 'bogus'"
         page.close()
+
+
+def test_the_slider_stands_at_the_day_shown_and_a_long_timeline_is_paged(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """Found by the UI trial: the day slider stood at the last day whatever the time shown, with no
+    day named; and a view's timeline stopped at 500 changes without saying so."""
+    day = 86_400_000
+    root = tmp_path / "warehouse"
+    view = View(root, "db", "v", "ce300000-0000-4000-8000-000000000001")
+    for number in range(505):  # one change a minute from day 1, so that three days hold changes
+        view.commit(day + number * 60_000 + (day if number >= 200 else 0) + (day if number >= 400 else 0),
+                    f"SELECT {number} AS x FROM db.t")  # fmt: skip
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with serving(db) as url:
+        visit = Visit(browser, f"{url}/lineage?name=db.t&as_of=1970-01-03T12:00Z", "lineage-slider-day")
+        assert visit.page.input_value("#day-slider") == "1"
+        assert visit.page.inner_text("#day-shown") == "1970-01-03"
+        visit.close()
+        timeline = Visit(browser, f"{url}/view?view=db.v", "view-timeline-paged")
+        assert len(timeline.cells("timeline", "kind")) == 500
+        assert timeline.page.inner_text("section:has(#timeline) .pages") == "1–500 of 505\nolder"
+        timeline.page.click("section:has(#timeline) .pages a[rel=next]")
+        timeline.page.wait_for_url("**offset=500")
+        assert timeline.cells("timeline", "kind") == [
+            "created",
+            "replaced",
+            "replaced",
+            "replaced",
+            "replaced",
+        ]
+        timeline.close()

@@ -34,6 +34,8 @@ TEMPLATES = jinja2.Environment(
     undefined=jinja2.StrictUndefined,
 )
 PAGE_SIZE = 50
+TIMELINE_PAGE = 500
+"""A view's timeline shows this many changes at a time (a view replaced every hour has thousands)."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ class Pages:
                 "Activity",
                 ("since", "until", "namespace", "engine", "dialect", "kind", "offset"),
             ),
-            ("/view", self.view, "View", ("view", "before", "after")),
+            ("/view", self.view, "View", ("view", "before", "after", "offset")),
             ("/lineage", self.lineage, "Lineage", ("name", "as_of", "compare", "depth")),
             ("/impact", self.impact, "Impact", ("table", "as_of", "column", "change", "target")),
             ("/table", self.table, "Table", ("table", "as_of", "offset")),
@@ -190,14 +192,25 @@ class Pages:
         changes, findings and earlier or later views at its path."""
         view = request.query_params.get("view", "")
         versions = _given(request, ("before", "after"))
+        offset = request.query_params.get("offset", "0")
         questions = {
             "history": Question("history", (("view", view),)),
-            "changes": Question("changes", (("view", view), ("limit", "500"))),
+            "changes": Question(
+                "changes", (("view", view), ("limit", str(TIMELINE_PAGE)), ("offset", offset))
+            ),
             # A version the log names but no stored file holds cannot be diffed: the rest still shows.
             "diff": Question("diff", (("view", view), *versions), optional=True),
             "findings": Question("findings", (("view", view),)),
         }
-        return self._render(request, "view.html", view or "View", questions, view=view)
+        return self._render(
+            request,
+            "view.html",
+            view or "View",
+            questions,
+            view=view,
+            page_size=TIMELINE_PAGE,
+            page_url=lambda to: f"/view?{urlencode([('view', view), *versions, ('offset', str(to))])}",
+        )
 
     def lineage(self, request: Request) -> Response:
         """What a view or table reads and what reads it at a time, drawn as a layered graph (tables

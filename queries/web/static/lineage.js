@@ -57,6 +57,9 @@ if (target) {
 const slider = document.getElementById("day-slider");
 if (slider) {
   const days = slider.dataset.days.split(",");
+  slider.addEventListener("input", () => {
+    document.getElementById("day-shown").value = days[slider.value];
+  });
   slider.addEventListener("change", () => {
     document.getElementById("as-of").value = `${days[slider.value]}T23:59:59.999Z`;
     document.getElementById("lineage-form").submit();
