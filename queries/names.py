@@ -15,7 +15,7 @@ import duckdb
 from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.parse.locations import is_metadata_file_name, normalize_location
 from viewlineage.sinks.readers import check_stopped
-from viewlineage.sinks.spans import LATEST_MS
+from viewlineage.sinks.schema import LATEST_MS
 
 FOREVER_MS = LATEST_MS
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")

@@ -40,6 +40,12 @@ def migrations() -> list[Migration]:
 
 
 SCHEMA_VERSION = max(m.id for m in migrations())
+OPEN_MS = 2**63 - 1
+"""The open end of a span (`view_spans.until_ms`): later than any time a query asks about
+(BIGINT's largest)."""
+LATEST_MS = 2**62
+"""The time queries ask at for "the latest state": an activation dated after it (a timestamp far
+out of range) holds from it, so that the latest state shows it rather than no version."""
 
 
 def applied(conn: duckdb.DuckDBPyConnection) -> list[int]:

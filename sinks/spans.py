@@ -18,11 +18,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-OPEN_MS = 2**63 - 1
-LATEST_MS = 2**62
-"""The time queries ask at for "the latest state": an activation dated after it (a timestamp far
-out of range) holds from it, so that the latest state shows it rather than no version."""
-"""The open end of a span: later than any time a query asks about (BIGINT's largest)."""
+from viewlineage.sinks.schema import LATEST_MS, OPEN_MS
+
 TABLES = ("view_spans", "preferred_copies")
 VIEW_ROWS = ("view_files", "activations", "versions")
 """Store tables whose new rows change their views' spans and preferred copies."""
