@@ -20,12 +20,13 @@ from click.testing import CliRunner
 
 from viewlineage.indexer.errors import DecompressionBomb, ObjectTooLarge, QuarantineError, TruncatedGzip
 from viewlineage.indexer.parse.config import ParseConfig
-from viewlineage.indexer.parse.metadata import decompress, parse_metadata
+from viewlineage.indexer.parse.metadata import ParsedVersion, decompress, parse_metadata
 from viewlineage.indexer.pipeline.health import Health
 from viewlineage.indexer.pipeline.indexer import Indexer
 from viewlineage.indexer.pipeline.rows import Batch, QuarantinedFile
 from viewlineage.indexer.pipeline.runs import gap_batch, index_locations
 from viewlineage.indexer.sources.read import FileRead, LocalReader
+from viewlineage.indexer.spec.findings import Severity
 from viewlineage.queries.cli import cli
 from viewlineage.sinks.store import Store
 
@@ -59,7 +60,7 @@ def test_gzip_bomb_stops_at_the_limit() -> None:
 def test_concatenated_gzip_members_are_one_document() -> None:
     half = len(VALID) // 2
     data = gzip.compress(VALID[:half]) + gzip.compress(VALID[half:])
-    assert decompress(data, 1 << 20) == (VALID, True)
+    assert decompress(data, 1 << 20) == (VALID, True, 0)
 
 
 def test_over_size_file(tmp_path: Path) -> None:
@@ -565,3 +566,57 @@ def test_a_byte_order_mark_is_no_reason_to_quarantine() -> None:
     plain = parse_metadata(VALID, "/w/db/v/metadata/00001-x.metadata.json", ParseConfig())
     marked = parse_metadata(b"\xef\xbb\xbf" + VALID, "/w/db/v/metadata/00001-x.metadata.json", ParseConfig())
     assert marked.view == plain.view and marked.findings == plain.findings
+
+
+def test_bytes_after_the_gzip_stream_are_ignored_with_a_finding() -> None:
+    """Found by the sixth adversarial trial: bytes after the gzip stream were dropped silently.
+    Java's GZIPInputStream ignores them too, so the document is read; a finding says so."""
+    location = "s3://bucket/warehouse/default.db/event_agg/metadata/00001-x.metadata.json"
+    assert decompress(gzip.compress(VALID) + b"\0" * 512, 1 << 20) == (VALID, True, 0)
+    assert decompress(gzip.compress(VALID) + b"garbage\0\0", 1 << 20) == (VALID, True, 9)
+    plain = parse_metadata(gzip.compress(VALID), location, ParseConfig())
+    trailed = parse_metadata(gzip.compress(VALID) + b"garbage\0\0", location, ParseConfig())
+    assert trailed.view == plain.view
+    assert [(f.code, f.severity, f.message, f.path) for f in trailed.findings] == [
+        (
+            "gzip-trailing-bytes",
+            Severity.WARNING,
+            "9 bytes after the gzip stream are not gzip; ignored, as Java's readers ignore them",
+            "$",
+        )
+    ]
+
+
+def test_a_key_written_twice_reads_the_last_value_with_a_finding() -> None:
+    """Found by the sixth adversarial trial: a repeated key silently kept its last value (as Java's
+    Jackson does). The finding names the key and the object that repeats it."""
+    location = "s3://bucket/warehouse/default.db/event_agg/metadata/00001-x.metadata.json"
+    text = VALID.decode()
+    kept = '"sql" : "SELECT\\n    COUNT(1), CAST(event_ts AS DATE)\\nFROM prod.default.events'
+    assert text.count(kept) == 1  # Jackson's pretty printer: a space before each colon
+    repeated = text.replace(kept, '"sql" : "SELECT a FROM prod.default.decoy", ' + kept)
+    repeated = repeated.replace('"comment" :', '"comment" : "first", "comment" :')
+    parsed = parse_metadata(repeated.encode(), location, ParseConfig())
+    assert parsed.view is not None and parsed.view.properties == {"comment": "Daily event counts"}
+    version = parsed.view.versions[1]
+    assert isinstance(version, ParsedVersion) and "decoy" not in (version.representations[0].sql or "")
+    said = "times; the last value is read, as Java's readers (Jackson) read it"
+    assert [(f.code, f.severity, f.message, f.path) for f in parsed.findings] == [
+        ("duplicate-key", Severity.WARNING, f"key 'comment' is written 2 {said}", "$.properties"),
+        (
+            "duplicate-key",
+            Severity.WARNING,
+            f"key 'sql' is written 2 {said}",
+            "$.versions[1].representations[0]",
+        ),
+    ]
+    # A colon the text escapes inside a string is no key; in a document of over 1 MiB, keys are
+    # counted another way.
+    escaped = text.replace('"Daily event counts"', '"Daily\\u003a event counts"')
+    assert parse_metadata(escaped.encode(), location, ParseConfig()).findings == ()
+    large = text.replace('"Daily event counts"', '"' + "a:" * (1 << 20) + '"')
+    assert parse_metadata(large.encode(), location, ParseConfig()).findings == ()
+    large_repeated = large.replace('"comment" :', '"comment": "first", "comment" :')
+    assert [f.path for f in parse_metadata(large_repeated.encode(), location, ParseConfig()).findings] == [
+        "$.properties"
+    ]
