@@ -15,12 +15,14 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser
 
+from viewlineage.indexer.pipeline.rows import Batch, Removal
 from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries.impact import impact, parse_change
 from viewlineage.queries.web.app import store_health, web_app
 from viewlineage.queries.web.auth import protected
 from viewlineage.queries.web.server import WebServer
 from viewlineage.sinks.readers import open_reader
+from viewlineage.sinks.store import Store
 
 from .browser import Visit, launched, needs_chromium
 from .conftest import ROOT, settings_for
@@ -62,6 +64,25 @@ def test_activity_charts_counts_and_lists_the_changes(browser: Browser, site: st
     page.wait_for_url("**/?namespace=sales")
     assert page.inner_text("#total") == "3 changes · 2 created · 1 replaced"
     visit.close()
+
+
+def test_changes_that_name_no_engine_have_a_named_row(browser: Browser, tmp_path: Path) -> None:
+    """Found by the sixth adversarial trial: a drop names no engine, and its count stood in a row
+    with an empty name."""
+    root = tmp_path / "warehouse"
+    dropped = View(root, "db", "v", "ce400000-0000-4000-8000-000000000001").commit(1000, "SELECT 1 AS x")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=lake"))
+    with Store(db, replica_interval=None) as store:
+        store.write(Batch(removals=[Removal(str(dropped), 2000, "watch")]))
+    with serving(db) as url:
+        visit = Visit(browser, f"{url}/", "activity-no-engine")
+        assert visit.cells("by-engine", "engine") == [
+            "spark",
+            "none named (drops; versions whose summary names none)",
+        ]
+        assert visit.cells("by-engine", "changes") == ["1", "1"]
+        visit.close()
 
 
 def test_activity_pages_and_filters_are_in_the_url(browser: Browser, site: str) -> None:
