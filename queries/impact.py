@@ -48,7 +48,7 @@ from viewlineage.queries.names import (
 DROP, RENAME, CHANGE_TYPE = "drop-column", "rename-column", "change-type"
 ANALYSIS_FAILED = frozenset({"column-analysis-error", "sql-parse-error"})
 """Findings of a column analysis that found no uses because it failed, not because there are none."""
-MATCHES = ("exact", "namespace-and-name", "other-catalog", "leading-part")
+MATCHES = ("exact", "namespace-and-name", "other-catalog", "leading-part", "tied-file")
 STORED_COLUMN = "stored-column"
 """The `kind` of an already-broken view's column that its `*` of the table no longer gives where
 the engine looks for it (see `_Reader.missing_outputs`), though the view's stored column list has it."""

@@ -1,4 +1,5 @@
-"""Point-in-time indexes (migrations 0006, 0009, 0010, 0012, 0017 and 0018), derived from the stored rows.
+"""Point-in-time indexes (migrations 0006, 0009, 0010, 0012, 0017, 0018 and 0020), derived from the
+stored rows.
 
 `view_spans` turns "which file and which version held at T, was that file removed by then, and
 what did that version read" into one interval filter. The spans and preferred copies of the views
@@ -34,6 +35,15 @@ FILLED_BY = (
 STALE_CHUNK = 256
 """Stale views derived per transaction: each chunk's spans are looked up by key (below
 `INDEXED_LOOKUP_KEYS` views), and a transaction's memory does not grow with the store."""
+
+
+def _read_paths(reads: str) -> str:
+    """The spans' text form of a list of references (`read_paths`, migration 0009)."""
+    return f"""nullif(array_to_string([
+           coalesce(read.catalog, '') || chr(29)
+               || array_to_string(list_append(read.namespace, read.name), chr(31))
+           FOR read IN {reads}], chr(30)), '')"""
+
 
 _VIEW_SPANS = f"""
 INSERT INTO view_spans
@@ -78,7 +88,7 @@ placed_files AS (
 ranked_files AS (
     -- One pass over the touched views' file rows: the spans keep few of their columns, and at 10^6
     -- files fetching a row's columns from cold blocks is what a batch's spans cost.
-    SELECT view_id, location, view_uuid, catalog, name, commit_ms, commit_source,
+    SELECT view_id, location, view_uuid, catalog, name, commit_ms, commit_source, sequence_number,
            lead(commit_ms) OVER ranked AS next_ms,
            lead(location) OVER ranked IS NULL AS newest,
            min(commit_ms) OVER (PARTITION BY view_id) AS first_ms
@@ -88,7 +98,7 @@ ranked_files AS (
         ORDER BY commit_ms NULLS LAST, coalesce(sequence_number, -1), NOT removed, location)
 ),
 held_files AS (
-    SELECT view_id, location, view_uuid, catalog, name, commit_ms,
+    SELECT view_id, location, view_uuid, catalog, name, commit_ms, sequence_number,
            CASE WHEN commit_ms IS NOT NULL THEN commit_source END AS commit_source,
            CASE WHEN first_ms IS NULL OR commit_ms = first_ms THEN -{OPEN_MS} ELSE commit_ms END AS from_ms,
            CASE WHEN first_ms IS NULL THEN {OPEN_MS} ELSE coalesce(next_ms, {OPEN_MS}) END AS until_ms
@@ -114,9 +124,22 @@ own_copies AS (
     JOIN file_versions fv ON fv.location = f.location AND fv.version_id = p.version_id
     GROUP BY fv.location, fv.version_id
 ),
+tied_copies AS (
+    -- A file that ties with the one in force (one commit time and sequence number: a competing
+    -- commit, or the view's uuid in two directories): which of them holds the view is a guess, so
+    -- the copy of the version the other made current is kept too, with what it reads (rare).
+    SELECT h.location AS held_location, arg_max(fv.version_hash, fv.ordinal) AS version_hash
+    FROM held_files h
+    JOIN placed_files t ON t.view_id = h.view_id AND t.location <> h.location
+     AND t.commit_ms IS NOT DISTINCT FROM h.commit_ms
+     AND t.sequence_number IS NOT DISTINCT FROM h.sequence_number
+    JOIN file_versions fv ON fv.location = t.location AND fv.version_id = t.current_version_id
+    GROUP BY h.location, t.location
+),
 held_copies AS (
     SELECT DISTINCT c.version_hash FROM copies c JOIN held_versions v USING (view_id, version_id)
     UNION SELECT version_hash FROM own_copies
+    UNION SELECT version_hash FROM tied_copies
 ),
 kept_reads AS (
     SELECT version_hash, any_value(reads) AS reads FROM _replaced_spans
@@ -138,22 +161,24 @@ copy_reads AS (
     LEFT JOIN (SELECT lineage_key, reads FROM lineage WHERE lineage_key IN (SELECT lineage_key FROM used)) l
         USING (lineage_key)
     GROUP BY n.version_hash
+),
+tied_reads AS (
+    SELECT t.held_location, list_distinct(flatten(list(r.reads))) AS reads
+    FROM tied_copies t JOIN copy_reads r USING (version_hash) GROUP BY t.held_location
 )
 SELECT f.view_id, greatest(f.from_ms, coalesce(v.from_ms, -{OPEN_MS})),
        least(f.until_ms, coalesce(v.until_ms, {OPEN_MS})), f.location, f.view_uuid, f.catalog,
        array_to_string(f.name, chr(31)), f.commit_ms, f.commit_source, v.version_id,
        CASE WHEN v.version_id IS NOT NULL THEN v.activated_ms END, coalesce(o.version_hash, c.version_hash),
-       nullif(array_to_string([
-           coalesce(read.catalog, '') || chr(29)
-               || array_to_string(list_append(read.namespace, read.name), chr(31))
-           FOR read IN r.reads], chr(30)), ''), d.dropped_ms, r.reads,
-       hash(regexp_replace(f.location, '(/metadata)?/[^/]*$', ''))
+       {_read_paths("r.reads")}, d.dropped_ms, r.reads,
+       hash(regexp_replace(f.location, '(/metadata)?/[^/]*$', '')), {_read_paths("t.reads")}
 FROM held_files f
 LEFT JOIN held_versions v ON v.view_id = f.view_id AND v.from_ms < f.until_ms AND f.from_ms < v.until_ms
 LEFT JOIN copies c ON c.view_id = f.view_id AND c.version_id = v.version_id
 LEFT JOIN own_copies o ON o.location = f.location AND o.version_id = v.version_id
 LEFT JOIN copy_reads r ON r.version_hash = coalesce(o.version_hash, c.version_hash)
-LEFT JOIN drops d ON d.location = f.location"""
+LEFT JOIN drops d ON d.location = f.location
+LEFT JOIN tied_reads t ON t.held_location = f.location"""
 """A file holds from its commit to the next file's (ties: greater sequence number, then location);
 the first also before its commit. A view none of whose files has a commit time (no object time, no
 log) is held by its file with the greatest sequence number, then location, at every time. A version

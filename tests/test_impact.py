@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 from click.testing import CliRunner
 
@@ -18,6 +19,7 @@ from viewlineage.queries import api
 from viewlineage.queries.cli import cli
 from viewlineage.queries.impact import impact, parse_change, promotion_is_safe
 from viewlineage.sinks.readers import open_reader
+from viewlineage.sinks.store import Store
 
 from .conftest import settings_for
 from .metadata_files import Table, View, schema_of, write
@@ -906,3 +908,40 @@ def test_an_answer_from_tied_files_says_so(tmp_path: Path) -> None:
         "drop-column prod.db.t.customer_id (long): 0 view(s) affected; 1 view(s) reading it have tied "
         "metadata files (competing-commit), and were analysed from one of them chosen by location: see `tied`"
     )
+
+
+def test_a_view_whose_tied_file_reads_the_table_is_a_reader_that_says_so(tmp_path: Path) -> None:
+    """Found by the sixth adversarial trial: of two tied files of one view, the one taken reads
+    another table; the other reads `db.t`. `uses db.t` and `impact` did not name the view at all.
+    A store made before migration 0020 answers the same once a writer opens it."""
+    root = tmp_path / "warehouse"
+    Table(root, "db", "t", "ca100000-0000-4000-8000-000000000001", schema=schema_of(("c", "long"))).commit(
+        500, 1
+    )
+    first = View(root, "db", "z", "ca100000-0000-4000-8000-00000000000d").commit(1000, "SELECT c FROM db.t")
+    document = json.loads(first.read_text())
+    document["versions"][0]["representations"][0]["sql"] = "SELECT 1 AS c FROM db.other"
+    second = write(first.with_name("00000-zz.metadata.json"), document, 1000)
+    View(root, "db", "on_z", "ca100000-0000-4000-8000-00000000000e").commit(1000, "SELECT c FROM db.z")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with duckdb.connect(str(db)) as conn:  # as before migration 0020: no tied reads in the spans
+        conn.execute("DROP INDEX view_spans_by_view")
+        conn.execute("ALTER TABLE view_spans DROP COLUMN tied_read_paths")
+        conn.execute("CREATE INDEX view_spans_by_view ON view_spans (view_id)")
+        conn.execute("DELETE FROM _migrations WHERE id = 20")
+    with Store(db, replica_interval=None):
+        pass
+    with open_reader(db) as conn:
+        used = api.uses(conn, "db.t", transitive=True)
+        dropped = impact(conn, "db.t", parse_change("c", None, None))
+    assert [(v["view"], v["depth"], v["match"]) for v in used["views"]] == [
+        ("prod.db.z", 1, "tied-file"),
+        ("prod.db.on_z", 2, "tied-file"),
+    ]
+    assert used["uncertain"] == 2
+    tied = [
+        {"view": "prod.db.z", "view_id": "ca100000-0000-4000-8000-00000000000d", "tied_files": [str(first)]}
+    ]
+    assert used["tied"] == dropped["tied"] == tied
+    assert str(second) > str(first)

@@ -121,7 +121,8 @@ FROM spans s LEFT JOIN spans newest ON newest.until_ms = 9223372036854775807 AND
 WHERE s.from_ms <= t AND t < s.until_ms;
 
 -- view_heads_as_of(t): every view current at t with its version (the copy that counts, and what
--- it reads, as `read_paths` and `reads`, see view_spans) and the facts of its file in force (see
+-- it reads, as `read_paths` and `reads`, see view_spans; what the current versions of files that
+-- tie with its file in force read, as `tied_read_paths`) and the facts of its file in force (see
 -- file_state_key). A name is held per metadata directory by the view whose file there was
 -- committed last: a view dropped and re-created at the same path is replaced by the new uuid from
 -- the new file's commit on, and two directories whose names differ only in case (names are
@@ -131,7 +132,8 @@ WHERE s.from_ms <= t AND t < s.until_ms;
 -- strings, the costliest to decompress).
 CREATE OR REPLACE MACRO view_heads_as_of(t) AS TABLE
 SELECT view_id, view_uuid, catalog, string_split(name_path, chr(31)) AS name, version_id, activated_ms,
-       location AS file_location, commit_ms, commit_source, version_hash, name_path, read_paths, reads
+       location AS file_location, commit_ms, commit_source, version_hash, name_path, read_paths, reads,
+       tied_read_paths
 FROM view_spans
 WHERE from_ms <= t AND t < until_ms AND version_id IS NOT NULL AND (dropped_ms IS NULL OR t < dropped_ms)
 QUALIFY row_number() OVER (
@@ -140,7 +142,7 @@ QUALIFY row_number() OVER (
 
 -- views_as_of(t): view_heads_as_of(t) with the properties of each view's file in force.
 CREATE OR REPLACE MACRO views_as_of(t) AS TABLE
-SELECT h.* EXCLUDE (version_hash, name_path, read_paths, reads), f.properties
+SELECT h.* EXCLUDE (version_hash, name_path, read_paths, reads, tied_read_paths), f.properties
 FROM view_heads_as_of(t) h JOIN view_files f ON f.location = h.file_location;
 
 -- tied_files_of(ids, t): of the views `ids` (a list), those whose file in force at t ties with other

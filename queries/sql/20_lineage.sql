@@ -87,10 +87,12 @@ FROM walk;
 --   other-catalog       the same namespace and name in a catalog no stored view or table is in:
 --                       an engine's own name for the table's catalog, if no --catalog-alias says so;
 --   leading-part        one leading part more, which the indexer read as a namespace level for
---                       want of a known catalog of that name (`lake.crm.t` read in spark_catalog).
+--                       want of a known catalog of that name (`lake.crm.t` read in spark_catalog);
+--   tied-file           read by the current version of a file that ties with the view's file in
+--                       force (`tied_files_of`): which of them holds the view is a guess.
 CREATE OR REPLACE MACRO uses_as_of(ref_catalog, ref_parts, t) AS TABLE
 WITH RECURSIVE current AS MATERIALIZED (
-    SELECT view_id, catalog, name_path, read_paths,
+    SELECT view_id, catalog, name_path, read_paths, tied_read_paths,
            CASE WHEN name_path IS NULL THEN view_id
                 ELSE path_name(catalog, name_path) END AS view_name
     FROM view_heads_as_of(t)
@@ -98,8 +100,12 @@ WITH RECURSIVE current AS MATERIALIZED (
 reads AS MATERIALIZED (
     SELECT *, split_part(read_name, chr(31), -1) AS tail FROM (
         SELECT view_id, view_name, nullif(split_part(entry, chr(29), 1), '') AS catalog,
-               split_part(entry, chr(29), 2) AS read_name
-        FROM (SELECT view_id, view_name, unnest(string_split(read_paths, chr(30))) AS entry FROM current)
+               split_part(entry, chr(29), 2) AS read_name, tied
+        FROM (SELECT view_id, view_name, unnest(string_split(read_paths, chr(30))) AS entry, false AS tied
+              FROM current
+              UNION ALL
+              SELECT view_id, view_name, unnest(string_split(tied_read_paths, chr(30))), true
+              FROM current WHERE tied_read_paths IS NOT NULL)
     )
 ),
 catalogs AS MATERIALIZED (
@@ -113,6 +119,7 @@ named AS MATERIALIZED (
 direct AS (
     SELECT view_id, view_name, catalog,
            CASE
+               WHEN tied THEN 4
                WHEN read_name <> array_to_string(ref_parts, chr(31)) THEN 3
                WHEN catalog = ref_catalog THEN 0
                WHEN catalog IS NULL OR ref_catalog IS NULL THEN 1
@@ -133,6 +140,7 @@ walk(view_id, depth, path, catalog_unknown, certainty, path_names) AS (
     -- for the table's (joined on the last part, so that the join stays a hash join).
     SELECT r.view_id, w.depth + 1, list_prepend(r.view_id, w.path), w.catalog_unknown OR r.catalog IS NULL,
            greatest(w.certainty, CASE
+               WHEN r.tied THEN 4
                WHEN r.read_name <> n.read_name THEN 3
                WHEN r.catalog = n.catalog THEN 0
                WHEN r.catalog IS NULL OR n.catalog IS NULL THEN 1
@@ -150,7 +158,7 @@ walk(view_id, depth, path, catalog_unknown, certainty, path_names) AS (
                     OR split_part(r.read_name, chr(31), 1) NOT IN (SELECT catalog FROM catalogs))))
 )
 SELECT view_id, path_names[1] AS view_name, depth, path, path_names, catalog_unknown,
-       ['exact', 'namespace-and-name', 'other-catalog', 'leading-part'][certainty + 1] AS match
+       ['exact', 'namespace-and-name', 'other-catalog', 'leading-part', 'tied-file'][certainty + 1] AS match
 FROM walk;
 
 -- lineage_unknown_as_of(t): the views current at t that could read anything, as far as the store
