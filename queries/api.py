@@ -7,6 +7,7 @@ and ISO-8601 UTC out; `parse_time` turns user input (ISO-8601, naive = UTC, or e
 from __future__ import annotations
 
 import difflib
+import itertools
 from typing import Any
 
 import duckdb
@@ -32,6 +33,9 @@ from viewlineage.queries.names import (
     version_copy,
     views_named,
 )
+
+MATCHES = ("exact", "namespace-and-name", "other-catalog", "leading-part", "tied-file")
+"""How surely a read names a table, surest first (`uses_as_of`, `deps_as_of`)."""
 
 
 def _version_rows(
@@ -404,6 +408,7 @@ def deps(
         [view.view_id, at, transitive],
     )
     names = _names(conn, {v for row in rows for v in row["path"]}, at)
+    _mark_guessed_catalogs(conn, rows, at)
     seen: set[tuple[Any, ...]] = set()
     reads = []
     for row in rows:
@@ -447,6 +452,48 @@ def deps(
         "tied_files": state["tied_files"],
         "lineage_unknown": unknown,
     }
+
+
+def _mark_guessed_catalogs(conn: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]], at: int) -> None:
+    """Make `leading-part` the match of each `deps_as_of` row, and of the rows read through it, whose
+    read the indexer resolved on a guess: a name of three parts or more whose first is no known
+    catalog (`ext.raw.clicks`), read as a namespace level in the view's catalog though it may name
+    a catalog (the indexing finding `catalog-ambiguous`). Nothing indexed need have either name for
+    that to be a guess; a read naming its catalog (`prod.ext.raw.clicks`) is none."""
+    candidates = [row for row in rows if len(row["namespace"]) > 1]
+    if not candidates:
+        return
+    guessed = {
+        (found["view_id"], found["catalog"], tuple(found["namespace"]), found["name"])
+        for found in query_rows(
+            conn,
+            """
+            SELECT DISTINCT h.view_id, r.catalog, r.namespace, r.name
+            FROM view_heads_as_of(?2) h
+            JOIN representations p ON p.version_hash = h.version_hash
+            JOIN table_references r ON r.lineage_key = p.lineage_key
+            WHERE list_contains(?1, h.view_id) AND r.catalog_source <> 'explicit' AND len(r.namespace) > 1
+              AND r.namespace[1] NOT IN (SELECT catalog FROM view_names WHERE catalog IS NOT NULL
+                                         UNION SELECT catalog FROM table_names WHERE catalog IS NOT NULL)""",
+            [sorted({row["path"][-1] for row in candidates}), at],
+        )
+    }
+    if not guessed:
+        return
+    leading_part = "leading-part"
+    steps = set()  # (reader, view read): reads of views resolved on a guess
+    for row in rows:
+        if (row["path"][-1], row["catalog"], tuple(row["namespace"]), row["table_name"]) in guessed:
+            row["match"] = _least_sure(row["match"], leading_part)
+            if row["target_view_id"] is not None:
+                steps.add((row["path"][-1], row["target_view_id"]))
+    for row in rows:
+        if any((reader, read) in steps for reader, read in itertools.pairwise(row["path"])):
+            row["match"] = _least_sure(row["match"], leading_part)
+
+
+def _least_sure(match: str, other: str) -> str:
+    return max(match, other, key=MATCHES.index)
 
 
 def _read_target(conn: duckdb.DuckDBPyConnection, row: dict[str, Any]) -> str:

@@ -31,7 +31,7 @@ from viewlineage.indexer.lineage.columns import (
 )
 from viewlineage.indexer.lineage.config import LineageConfig
 from viewlineage.indexer.lineage.tables import LineageRequest
-from viewlineage.queries.api import is_named, lineage_unknown, show, table_reference, tied_files
+from viewlineage.queries.api import MATCHES, is_named, lineage_unknown, show, table_reference, tied_files
 from viewlineage.queries.names import (
     FOREVER_MS,
     ResolvedTable,
@@ -48,11 +48,9 @@ from viewlineage.queries.names import (
 DROP, RENAME, CHANGE_TYPE = "drop-column", "rename-column", "change-type"
 ANALYSIS_FAILED = frozenset({"column-analysis-error", "sql-parse-error"})
 """Findings of a column analysis that found no uses because it failed, not because there are none."""
-MATCHES = ("exact", "namespace-and-name", "other-catalog", "leading-part", "tied-file")
 STORED_COLUMN = "stored-column"
 """The `kind` of an already-broken view's column that its `*` of the table no longer gives where
 the engine looks for it (see `_Reader.missing_outputs`), though the view's stored column list has it."""
-"""How sure a reference names the changed table, surest first (see `uses_as_of`)."""
 _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 _PROMOTIONS = {("int", "long"), ("float", "double")}
 

@@ -910,6 +910,41 @@ def test_a_read_matched_by_its_leading_part_names_the_indexed_table(tmp_path: Pa
     assert [(u["view"], u["match"]) for u in users] == [("db.v", "leading-part")]
 
 
+def test_a_read_whose_first_part_may_be_a_catalog_is_no_exact_match(tmp_path: Path) -> None:
+    """Found by the sixth adversarial trial: `ext.raw.clicks`, `ext` no known catalog, is read as
+    namespace `ext.raw` of the view's catalog (indexing says `catalog-ambiguous`), and `deps`
+    called it `exact` when nothing of either name was indexed. A read naming its catalog is exact;
+    a view read through the guessed read inherits the doubt."""
+    root = tmp_path / "warehouse"
+    View(root, "db", "v", "d7000000-0000-4000-8000-000000000001").commit(
+        1000, "SELECT * FROM ext.raw.clicks JOIN prod.ns.sub.t USING (id)"
+    )
+    View(root, "db", "w", "d7000000-0000-4000-8000-000000000002").commit(1000, "SELECT * FROM db.v")
+    View(root, "db", "x", "d7000000-0000-4000-8000-000000000003").commit(1000, "SELECT * FROM db.v_alias.v")
+    View(root, "ext/raw", "nested", "d7000000-0000-4000-8000-000000000004").commit(1000, "SELECT * FROM db.t")
+    View(root, "db", "y", "d7000000-0000-4000-8000-000000000005").commit(1000, "SELECT * FROM ext.raw.nested")
+    db = tmp_path / "store.duckdb"
+    stats = index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    assert stats.findings["catalog-ambiguous"] == 3
+    with open_reader(db) as conn:
+        reads = api.deps(conn, "db.w", transitive=True)
+        guessed_view = api.deps(conn, "db.x")
+        through_guess = api.deps(conn, "db.y", transitive=True)
+    assert [(r["table"], r["depth"], r["target"], r["match"]) for r in reads["reads"]] == [
+        ("prod.db.v", 1, "view", "exact"),
+        ("prod.ext.raw.clicks", 2, "not-indexed", "leading-part"),
+        ("prod.ns.sub.t", 2, "not-indexed", "exact"),
+    ]
+    assert reads["uncertain"] == 1
+    assert [(r["table"], r["match"]) for r in guessed_view["reads"]] == [
+        ("prod.db.v_alias.v", "leading-part")
+    ]
+    assert [(r["table"], r["depth"], r["target"], r["match"]) for r in through_guess["reads"]] == [
+        ("prod.ext.raw.nested", 1, "view", "leading-part"),
+        ("prod.db.t", 2, "not-indexed", "leading-part"),
+    ]
+
+
 def test_views_whose_documents_name_one_location_are_not_incarnations(tmp_path: Path) -> None:
     """Found by the sixth adversarial trial: two live views in `db/a` and `db/b` whose documents
     both wrote `"location": "s3://lake/wh/db/shared"` were linked as earlier and later views of one
