@@ -21,6 +21,8 @@ in the event consumers, leave the offset uncommitted.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class Terminal:
     """Marker: retrying cannot help; quarantine and move on."""
@@ -124,4 +126,9 @@ class ServiceUnavailable(ViewLineageError):
 
 
 class UsageError(ViewLineageError):
-    """A user-supplied argument is wrong: an unknown or ambiguous view, a malformed time."""
+    """A user-supplied argument is wrong: an unknown or ambiguous view, a malformed time.
+    `suggestions`: what could be asked instead (close names, or the ids an ambiguous name has)."""
+
+    def __init__(self, message: str, suggestions: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.suggestions = tuple(suggestions)

@@ -539,9 +539,11 @@ def table_reference(conn: duckdb.DuckDBPyConnection, table: str) -> tuple[str | 
     catalog only if the store knows it."""
     parts = name_parts(table)
     if len(parts) < 2:
+        hint = did_you_mean(conn, table)
         raise UsageError(
             f"no table or view {table!r} in the store (one it has not indexed is named with its "
-            f"namespace){did_you_mean(conn, table)}"
+            f"namespace){hint.text}",
+            hint.names,
         )
     catalog = parts[0] if len(parts) >= 3 and _is_catalog(conn, parts[0]) else None
     return catalog, parts[1:] if catalog else parts
@@ -603,9 +605,10 @@ def uses(
         [catalog, reference, at, transitive],
     )
     if not views and not is_named(conn, reference):
+        hint = did_you_mean(conn, table)
         raise UsageError(
-            f"no table or view {table!r} in the store, and no stored SQL reads one of that name"
-            f"{did_you_mean(conn, table)}"
+            f"no table or view {table!r} in the store, and no stored SQL reads one of that name{hint.text}",
+            hint.names,
         )
     return {
         "table": dotted([catalog, *reference]),

@@ -90,9 +90,11 @@ def _find(conn: duckdb.DuckDBPyConnection, ref: str, at: int) -> Materialized:
     try:
         table = resolve_table(conn, ref)
     except UsageError:
+        hint = did_you_mean(conn, ref)
         raise UsageError(
             f"no materialized view {ref!r} in the store: no view, and no storage table, of that name"
-            f"{did_you_mean(conn, ref)}"
+            f"{hint.text}",
+            hint.names,
         ) from None
     found = _storage_table_mv(conn, table.table_id, table.name, at)
     if found is None:

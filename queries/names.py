@@ -8,7 +8,7 @@ import os
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 
@@ -174,11 +174,13 @@ def _one(conn: duckdb.DuckDBPyConnection, kind: str, ref: str, rows: list[dict[s
         (row[f"{kind}_id"], display_name(row["catalog"], row["name"], row[f"{kind}_id"])) for row in rows
     ]
     if not named:
-        raise UsageError(f"no {kind} {ref!r} in the store{did_you_mean(conn, ref, kind)}")
+        hint = did_you_mean(conn, ref, kind)
+        raise UsageError(f"no {kind} {ref!r} in the store{hint.text}", hint.names)
     if len(named) > 1:
         raise UsageError(
             f"{ref!r} is ambiguous: {', '.join(f'{name} ({key})' for key, name in named)}; "
-            f"name one by its uuid"
+            f"name one by its uuid",
+            [key for key, _ in named],
         )
     return named[0]
 
@@ -277,11 +279,18 @@ def tables_named(conn: duckdb.DuckDBPyConnection, ref: str) -> list[dict[str, An
     return rows
 
 
-def did_you_mean(conn: duckdb.DuckDBPyConnection, text: str, wanted: str | None = None) -> str:
+class Hint(NamedTuple):
+    text: str
+    """`; did you mean ...?` (empty when nothing is close), for the end of an error message."""
+    names: tuple[str, ...]
+    """The names it offers (`UsageError.suggestions`)."""
+
+
+def did_you_mean(conn: duckdb.DuckDBPyConnection, text: str, wanted: str | None = None) -> Hint:
     """`; did you mean ...?` with the stored names of views and tables, and the tables stored SQL
     reads, closest to `text` (compared with and without their catalog, and each tail of their
-    names, as names may be typed); empty when none is close. When a `wanted` kind ("view",
-    "table") was asked for and `text` names the other, it says so."""
+    names, as names may be typed). When a `wanted` kind ("view", "table") was asked for and `text`
+    names the other, it says so."""
     names = query_rows(
         conn,
         """
@@ -300,13 +309,15 @@ def did_you_mean(conn: duckdb.DuckDBPyConnection, text: str, wanted: str | None 
     other = {"view": "table", "table": "view"}.get(wanted or "")
     if other is not None and other in kinds.get(asked, set()):
         command = "show" if other == "view" else "table"
-        return f"; {spelled[asked]} is a {other} (`viewlineage {command} {spelled[asked]}`)"
-    close = dict.fromkeys(
-        spelled[name]
-        for name in difflib.get_close_matches(asked, spelled, n=6, cutoff=0.75)
-        if name != asked and spelled[name] != asked
-    )
-    return f"; did you mean {', '.join(list(close)[:5])}?" if close else ""
+        return Hint(f"; {spelled[asked]} is a {other} (`viewlineage {command} {spelled[asked]}`)", ())
+    close = list(
+        dict.fromkeys(
+            spelled[name]
+            for name in difflib.get_close_matches(asked, spelled, n=6, cutoff=0.75)
+            if name != asked and spelled[name] != asked
+        )
+    )[:5]
+    return Hint(f"; did you mean {', '.join(close)}?" if close else "", tuple(close))
 
 
 def _holders(conn: duckdb.DuckDBPyConnection, named: list[dict[str, Any]], at: int) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, Response, sync_playwright
 
 from .conftest import ROOT
 
@@ -38,18 +38,32 @@ def launched() -> Iterator[Browser]:
 class Visit:
     """A page opened in a fresh tab, failing on any console error or failed request."""
 
-    def __init__(self, browser: Browser, url: str, name: str) -> None:
+    def __init__(self, browser: Browser, url: str, name: str, status: int = 200) -> None:
+        """`status`: what the page itself answers (a page refusing its question, 400)."""
         self.page: Page = browser.new_page(viewport={"width": 1400, "height": 1000})
         self.problems: list[str] = []
-        self.page.on("console", lambda m: self.problems.append(m.text) if m.type == "error" else None)
+        # Chromium logs a page answered with an error status as a failed load: expected of `status`.
+        expected = f"Failed to load resource: the server responded with a status of {status} "
+        self.page.on(
+            "console",
+            lambda m: (
+                self.problems.append(m.text)
+                if m.type == "error" and (status == 200 or not m.text.startswith(expected))
+                else None
+            ),
+        )
         self.page.on("pageerror", lambda error: self.problems.append(str(error)))
         self.page.on("requestfailed", lambda request: self.problems.append(f"failed: {request.url}"))
-        self.page.on(
-            "response", lambda r: self.problems.append(f"{r.status}: {r.url}") if r.status >= 400 else None
-        )
+        self.page.on("response", lambda r: self._check(r, status))
         response = self.page.goto(url, wait_until="networkidle")
-        assert response is not None and response.status == 200, url
+        assert response is not None and response.status == status, url
         self.name = name
+
+    def _check(self, response: Response, expected: int) -> None:
+        if response.status >= 400 and not (
+            response.request.is_navigation_request() and response.status == expected
+        ):
+            self.problems.append(f"{response.status}: {response.url}")
 
     def cells(self, table: str, column: str) -> list[str]:
         return self.page.locator(f"#{table} td[data-column={column}]").all_inner_texts()
@@ -58,4 +72,4 @@ class Visit:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         self.page.screenshot(path=ARTIFACTS / f"{self.name}.png", full_page=True)
         self.page.close()
-        assert self.problems == []
+        assert self.problems == [], self.problems

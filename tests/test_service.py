@@ -242,6 +242,19 @@ def test_bad_requests_say_why(
     assert (answered, answer["error"].split(";")[0]) == (status, error)
 
 
+def test_a_refusal_lists_the_names_it_suggests(sample_store: Path) -> None:
+    """Found by the first UI trial: "did you mean" was text only, which neither a page nor a client
+    can follow. A 400's document lists the names (`did_you_mean`), or the ids of an ambiguous one."""
+    assert call(sample_store, "/api/show", view="prod.db.event_ag") == (
+        400,
+        {
+            "error": "no view 'prod.db.event_ag' in the store; did you mean prod.db.event_agg?",
+            "did_you_mean": ["prod.db.event_agg"],
+        },
+    )
+    assert call(sample_store, "/api/show", view="db.zzz") == (400, {"error": "no view 'db.zzz' in the store"})
+
+
 @pytest.mark.integration
 def test_serve_answers_from_the_store_and_never_keeps_a_writer_out(
     sample_store: Path, tmp_path: Path

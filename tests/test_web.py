@@ -149,6 +149,36 @@ def test_an_unknown_view_is_a_page_saying_why(browser: Browser, site: str) -> No
     page.close()
 
 
+def test_a_refused_question_keeps_the_form_and_links_what_it_suggests(browser: Browser, site: str) -> None:
+    """Found by the first UI trial: a refusal was a page of its own, without the form that asked, so
+    a misspelt name or a day before the view existed (the slider goes there) was a dead end; "did
+    you mean" was text."""
+    visit = Visit(browser, f"{site}/lineage?name=prod.db.event_ag&depth=2", "lineage-misspelt", status=400)
+    page = visit.page
+    assert page.inner_text(".error") == (
+        "400 no table or view 'prod.db.event_ag' in the store, and no stored SQL reads one of that name; "
+        "did you mean prod.db.event_agg, prod.db.event_tags, prod.db.events?"
+    )
+    assert page.input_value("#lineage-form input[name=name]") == "prod.db.event_ag"
+    links = page.locator("#suggestions a")
+    assert links.all_inner_texts() == ["prod.db.event_agg", "prod.db.event_tags", "prod.db.events"]
+    assert links.first.get_attribute("href") == "/lineage?name=prod.db.event_agg&depth=2"
+    links.first.click()
+    page.wait_for_selector("#graph-summary")
+    assert page.url.endswith("/lineage?name=prod.db.event_agg&depth=2")
+    visit.close()
+    early = Visit(
+        browser, f"{site}/lineage?name=prod.db.event_agg&as_of=2020-01-01", "lineage-early", status=400
+    )
+    assert early.page.inner_text(".error") == (
+        "400 view prod.db.event_agg was not current at 2020-01-01T00:00:00.000Z "
+        "(not created yet, or dropped): ask as of another time, or compare two times"
+    )
+    assert early.page.input_value("#as-of") == "2020-01-01"
+    assert early.page.locator("#day-slider").count() == 1
+    early.close()
+
+
 def test_the_vendored_scripts_are_the_ones_fetched_with_their_licences() -> None:
     """`scripts/vendor_web_assets.py --check`: each committed file has the SHA-256 the manifest
     recorded when it was fetched from the npm registry, and each package's licence is beside it."""

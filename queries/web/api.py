@@ -286,9 +286,14 @@ def answer_on(
         tabled = endpoint.tabled(document) if endpoint.tabled else document
         return Answer(200, document, csv_text(_table(tabled, parameters.rows)))
     except UsageError as exc:
-        return Answer(400, {"error": str(exc)})
+        return Answer(400, refusal(exc))
     except StoreError as exc:
         return Answer(503, {"error": str(exc)})
+
+
+def refusal(exc: UsageError) -> dict[str, Any]:
+    """A 400's document: the error, and what could be asked instead when something comes close."""
+    return {"error": str(exc), **({"did_you_mean": list(exc.suggestions)} if exc.suggestions else {})}
 
 
 def _table(document: Any, rows: str | None) -> list[dict[str, Any]]:

@@ -123,50 +123,69 @@ class Pages:
             repeated = sorted({name for name in names if names.count(name) > 1})
             if unknown:
                 expected = ", ".join(sorted(takes)) or "none"
-                return self._error(
-                    request,
-                    title,
-                    400,
-                    f"unknown parameter {', '.join(unknown)}; this page takes: {expected}",
-                )
+                message = f"unknown parameter {', '.join(unknown)}; this page takes: {expected}"
+                return self._error(request, title, Refusal(400, message))
             if repeated:
-                return self._error(
-                    request, title, 400, f"parameter given more than once: {', '.join(repeated)}"
-                )
+                message = f"parameter given more than once: {', '.join(repeated)}"
+                return self._error(request, title, Refusal(400, message))
             return page(request)
 
         return checked
 
     def _render(
-        self, request: Request, template: str, title: str, questions: dict[str, Question], **context: Any
+        self,
+        request: Request,
+        template: str,
+        title: str,
+        questions: dict[str, Question],
+        *,
+        retry: str | None = None,
+        keeps_form: bool = True,
+        **context: Any,
     ) -> Response:
+        """The page `template` with the answers to `questions`. A question refused (400) leaves its
+        part of the page out: an optional one's part says why (`refused`); otherwise the page says
+        it at the top (`refusal`, with links asking each name the refusal suggests instead, as the
+        parameter `retry`), above the form, so that the input can be mended in place; a page with
+        nothing but its answers (`keeps_form` false) is then an error page."""
         answers: dict[str, Any] = {}
         refused: dict[str, str] = {}
-        """Why an optional question was refused, for its part of the page to say."""
+        refusal = None
         try:
             with self.reader() as conn:
                 for key, question in questions.items():
                     answered = api.answer_on(conn, self.timeout, question.endpoint, question.items)
-                    if answered.status == 400 and question.optional:
-                        answers[key], refused[key] = None, answered.document["error"]
+                    if answered.status == 400 and (question.optional or keeps_form):
+                        answers[key] = None
+                        if question.optional:
+                            refused[key] = answered.document["error"]
+                        else:
+                            refusal = refusal or _refusal(request, answered, retry)
                     elif answered.status != 200:
-                        return self._error(request, title, answered.status, answered.document["error"])
+                        return self._error(request, title, _refusal(request, answered, retry))
                     else:
                         answers[key] = answered.document
         except StoreError as exc:
-            return self._error(request, title, 503, str(exc))
+            return self._error(request, title, Refusal(503, str(exc)))
         except duckdb.OutOfMemoryException as exc:  # opening the store, before the question's limit
-            return self._error(request, title, 503, f"the store could not be read within query-memory: {exc}")
+            message = f"the store could not be read within query-memory: {exc}"
+            return self._error(request, title, Refusal(503, message))
         page = TEMPLATES.get_template(template).render(
-            title=title, request=request, answers=answers, refused=refused, questions=questions, **context
+            title=title,
+            request=request,
+            answers=answers,
+            refused=refused,
+            refusal=refusal,
+            questions=questions,
+            **context,
         )
-        return HTMLResponse(page)
+        return HTMLResponse(page, status_code=refusal.status if refusal else 200)
 
-    def _error(self, request: Request, title: str, status: int, message: str) -> Response:
+    def _error(self, request: Request, title: str, refusal: Refusal) -> Response:
         page = TEMPLATES.get_template("error.html").render(
-            title=title, request=request, status=status, message=message, questions={}
+            title=title, request=request, refusal=refusal, questions={}
         )
-        return HTMLResponse(page, status_code=status)
+        return HTMLResponse(page, status_code=refusal.status)
 
     def activity(self, request: Request) -> Response:
         """Changes across the warehouse: a chart by day and kind, counts by namespace, engine and
@@ -207,6 +226,8 @@ class Pages:
             "view.html",
             view or "View",
             questions,
+            retry="view",
+            keeps_form=False,
             view=view,
             page_size=TIMELINE_PAGE,
             page_url=lambda to: f"/view?{urlencode([('view', view), *versions, ('offset', str(to))])}",
@@ -221,7 +242,13 @@ class Pages:
         if dict(asked).get("name"):
             questions["graph"] = Question("graph", asked)
         return self._render(
-            request, "lineage.html", "Lineage", questions, asked=dict(asked), depths=("1", "2", "3", "5")
+            request,
+            "lineage.html",
+            "Lineage",
+            questions,
+            retry="name",
+            asked=dict(asked),
+            depths=("1", "2", "3", "5"),
         )
 
     def impact(self, request: Request) -> Response:
@@ -230,7 +257,8 @@ class Pages:
         asked = dict(_given(request, ("table", "as_of", "column", "change", "target")))
         if asked.get("change", "drop") not in _CHANGES:
             choices = ", ".join(_CHANGES)
-            return self._error(request, "Impact", 400, f"change is one of {choices}, not {asked['change']!r}")
+            message = f"change is one of {choices}, not {asked['change']!r}"
+            return self._error(request, "Impact", Refusal(400, message))
         questions = {}
         if "table" in asked:
             at = [("as_of", asked["as_of"])] if "as_of" in asked else []
@@ -241,7 +269,9 @@ class Pages:
                 column = asked["column"]
                 value = column if change == "drop_column" else f"{column}={asked.get('target', '')}"
                 questions["impact"] = Question("impact", (("table", asked["table"]), *at, (change, value)))
-        return self._render(request, "impact.html", "Impact", questions, asked=asked, changes=_CHANGES)
+        return self._render(
+            request, "impact.html", "Impact", questions, retry="table", asked=asked, changes=_CHANGES
+        )
 
     def table(self, request: Request) -> Response:
         """One table: its state at T, its snapshots over time (commits and records per day, a page
@@ -261,6 +291,7 @@ class Pages:
             "table.html",
             asked.get("table", "Table"),
             questions,
+            retry="table",
             asked=asked,
             page_size=PAGE_SIZE,
             page_url=lambda to: f"/table?{urlencode({**asked, 'offset': str(to)})}",
@@ -318,11 +349,35 @@ class Pages:
             "findings.html",
             "Findings",
             {"findings": Question("findings", (*filters, *page))},
+            retry="view",
             asked=asked,
             offset=int(asked.get("offset", "0")) if asked.get("offset", "0").isdigit() else 0,
             page_size=PAGE_SIZE,
             page_url=lambda to: f"/findings?{urlencode([*filters, ('offset', str(to))])}",
         )
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a page cannot show what was asked (its status), and what could be asked instead:
+    (name, the page's URL asking for it) pairs."""
+
+    status: int
+    error: str
+    suggestions: tuple[tuple[str, str], ...] = ()
+
+
+def _refusal(request: Request, answered: api.Answer, retry: str | None) -> Refusal:
+    """The refusal of an `/api/` answer, its suggestions as links to this page with `retry` (the
+    parameter naming what was not found) asking each instead, from its first page."""
+    if retry is None:
+        return Refusal(answered.status, answered.document["error"])
+    kept = [(key, value) for key, value in request.query_params.multi_items() if key not in (retry, "offset")]
+    suggestions = tuple(
+        (name, f"{request.url.path}?{urlencode([(retry, name), *kept])}")
+        for name in answered.document.get("did_you_mean", [])
+    )
+    return Refusal(answered.status, answered.document["error"], suggestions)
 
 
 def _result_link(row: dict[str, Any]) -> str:
