@@ -380,8 +380,14 @@ class ObjectGets:
             result = obstore.get(self._store(bucket), key, options={"version": version} if version else None)
         except FileNotFoundError as exc:
             raise ObjectMissing(location, "no such object") from exc
-        except obstore.exceptions.BaseError as exc:
+        except (obstore.exceptions.BaseError, ValueError) as exc:  # ValueError: a key it cannot parse
             raise GetFailed(str(exc).splitlines()[0]) from exc
+        except BaseException as exc:
+            # A panic in Rust (a key too long for a URI) is pyo3's PanicException, a BaseException
+            # no module exports: the object is left to s3fs like any other obstore failure.
+            if type(exc).__name__ != "PanicException":
+                raise
+            raise GetFailed(f"obstore panicked: {str(exc).splitlines()[0]}") from exc
         meta = result.meta
         if meta["size"] > max_bytes:
             raise ObjectTooLarge(location, f"{meta['size']} bytes is over the {max_bytes}-byte limit")

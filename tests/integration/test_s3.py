@@ -153,3 +153,37 @@ def test_announced_objects_are_read_through_obstore_and_s3fs_takes_a_bucket_it_k
     monkeypatch.setattr(elsewhere.gets, "get", no_more)
     last = urls[DECLINE_AFTER]
     assert elsewhere.read(last, 1 << 26, ListedFile(last)).data == reader.read(last, 1 << 26).data
+
+
+def test_keys_obstore_cannot_take_are_read_by_s3fs_or_fail_as_reads(
+    s3: SeaweedS3, sample_warehouse: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the seventh adversarial trial: a key S3 accepts with a tab in it made obstore raise
+    ValueError, and one of 66,000 characters (from an event) made it panic: `consume` died on the
+    message at every restart, and `index s3://...` stored nothing at all. obstore's failure now
+    leaves the object to s3fs; what neither reads is an unreadable file, and the rest is indexed."""
+    for key, value in s3.environment.items():
+        monkeypatch.setenv(key, value)
+    client = s3.client()
+    client.create_bucket(Bucket="keys")
+    view = next(sample_warehouse.rglob("*.metadata.json"))
+    client.put_object(
+        Bucket="keys", Key="wh/db/tabbed/metadata/00000-a\tb.metadata.json", Body=view.read_bytes()
+    )
+    tabbed = "s3://keys/wh/db/tabbed/metadata/00000-a\tb.metadata.json"
+    reader = reader_for(tabbed, s3.endpoint)
+    assert reader.read(tabbed, 1 << 26, ListedFile(tabbed)).data == view.read_bytes()
+    too_long = "s3://keys/wh/db/x/metadata/00000-" + "a" * 66_000 + ".metadata.json"
+    failure = read_with_retries(
+        lambda: reader.read(too_long, 1 << 26, ListedFile(too_long)), too_long, attempts=1
+    )
+    assert isinstance(failure, ReadFailure)
+    assert quarantine_read_failure(failure, missing_is_quarantine=True).reason in {
+        "unreadable",
+        "object-missing",
+    }  # type: ignore[union-attr]
+    db = tmp_path / "keys.duckdb"
+    stats = index_locations(["s3://keys/wh"], settings_for(db, "s3://keys/wh=prod", s3_endpoint=s3.endpoint))
+    assert (stats.indexed, stats.quarantined) == (1, 0)
+    with duckdb.connect(str(db), read_only=True) as conn:
+        assert conn.execute("SELECT location FROM files").fetchall() == [(tabbed,)]
