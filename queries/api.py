@@ -153,11 +153,12 @@ def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None)
     }
 
 
-def indexed_table(conn: duckdb.DuckDBPyConnection, ref: str) -> ResolvedTable:
-    """The table `ref` names, whose metadata the store holds; a `UsageError` that says so when views
-    read a table of that name but none of its metadata files was indexed."""
+def indexed_table(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = None) -> ResolvedTable:
+    """The table `ref` names at `at_ms` (`resolve_table`), whose metadata the store holds; a
+    `UsageError` that says so when views read a table of that name but none of its metadata files
+    was indexed."""
     try:
-        return resolve_table(conn, ref)
+        return resolve_table(conn, ref, at_ms)
     except UsageError as exc:
         if " is a view (" in str(exc) or len(name_parts(ref)) < 2:
             raise
@@ -174,7 +175,7 @@ def indexed_table(conn: duckdb.DuckDBPyConnection, ref: str) -> ResolvedTable:
 def table(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None) -> dict[str, Any]:
     """A table's state at `as_of_ms` (default: now) from its metadata file in force: schema with
     nested fields, current snapshot, refs, properties."""
-    resolved = indexed_table(conn, ref)
+    resolved = indexed_table(conn, ref, as_of_ms)
     at = FOREVER_MS if as_of_ms is None else as_of_ms
     files = query_rows(
         conn, "SELECT * FROM table_file_as_of(?1, ?2) WHERE commit_ms <= ?2", [resolved.table_id, at]
@@ -554,9 +555,9 @@ def read_target(conn: duckdb.DuckDBPyConnection, text: str, at: int) -> tuple[st
     or else the view at `at`, that `text` names, so that `sales.orders` and `prod.sales.orders` (or
     its uuid) are one question, as in `impact`; `text` as written (`table_reference`) when it names
     none. Several are ambiguous, as in `show`."""
-    tables = tables_named(conn, text)
+    tables = tables_named(conn, text, at)
     if len(tables) > 1:
-        resolve_table(conn, text)  # raises: ambiguous
+        resolve_table(conn, text, at)  # raises: ambiguous
     named = tables or views_named(conn, text, at)
     if len(named) > 1:
         resolve_view(conn, text, at)  # raises: ambiguous

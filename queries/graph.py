@@ -78,7 +78,7 @@ def lineage_graph(
     at = FOREVER_MS if as_of_ms is None else as_of_ms
     catalog, reference = api.read_target(conn, ref, at)
     lineage = _Lineage(conn, at)
-    named = views_named(conn, ref, at) if not tables_named(conn, ref) else []
+    named = views_named(conn, ref, at) if not tables_named(conn, ref, at) else []
     root = named[0]["view_id"] if named else dotted([catalog, *reference])
     if named and root not in lineage.names:  # not current at `at` (before it was created, or dropped)
         name = dotted([named[0]["catalog"], *named[0]["name"]])

@@ -259,8 +259,8 @@ def impact(
     is_view = False
     fields: dict[tuple[str, ...], str] | None
     spelled: dict[tuple[str, ...], tuple[str, ...]] = {}
-    if tables_named(conn, table):
-        resolved = resolve_table(conn, table)  # the one, or why not
+    if tables_named(conn, table, as_of_ms):
+        resolved = resolve_table(conn, table, as_of_ms)  # the one, or why not
         table_id, name = resolved.table_id, resolved.name
         catalog, parts, fields, spelled = _schema_of(conn, resolved, at)
     elif views_named(conn, table, as_of_ms):  # a view's column: its readers, as a table's

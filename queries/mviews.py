@@ -88,7 +88,7 @@ def _find(conn: duckdb.DuckDBPyConnection, ref: str, at: int) -> Materialized:
             raise UsageError(f"view {view.name} is not a materialized view at {when}")
         return found
     try:
-        table = resolve_table(conn, ref)
+        table = resolve_table(conn, ref, at)
     except UsageError:
         hint = did_you_mean(conn, ref)
         raise UsageError(

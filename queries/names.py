@@ -234,15 +234,16 @@ def _named(conn: duckdb.DuckDBPyConnection, kind: str, text: str) -> list[dict[s
     )
 
 
-def resolve_table(conn: duckdb.DuckDBPyConnection, ref: str) -> ResolvedTable:
+def resolve_table(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = None) -> ResolvedTable:
     """A table whose metadata is indexed, by table-uuid, table or file location, or name (any tail
     of `catalog.ns.table`, as for views). Several tables under one name (dropped and re-created):
-    the one whose files came last."""
-    return ResolvedTable(*_one(conn, "table", ref, tables_named(conn, ref)))
+    the one whose files were committed last by `at_ms` (default: the latest), as for views."""
+    return ResolvedTable(*_one(conn, "table", ref, tables_named(conn, ref, at_ms)))
 
 
-def tables_named(conn: duckdb.DuckDBPyConnection, ref: str) -> list[dict[str, Any]]:
+def tables_named(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = None) -> list[dict[str, Any]]:
     """The tables `ref` could name (`resolve_table`), as rows of `table_id`, `catalog` and `name`."""
+    at = FOREVER_MS if at_ms is None else at_ms
     text = ref.strip()
     rows = _by_id(conn, "table", text)
     if rows is None and _is_location(text):
@@ -260,18 +261,20 @@ def tables_named(conn: duckdb.DuckDBPyConnection, ref: str) -> list[dict[str, An
             query_rows(
                 conn,
                 """
-                -- Per name and directory, the table whose files came last (a table dropped and
-                -- re-created at its path); directories whose names differ only in case are two.
+                -- Per name and directory, the table whose files were committed last by ?2 (a
+                -- table dropped and re-created at its path), else (none yet) the one created
+                -- first; directories whose names differ only in case are two.
                 WITH named AS (SELECT unnest(?1, recursive := true))
                 SELECT DISTINCT table_id, catalog, name FROM (
                     SELECT n.table_id, n.catalog, n.name FROM named n JOIN table_files f USING (table_id)
                     GROUP BY n.table_id, n.catalog, n.name, metadata_directory(f.location)
                     QUALIFY row_number() OVER (
                         PARTITION BY n.catalog, n.name, metadata_directory(f.location)
-                        ORDER BY max(f.commit_ms) DESC NULLS LAST, n.table_id) = 1
+                        ORDER BY max(f.commit_ms) FILTER (WHERE f.commit_ms <= ?2) DESC NULLS LAST,
+                                 min(f.commit_ms), n.table_id) = 1
                 )
                 ORDER BY ALL""",
-                [named],
+                [named, at],
             )
             if named
             else []

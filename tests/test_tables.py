@@ -16,10 +16,11 @@ from viewlineage.indexer.parse.metadata import parse_metadata
 from viewlineage.indexer.parse.table import KnownSnapshot, ParsedRef, ParsedTable
 from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries import api
+from viewlineage.queries.impact import impact, parse_change
 from viewlineage.sinks.readers import open_reader
 
 from .conftest import settings_for
-from .metadata_files import write
+from .metadata_files import Table, View, schema_of, write
 from .realwriter.scenario_checks import load_steps
 
 SAMPLE = Path(__file__).parent / "data" / "sample"
@@ -339,3 +340,34 @@ def test_table_columns_list_each_struct_s_fields_after_it(tmp_path: Path) -> Non
         "scores.value",
         "scores.value.element",
     ]
+
+
+def test_a_table_name_resolves_to_the_table_that_held_it_at_the_time(tmp_path: Path) -> None:
+    """Found by the seventh new-user trial: a table dropped and created again under its name was
+    asked about by name as of a time before, and `table` and `impact` took the new table (and
+    refused: no file by then), while `uses` and `graph` answered for the old one."""
+    root = tmp_path / "warehouse"
+    old = Table(
+        root,
+        "db",
+        "t",
+        "e1000000-0000-4000-8000-000000000001",
+        schema=schema_of(("id", "long"), ("score", "int")),
+    )
+    old.commit(1000, 1)
+    old.commit(2000, 2)
+    new = Table(root, "db", "t", "e1000000-0000-4000-8000-000000000002", schema=schema_of(("id", "long")))
+    new.commit(5000, 3)
+    View(root, "db", "v", "e1000000-0000-4000-8000-000000000003").commit(1500, "SELECT score FROM db.t")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        before, now = api.table(conn, "db.t", 3000), api.table(conn, "db.t")
+        dropped = impact(conn, "db.t", parse_change("score", None, None), 3000)
+        with pytest.raises(UsageError, match=r"prod\.db\.t has no column 'score' at that time \(columns"):
+            impact(conn, "db.t", parse_change("score", None, None))
+        with pytest.raises(UsageError, match=r"table prod\.db\.t has no metadata file committed by 1970"):
+            api.table(conn, "db.t", 500)  # before either: the one created first, not yet
+    assert (before["table_id"], [c["path"] for c in before["columns"]]) == (old.uuid, ["id", "score"])
+    assert (now["table_id"], [c["path"] for c in now["columns"]]) == (new.uuid, ["id"])
+    assert (dropped["table_id"], dropped["views"]) == (old.uuid, ["prod.db.v"])
