@@ -34,7 +34,7 @@ from viewlineage.queries.names import (
     views_named,
 )
 
-MATCHES = ("exact", "namespace-and-name", "other-catalog", "leading-part", "tied-file")
+MATCHES = ("exact", "namespace-and-name", "other-catalog", "leading-part", "tied-file", "shared-name")
 """How surely a read names a table, surest first (`uses_as_of`, `deps_as_of`)."""
 
 
@@ -420,6 +420,7 @@ def deps(
             row["suffix"],
             row["pin"],
             tuple(row["path"]),
+            row["target_view_id"],  # a name two current views hold is two rows
         )
         if key in seen:
             continue
@@ -438,7 +439,7 @@ def deps(
                 "match": row["match"],
             }
         )
-    reads.sort(key=lambda r: (r["depth"], r["table"], r["via"]))
+    reads.sort(key=lambda r: (r["depth"], r["table"], r["via"], r["view_id"] or ""))
     walked = {view.view_id} | {read["view_id"] for read in reads if read["view_id"] and transitive}
     unknown = [row for row in lineage_unknown(conn, at) if row["view_id"] in walked]
     return {

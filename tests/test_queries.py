@@ -697,6 +697,38 @@ def test_an_earlier_incarnation_is_never_read_as_reading_nothing(tmp_path: Path)
             api.show(conn, "db.v", 0)
 
 
+def test_a_read_of_a_name_two_views_hold_is_a_guess_that_says_so(tmp_path: Path) -> None:
+    """Found by the seventh adversarial trial: `db/CaseV` and `db/casev` are both `prod.db.casev`;
+    `deps` of a view reading `prod.db.casev` gave one of them, `exact`, and `uses` of either called
+    the reader exact. Each is a row of its own now, matched `shared-name`."""
+    root = tmp_path / "warehouse"
+    upper = View(root, "db", "CaseV", "e2000000-0000-4000-8000-000000000001")
+    upper.commit(1000, "SELECT a FROM db.case_upper")
+    lower = View(root, "db", "casev", "e2000000-0000-4000-8000-000000000002")
+    lower.commit(1000, "SELECT a FROM db.case_lower")
+    View(root, "db", "rdcase", "e2000000-0000-4000-8000-000000000003").commit(
+        1000, "SELECT a FROM prod.db.casev"
+    )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        reads = api.deps(conn, "db.rdcase", transitive=True)
+        users = api.uses(conn, "db.case_upper", transitive=True)
+        direct = api.uses(conn, upper.uuid)
+    assert [(r["table"], r["depth"], r["view_id"], r["match"]) for r in reads["reads"]] == [
+        ("prod.db.casev", 1, upper.uuid, "shared-name"),
+        ("prod.db.casev", 1, lower.uuid, "shared-name"),
+        ("prod.db.case_lower", 2, None, "shared-name"),
+        ("prod.db.case_upper", 2, None, "shared-name"),
+    ]
+    assert reads["uncertain"] == 4
+    assert [(v["view"], v["depth"], v["match"]) for v in users["views"]] == [
+        ("prod.db.casev", 1, "namespace-and-name"),  # db.case_upper: its catalog not known
+        ("prod.db.rdcase", 2, "shared-name"),
+    ]
+    assert [(v["view"], v["match"]) for v in direct["views"]] == [("prod.db.rdcase", "shared-name")]
+
+
 def test_tables_in_directories_whose_names_differ_in_case_are_two(tmp_path: Path) -> None:
     """Found by the second adversarial trial: of `db/Orders` and `db/orders`, `table db.orders`
     answered for one silently (and impact checked the other's columns)."""

@@ -15,7 +15,11 @@ SELECT view_id, catalog, name, reads FROM view_heads_as_of(t) WHERE version_hash
 -- unknown, or an indexed table of that name in none (1); its catalog one no stored view or table is
 -- in (2); else 0.
 CREATE OR REPLACE MACRO view_reads_as_of(t) AS TABLE
-WITH current AS MATERIALIZED (SELECT view_id, catalog, name, reads FROM current_reads_as_of(t)),
+WITH current AS MATERIALIZED (
+    -- `shared`: another current view has the name (directories whose names differ only in case).
+    SELECT view_id, catalog, name, reads, count(*) OVER (PARTITION BY catalog, name) > 1 AS shared
+    FROM current_reads_as_of(t)
+),
 catalogs AS MATERIALIZED (
     SELECT catalog FROM view_names WHERE catalog IS NOT NULL
     UNION SELECT catalog FROM table_names WHERE catalog IS NOT NULL
@@ -28,7 +32,8 @@ reference AS (
 )
 SELECT r.view_id, r.catalog, r.namespace, r.name AS table_name, r.suffix, r.pin, r.catalog_unknown,
        coalesce(target.view_id, shifted.view_id) AS target_view_id,
-       CASE WHEN target.view_id IS NOT NULL THEN
+       CASE WHEN coalesce(target.shared, shifted.shared) THEN 5
+            WHEN target.view_id IS NOT NULL THEN
                 CASE WHEN r.catalog = target.catalog THEN 0
                      WHEN r.catalog IS NULL OR target.catalog IS NULL THEN 1
                      ELSE 2 END
@@ -68,7 +73,7 @@ walk(view_id, depth, path, catalog, namespace, table_name, suffix, pin, catalog_
     WHERE NOT list_contains(w.path, r.view_id)
 )
 SELECT * EXCLUDE (read_match, via),
-       ['exact', 'namespace-and-name', 'other-catalog', 'leading-part'][
+       ['exact', 'namespace-and-name', 'other-catalog', 'leading-part', 'tied-file', 'shared-name'][
            greatest(via, coalesce(read_match, 0)) + 1] AS match
 FROM walk;
 
@@ -89,7 +94,9 @@ FROM walk;
 --   leading-part        one leading part more, which the indexer read as a namespace level for
 --                       want of a known catalog of that name (`lake.crm.t` read in spark_catalog);
 --   tied-file           read by the current version of a file that ties with the view's file in
---                       force (`tied_files_of`): which of them holds the view is a guess.
+--                       force (`tied_files_of`): which of them holds the view is a guess;
+--   shared-name         through a view whose name another current view holds too (directories
+--                       whose names differ only in case): which one an engine reads is a guess.
 CREATE OR REPLACE MACRO uses_as_of(ref_catalog, ref_parts, t) AS TABLE
 WITH RECURSIVE current AS MATERIALIZED (
     SELECT view_id, catalog, name_path, read_paths, tied_read_paths,
@@ -113,12 +120,16 @@ catalogs AS MATERIALIZED (
     UNION SELECT catalog FROM table_names WHERE catalog IS NOT NULL
 ),
 named AS MATERIALIZED (
-    SELECT view_id, catalog, name_path AS read_name, split_part(name_path, chr(31), -1) AS tail
+    SELECT view_id, catalog, name_path AS read_name, split_part(name_path, chr(31), -1) AS tail,
+           count(*) OVER (PARTITION BY catalog, name_path) > 1 AS shared
     FROM current WHERE name_path IS NOT NULL
 ),
 direct AS (
     SELECT view_id, view_name, catalog,
            CASE
+               -- The name asked is that of two current views: which one a read names is a guess.
+               WHEN (SELECT count(*) > 1 FROM named WHERE read_name = array_to_string(ref_parts, chr(31))
+                     AND catalog IS NOT DISTINCT FROM ref_catalog) THEN 5
                WHEN tied THEN 4
                WHEN read_name <> array_to_string(ref_parts, chr(31)) THEN 3
                WHEN catalog = ref_catalog THEN 0
@@ -140,6 +151,7 @@ walk(view_id, depth, path, catalog_unknown, certainty, path_names) AS (
     -- for the table's (joined on the last part, so that the join stays a hash join).
     SELECT r.view_id, w.depth + 1, list_prepend(r.view_id, w.path), w.catalog_unknown OR r.catalog IS NULL,
            greatest(w.certainty, CASE
+               WHEN n.shared THEN 5
                WHEN r.tied THEN 4
                WHEN r.read_name <> n.read_name THEN 3
                WHEN r.catalog = n.catalog THEN 0
@@ -158,7 +170,8 @@ walk(view_id, depth, path, catalog_unknown, certainty, path_names) AS (
                     OR split_part(r.read_name, chr(31), 1) NOT IN (SELECT catalog FROM catalogs))))
 )
 SELECT view_id, path_names[1] AS view_name, depth, path, path_names, catalog_unknown,
-       ['exact', 'namespace-and-name', 'other-catalog', 'leading-part', 'tied-file'][certainty + 1] AS match
+       ['exact', 'namespace-and-name', 'other-catalog', 'leading-part', 'tied-file', 'shared-name'][
+           certainty + 1] AS match
 FROM walk;
 
 -- lineage_unknown_as_of(t): the views current at t that could read anything, as far as the store
