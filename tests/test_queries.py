@@ -1011,3 +1011,46 @@ def test_an_activation_dated_past_every_question_is_the_latest_state(tmp_path: P
         assert api.show(conn, "db.v")["activated_ms"] == 2**63 - 1
         assert [v["view"] for v in api.uses(conn, "db.t")["views"]] == ["prod.db.v"]
         assert {f["code"] for f in api.findings(conn, view="db.v")} >= {"timestamp-out-of-range"}
+
+
+def test_a_version_log_that_leaves_the_current_version_open_is_a_finding(tmp_path: Path) -> None:
+    """Found by the seventh adversarial trial: an empty version-log made a view current at no time
+    (left out of `uses` without a word); a log making two versions current at one instant, in one
+    file or across two, and a current-version-id other than the last logged were resolved silently."""
+    root = tmp_path / "warehouse"
+    empty = View(root, "db", "nolog", "e3000000-0000-4000-8000-000000000001")
+    path = empty.commit(1000, "SELECT a FROM db.t")
+    document = json.loads(path.read_text())
+    document["version-log"] = []
+    write(path, document, 1000)
+    tied = View(root, "db", "tied", "e3000000-0000-4000-8000-000000000002")
+    tied.commit(1000, "SELECT a FROM db.one")
+    path = tied.commit(2000, "SELECT a FROM db.two")
+    document = json.loads(path.read_text())
+    document["version-log"] = [
+        {"timestamp-ms": 2000, "version-id": 2},
+        {"timestamp-ms": 2000, "version-id": 1},
+    ]
+    document["current-version-id"] = 1
+    write(path, document, 2000)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        assert api.show(conn, "db.nolog")["version_id"] == 1
+        assert [v["view"] for v in api.uses(conn, "db.t")["views"]] == ["prod.db.nolog"]
+        assert [(f["code"], f["position"]) for f in api.findings(conn, view="db.nolog")] == [
+            ("empty-version-log", "$.version-log")
+        ]
+        assert api.show(conn, "db.tied")["version_id"] == 2  # the greater id, and it says so
+        assert sorted((f["code"], f["message"]) for f in api.findings(conn, view="db.tied")) == [
+            (
+                "activation-tie",
+                "versions 1, 2 are made current at one instant (2000) by version-logs; the greatest id "
+                "is taken as current from then",
+            ),
+            (
+                "current-not-logged-last",
+                "current-version-id 1 is not the version the log made current last (2, at 2000); "
+                "answers follow the log, which dates each",
+            ),
+        ]

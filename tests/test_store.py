@@ -623,10 +623,14 @@ def test_files_without_a_commit_time_hold_only_when_no_file_of_their_view_has_on
             "FROM view_spans ORDER BY ALL"
         ).fetchall()
     always = spans.OPEN_MS
+    # The emptied logs leave each file's current version made current at its timestamp-ms.
     assert held == [
-        (UNDATED_UUID, -always, always, "00001", None),
+        (UNDATED_UUID, -always, 1_000, "00001", None),
+        (UNDATED_UUID, 1_000, 2_000, "00001", 1),
+        (UNDATED_UUID, 2_000, always, "00001", 2),
         (MIXED_UUID, -always, 1_000, "00000", None),
-        (MIXED_UUID, 1_000, always, "00000", 1),
+        (MIXED_UUID, 1_000, 2_000, "00000", 1),
+        (MIXED_UUID, 2_000, always, "00000", 2),
     ]
 
 

@@ -128,6 +128,8 @@ class ParsedView:
     """Materialized-view formats 1 and 4, from the properties."""
     mv_refresh: RecordedRefresh | None
     """Format 4 (PrestoDB): the refresh the properties record."""
+    implied_activation: ViewHistoryEntry | None = None
+    """An empty version-log's stand-in: the current version, made current at its timestamp-ms."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,6 +407,7 @@ def _parse_view(
     findings.extend(rules.check_version_ids_unique([(v.version_id, v.version_hash) for v in versions]))
     findings.extend(rules.check_current_version_exists(header.current_version_id, version_ids))
     findings.extend(rules.check_log_monotonic(log))
+    findings.extend(rules.check_log_current(log, header.current_version_id, set(version_ids)))
     findings.extend(rules.check_log_versions_present(log, set(version_ids)))
 
     entry = config.catalog_for(location)
@@ -423,8 +426,23 @@ def _parse_view(
         name=name,
         mv_definition=mv_definition,
         mv_refresh=mv_refresh,
+        implied_activation=None if log else _implied_activation(document, header.current_version_id),
     )
     return view, findings
+
+
+def _implied_activation(document: dict[str, Any], current_version_id: int | None) -> ViewHistoryEntry | None:
+    """For a file whose version-log is empty: its current version made current at its timestamp-ms
+    (finding `empty-version-log`), or else the view would be current at no time."""
+    for raw in elements(document, "versions", []):
+        if isinstance(raw, dict) and raw.get("version-id") == current_version_id:
+            try:
+                return ViewHistoryEntry.model_validate(
+                    {"timestamp-ms": raw.get("timestamp-ms"), "version-id": current_version_id}
+                )
+            except ValidationError:
+                return None
+    return None
 
 
 def _log(elements: list[Any], findings: list[Finding]) -> list[ViewHistoryEntry]:

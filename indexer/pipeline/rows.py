@@ -288,6 +288,9 @@ def _add_file(
     for ordinal, entry in enumerate(view.log):
         rows["version_log"].append((location, ordinal, view.view_id, entry.version_id, entry.timestamp_ms))
         rows["activations"].append((view.view_id, entry.version_id, entry.timestamp_ms))
+    if view.implied_activation is not None:
+        activation = view.implied_activation
+        rows["activations"].append((view.view_id, activation.version_id, activation.timestamp_ms))
 
 
 def _add_schemas(rows: dict[str, list[tuple[object, ...]]], schemas: Iterable[ParsedSchema]) -> None:

@@ -29,6 +29,7 @@ class Finding:
 
 CODES = frozenset(
     {
+        "activation-tie",
         "bad-format-version",
         "bad-table-uuid",
         "bad-view-uuid",
@@ -37,6 +38,7 @@ CODES = frozenset(
         "column-analysis-error",
         "competing-commit",
         "current-schema-not-found",
+        "current-not-logged-last",
         "current-snapshot-not-found",
         "current-version-not-found",
         "dialect-drift",
@@ -44,6 +46,7 @@ CODES = frozenset(
         "duplicate-key",
         "duplicate-version-id",
         "dynamic-identifier",
+        "empty-version-log",
         "future-activation",
         "gzip-trailing-bytes",
         "invalid-field:<>",

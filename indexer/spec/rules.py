@@ -163,6 +163,40 @@ def check_log_monotonic(log: list[ViewHistoryEntry]) -> list[Finding]:
     return []
 
 
+def check_log_current(
+    log: list[ViewHistoryEntry], current_version_id: int | None, version_ids: set[int]
+) -> list[Finding]:
+    """Where the version-log leaves open which version is current: an empty log, and a
+    current-version-id that is not the version the log made current last (answers follow the log,
+    which dates each). Two versions made current at one instant, in one log or two, are the
+    store's finding `activation-tie`. A current version the file does not hold is another finding
+    (`current-version-not-found`)."""
+    if current_version_id not in version_ids:
+        return []
+    if not log:
+        return [
+            Finding(
+                "empty-version-log",
+                Severity.WARNING,
+                f"the version-log is empty: version {current_version_id} (current-version-id) is taken "
+                "as current from its timestamp-ms, the only time the file gives",
+                "$.version-log",
+            )
+        ]
+    last = max(log, key=lambda entry: (entry.timestamp_ms, entry.version_id))
+    if last.version_id == current_version_id:
+        return []
+    return [
+        Finding(
+            "current-not-logged-last",
+            Severity.WARNING,
+            f"current-version-id {current_version_id} is not the version the log made current last "
+            f"({last.version_id}, at {last.timestamp_ms}); answers follow the log, which dates each",
+            "$.current-version-id",
+        )
+    ]
+
+
 def check_log_versions_present(log: list[ViewHistoryEntry], version_ids: set[int]) -> list[Finding]:
     return [
         Finding(

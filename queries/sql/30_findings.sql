@@ -49,6 +49,12 @@ SELECT 'file', l.location, l.view_id, l.version_id, 'future-activation', 'warnin
 FROM version_log l JOIN files f USING (location)
 WHERE l.timestamp_ms > epoch_ms(f.ingested_at) + 60000
 UNION ALL
+SELECT 'view', NULL, view_id, max(version_id), 'activation-tie', 'warning',
+       'versions ' || string_agg(DISTINCT version_id::VARCHAR, ', ' ORDER BY version_id::VARCHAR)
+       || ' are made current at one instant (' || timestamp_ms || ') by version-logs; the greatest id '
+       || 'is taken as current from then', '$.version-log'
+FROM activations GROUP BY view_id, timestamp_ms HAVING count(DISTINCT version_id) > 1
+UNION ALL
 SELECT DISTINCT 'view', NULL, view_id, version_id, 'timestamp-out-of-range', 'warning',
        'activated at ' || timestamp_ms || ' ms, past what a date can be (years 1 to 9999): microseconds '
        || 'written as milliseconds? Shown as the raw number', '$.version-log'
