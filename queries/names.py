@@ -132,9 +132,28 @@ def query_rows(
     conn: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | dict[str, Any] | None = None
 ) -> list[dict[str, Any]]:
     check_stopped()  # a question of many statements stops between them (`answered_within`)
+    for value in params.values() if isinstance(params, dict) else params or []:
+        _check_text(value)
     cursor = conn.execute(sql, params or [])
     columns = [d[0] for d in cursor.description or []]
     return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+
+def _check_text(value: Any) -> None:
+    """A usage error for text that is no Unicode: bytes of another encoding in an argument reach
+    Python as lone surrogates, which DuckDB refuses with a traceback. (Names and locations in the
+    store are text: a local file name that is not UTF-8 is stored with those bytes as `%XX`.)"""
+    if isinstance(value, list):
+        for item in value:
+            _check_text(item)
+    elif isinstance(value, str) and not value.isascii():
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            raise UsageError(
+                f"{value[:80]!r} is not valid UTF-8 text (a location whose name is not UTF-8 is "
+                "given with those bytes as %XX)"
+            ) from None
 
 
 def names_an_id(text: str) -> bool:

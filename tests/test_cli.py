@@ -530,3 +530,20 @@ def test_keys_sql_lines_and_diffs_reach_no_terminal_as_escape_sequences(tmp_path
             arguments
         )
         assert "\\x1b]0;PWNED\\x07\\x1b[31mRED\\x9b0m" in printed, arguments
+
+
+@pytest.mark.parametrize("command", ["show", "uses", "deps", "table", "history"])
+def test_a_name_that_is_not_utf8_is_a_usage_error(sample_store: Path, command: str) -> None:
+    """Found by a rewrite of the hostile-parameter test: bytes of another encoding in an argument
+    reach Python as lone surrogates, and DuckDB refused them with a traceback."""
+    name = b"db.\xff".decode(errors="surrogateescape")
+    ran = subprocess.run(
+        [sys.executable, "-m", "viewlineage.queries.cli", command, name, "--db", str(sample_store)],
+        capture_output=True, text=True, errors="surrogateescape", timeout=60,
+    )  # fmt: skip
+    assert (ran.returncode, ran.stdout, ran.stderr) == (
+        2,
+        "",
+        "error: '\\udcff' is not valid UTF-8 text (a location whose name is not UTF-8 is given with those "
+        "bytes as %XX)\n",
+    )

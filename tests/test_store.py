@@ -230,17 +230,15 @@ def test_readers_connecting_while_replicas_move_never_fail(sample_warehouse: Pat
         cwd=Path(__file__).parents[1],
     )
     with Store(db, replica_interval=0) as store:
-        deadline = time.monotonic() + 8  # long enough for 50 connections and 20 replicas on a loaded machine
         number = 0
-        while time.monotonic() < deadline:
+        while probe.poll() is None:  # replicas published for as long as the probe connects (8 s)
             number += 1
             store.write(Batch(removals=[Removal(f"/gone/{number}.metadata.json", number, "watch")]))
     output, _ = probe.communicate(timeout=30)
     results = [json.loads(line) for line in output.splitlines()]
     assert [r for r in results if not r["ok"]] == []
-    assert (
-        len(results) > 50 and number > 20
-    )  # replicas published while readers connected (fewer on a loaded machine)
+    # Enough of both to have raced (a loaded machine, or tests run two at a time, connects ~40 times).
+    assert len(results) > 25 and number > 20, (len(results), number)
 
 
 def test_replicas_wait_nine_times_as_long_as_the_last_copy_took(
