@@ -232,7 +232,7 @@ def test_per_view_lookups_agree_with_the_all_views_answers(
     # view at once with aggregates and the spans the store keeps. At every time something changed
     # (and just before), all agree.
     generated = tmp_path / "warehouse"
-    written = generate(generated, views=6, commits=12, seed=4, namespaces=2)
+    written = generate(generated, views=4, commits=8, seed=4, namespaces=2)
     # Two by two, files share a commit time (as in object stores' whole seconds): ties must break
     # the same way everywhere (higher sequence number, then greater location).
     for index, path in enumerate(sorted(written.files)):
@@ -240,7 +240,7 @@ def test_per_view_lookups_agree_with_the_all_views_answers(
         os.utime(path, ns=(tied, tied))
     index_locations([str(generated)], settings_for(tmp_path / "generated.duckdb", f"{generated}=prod"))
     with open_reader(tmp_path / "generated.duckdb") as other:
-        assert _compare_lookups(other) == (6, 6 * 12)
+        assert _compare_lookups(other) == (4, 4 * 8)
     assert _compare_lookups(conn) == (7, 21)
 
 
