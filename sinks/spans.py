@@ -1,5 +1,5 @@
-"""Point-in-time indexes (migrations 0006, 0009, 0010, 0012, 0017, 0018 and 0020), derived from the
-stored rows.
+"""Point-in-time indexes (migrations 0006, 0009, 0010, 0012, 0017, 0018, 0020 and 0021), derived from
+the stored rows.
 
 `view_spans` turns "which file and which version held at T, was that file removed by then, and
 what did that version read" into one interval filter. The spans and preferred copies of the views
@@ -64,9 +64,12 @@ WITH held_versions AS (
     WHERE view_id IN (SELECT view_id FROM _touched) GROUP BY view_id
 ),
 drops AS (
-    SELECT location, min(removed_ms) AS dropped_ms FROM removals
-    WHERE location IN (SELECT location FROM view_files WHERE view_id IN (SELECT view_id FROM _touched))
-    GROUP BY location
+    -- A removal dated before its file was committed (a skewed or forged event time) counts from
+    -- the commit: no file is removed before it exists (the finding removal-before-commit).
+    SELECT r.location, greatest(min(r.removed_ms), any_value(f.commit_ms)) AS dropped_ms
+    FROM removals r JOIN view_files f USING (location)
+    WHERE f.view_id IN (SELECT view_id FROM _touched)
+    GROUP BY r.location
 ),
 misplaced AS (
     SELECT DISTINCT location FROM file_findings WHERE code = 'location-mismatch'

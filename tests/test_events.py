@@ -4,6 +4,7 @@ filer.proto; the integration tests decode real ones)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -189,3 +190,29 @@ def test_seaweedfs_create_delete_rename_and_skips() -> None:
     with pytest.raises(EventDecodeError) as caught:
         decode_message(path, b"\xff\xff\xff")
     assert caught.value.reason == "undecodable"
+
+
+@pytest.mark.parametrize(
+    ("event_name", "version_id", "removed_version"),
+    [
+        ("ObjectRemoved:Delete", "3HL4kqtJlcpXroDTDmJ", "3HL4kqtJlcpXroDTDmJ"),
+        ("s3:ObjectRemoved:Delete", "3HL4kqtJlcpXroDTDmJ", "3HL4kqtJlcpXroDTDmJ"),
+        ("ObjectRemoved:DeleteMarkerCreated", "3HL4kqtJlcpXroDTDmJ", None),
+        ("ObjectRemoved:Delete", "null", None),  # a bucket without versioning
+        ("ObjectRemoved:Delete", None, None),
+        ("ObjectCreated:Put", "3HL4kqtJlcpXroDTDmJ", None),
+    ],
+)
+def test_a_removal_names_the_version_it_deleted_for_good(
+    event_name: str, version_id: str | None, removed_version: str | None
+) -> None:
+    obj: dict[str, Any] = {"key": "wh/db/v/metadata/00001-x.metadata.json"}
+    if version_id is not None:
+        obj["versionId"] = version_id
+    record = {
+        "eventName": event_name,
+        "eventTime": "2026-11-21T10:00:00Z",
+        "s3": {"bucket": {"name": "b"}, "object": obj},
+    }
+    (event,) = decode_message(None, json.dumps({"Records": [record]}).encode()).events
+    assert event.removed_version == removed_version

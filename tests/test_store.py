@@ -111,6 +111,7 @@ def test_previous_schema_version_opens_and_migrates(
             "0018_spans_rederived",
             "0019_latest_activations",
             "0020_tied_reads",
+            "0021_removals_after_commits",
         ]
         assert schema.reindex_needed(store.conn) == ["0007_tables_and_materialized_views"]
         keyed = store.conn.execute(

@@ -104,6 +104,15 @@ class EventIngest:
             known |= self.indexer.store.indexed(set(locations) - known)
         return known
 
+    def _still_there(self, url: str) -> bool:
+        """Whether the object a removal of one of its versions named is still there (another
+        version is current): then the metadata file was not removed. Asked of the store, since
+        the event does not say; a store that cannot answer is waited out as for reads."""
+        try:
+            return self.reader(url).exists(url)
+        except TransientReadError as exc:
+            raise SourceUnavailable(url, f"the object store does not answer: {exc.message}") from exc
+
     def _remember(self, locations: Iterable[str]) -> None:
         for location in locations:
             self._recent[location] = None
@@ -133,6 +142,8 @@ class EventIngest:
                     built.outcomes["skipped:not-metadata-key"] += 1
                 elif not allowed(url, self.prefixes):
                     built.outcomes["skipped:outside-allowed-prefix"] += 1
+                elif event.kind is EventKind.REMOVED and event.removed_version and self._still_there(url):
+                    built.outcomes["skipped:other-versions-remain"] += 1
                 elif event.kind is EventKind.REMOVED:
                     removed_ms = event.event_ms if event.event_ms is not None else message.timestamp_ms
                     if removed_ms is None:  # neither the event nor Kafka says when: now is closest

@@ -15,6 +15,7 @@ A message that is none of these raises `EventDecodeError`: the consumer quaranti
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import posixpath
 from dataclasses import dataclass
@@ -54,6 +55,9 @@ class ObjectEvent:
     """The detected format: `aws`, `sns`, `eventbridge`, `minio` or `seaweedfs`."""
     size: int | None = None
     etag: str | None = None
+    removed_version: str | None = None
+    """A removal of one version of the object for good (`ObjectRemoved:Delete` with a versionId,
+    in a versioned bucket): the key may still hold others, so the object may still be there."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +88,7 @@ class _S3Object(_Model):
     key: str
     size: int | None = None
     etag: str | None = Field(default=None, alias="eTag")
+    version_id: str | None = Field(default=None, alias="versionId")
 
 
 class _S3Entity(_Model):
@@ -111,11 +116,13 @@ class _BridgeObject(_Model):
     key: str
     size: int | None = None
     etag: str | None = None
+    version_id: str | None = Field(default=None, alias="version-id")
 
 
 class _BridgeDetail(_Model):
     bucket: _S3Bucket
     object: _BridgeObject
+    deletion_type: str | None = Field(default=None, alias="deletion-type")
 
 
 class _EventBridge(_Model):
@@ -138,6 +145,16 @@ def _kind(event_name: str) -> EventKind | None:
     if name.startswith(_REMOVED):
         return EventKind.REMOVED
     return None
+
+
+def _removed_version(event_name: str, version_id: str | None) -> str | None:
+    """The version a removal deleted for good, if it names one (a delete marker, or a bucket
+    without versioning (`null`), removes the object itself)."""
+    if not event_name.removeprefix("s3:").startswith(("ObjectRemoved:Delete", "LifecycleExpiration:Delete")):
+        return None
+    if "DeleteMarkerCreated" in event_name or version_id in (None, "", "null"):
+        return None
+    return version_id
 
 
 def _time_ms(text: str | None) -> int | None:
@@ -195,7 +212,10 @@ def _decode_records(records: list[_Record], source: str) -> Decoded:
             skipped.append(Skipped("not-create-or-remove", f"{record.event_name} {url}"))
             continue
         obj = record.s3.object
-        events.append(ObjectEvent(kind, url, _time_ms(record.event_time), source, obj.size, obj.etag))
+        removed_version = _removed_version(record.event_name, obj.version_id)
+        events.append(
+            ObjectEvent(kind, url, _time_ms(record.event_time), source, obj.size, obj.etag, removed_version)
+        )
     return Decoded(tuple(events), tuple(skipped))
 
 
@@ -208,7 +228,7 @@ def _decode_minio(envelope: _MinioEnvelope) -> Decoded:
 
 
 def _replace_url(event: ObjectEvent, url: str) -> ObjectEvent:
-    return ObjectEvent(event.kind, url, event.event_ms, event.source, event.size, event.etag)
+    return dataclasses.replace(event, url=url)
 
 
 def _decode_eventbridge(event: _EventBridge) -> Decoded:
@@ -217,7 +237,11 @@ def _decode_eventbridge(event: _EventBridge) -> Decoded:
     if kind is None:
         return Decoded((), (Skipped("not-create-or-remove", f"{event.detail_type} {url}"),))
     obj = event.detail.object
-    return Decoded((ObjectEvent(kind, url, _time_ms(event.time), "eventbridge", obj.size, obj.etag),))
+    permanent = kind is EventKind.REMOVED and event.detail.deletion_type == "Permanently Deleted"
+    removed_version = obj.version_id if permanent and obj.version_id not in (None, "", "null") else None
+    return Decoded(
+        (ObjectEvent(kind, url, _time_ms(event.time), "eventbridge", obj.size, obj.etag, removed_version),)
+    )
 
 
 def _filer_messages() -> tuple[type[Message], type[Message]]:

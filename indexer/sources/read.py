@@ -105,6 +105,11 @@ class Reader(Protocol):
         when no read succeeds, it tells an outage from objects that fail on their own."""
         ...
 
+    def exists(self, location: str) -> bool:
+        """Whether an object or file is there now; raises `TransientReadError` when the store
+        cannot say."""
+        ...
+
 
 @contextlib.contextmanager
 def mapped_errors(location: str) -> Iterator[None]:
@@ -186,6 +191,9 @@ class LocalReader:
     def answers(self, location: str) -> bool:
         return os.path.isdir(os.path.dirname(local_path(location)))
 
+    def exists(self, location: str) -> bool:
+        return os.path.lexists(local_path(location))
+
     def read(self, location: str, max_bytes: int, listed: ListedFile | None = None) -> FileRead:
         with mapped_errors(location):
             path = local_path(location)
@@ -263,6 +271,11 @@ class FsspecReader:
         except Exception:  # unreachable, throttled, or refused: any error says the store is not answering
             return False
         return True
+
+    def exists(self, location: str) -> bool:
+        with mapped_errors(location):
+            self.fs.invalidate_cache(location)
+            return bool(self.fs.exists(location))
 
     def read(self, location: str, max_bytes: int, listed: ListedFile | None = None) -> FileRead:
         if self.protocol == "s3":

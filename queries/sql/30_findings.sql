@@ -49,6 +49,12 @@ SELECT 'file', l.location, l.view_id, l.version_id, 'future-activation', 'warnin
 FROM version_log l JOIN files f USING (location)
 WHERE l.timestamp_ms > epoch_ms(f.ingested_at) + 60000
 UNION ALL
+SELECT 'file', r.location, f.view_id, NULL, 'removal-before-commit', 'warning',
+       'removed at ' || min(r.removed_ms) || ' ms (by ' || string_agg(DISTINCT r.source, ', ') || '), before the '
+       || 'file was committed at ' || any_value(f.commit_ms) || ' ms: the removal counts from the commit', '$'
+FROM removals r JOIN view_files f USING (location)
+GROUP BY r.location, f.view_id HAVING min(r.removed_ms) < any_value(f.commit_ms)
+UNION ALL
 SELECT 'view', NULL, view_id, max(version_id), 'activation-tie', 'warning',
        'versions ' || string_agg(DISTINCT version_id::VARCHAR, ', ' ORDER BY version_id::VARCHAR)
        || ' are made current at one instant (' || timestamp_ms || ') by version-logs; the greatest id '

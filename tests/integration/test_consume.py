@@ -577,6 +577,49 @@ def test_an_integer_past_its_type_stops_nothing(broker: str, plain_s3: SeaweedS3
     assert findings == [("invalid-field:version-id", "$.versions[0].version-id")]
 
 
+def test_a_removal_of_one_version_of_an_object_still_there_removes_nothing(
+    broker: str, plain_s3: SeaweedS3, tmp_path: Path
+) -> None:
+    """Found by the seventh adversarial trial: `ObjectRemoved:Delete` with a versionId (one version
+    deleted for good, in a versioned bucket) of an object still there dropped its view. Such an
+    event now asks the store; a delete marker, or the last version, removes as before. A removal
+    dated before its file's commit counts from the commit, and says so."""
+    valid = (CONFORMANCE / "iceberg-spec" / "view-spec__appendixA__00001-metadata.json").read_bytes()
+    kept, gone = (f"{PREFIX}/db/{name}/metadata/00001-{UUID}.metadata.json" for name in ("kept", "gone"))
+    client = plain_s3.client()
+    for key, view_uuid in (
+        (kept, "fa6506c3-7681-40c8-86dc-e36561f8338a"),
+        (gone, "fa6506c3-7681-40c8-86dc-e36561f8338b"),
+    ):
+        client.put_object(
+            Bucket=BUCKET, Key=key, Body=json.dumps({**json.loads(valid), "view-uuid": view_uuid})
+        )
+    uploaded_ms = int(client.head_object(Bucket=BUCKET, Key=gone)["LastModified"].timestamp() * 1000)
+    removed = []
+    for key in (kept, gone):
+        document = json.loads(notification("aws", False, BUCKET, key, 1_577_836_800_000))  # 2020-01-01
+        document["Records"][0]["s3"]["object"]["versionId"] = "3HL4kqtJlcpXroDTDmJ"
+        removed.append(json.dumps(document).encode())
+    run = consume(tmp_path, "versions", broker, "versions", plain_s3)
+    try:
+        created = [notification("aws", True, BUCKET, key, STEPS[39], 10) for key in (kept, gone)]
+        produce(broker, "versions", [Sent(b"k", value) for value in created])
+        run.wait_for_messages(2)
+        client.delete_object(Bucket=BUCKET, Key=gone)  # its last version: the object is gone
+        produce(broker, "versions", [Sent(b"k", value) for value in removed])
+        run.wait_for_messages(4)
+    finally:
+        run.stop()
+    assert run.outcomes() == Counter({"indexed": 2, "removed": 1, "skipped:other-versions-remain": 1})
+    with duckdb.connect(str(run.db), read_only=True) as conn:
+        assert conn.execute("SELECT location FROM removals").fetchall() == [(f"s3://{BUCKET}/{gone}",)]
+    with open_reader(run.db) as conn:
+        found = api.findings(conn, "removal-before-commit")
+        dropped_ms = api.history(conn, f"s3://{BUCKET}/{gone}")["dropped_ms"]
+    assert [(f["code"], f["location"]) for f in found] == [("removal-before-commit", f"s3://{BUCKET}/{gone}")]
+    assert dropped_ms == uploaded_ms  # its commit: the object's LastModified, later than its log's entry
+
+
 def test_a_file_whose_rows_the_store_refuses_stops_nothing(
     broker: str, plain_s3: SeaweedS3, tmp_path: Path
 ) -> None:
