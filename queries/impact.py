@@ -49,6 +49,9 @@ DROP, RENAME, CHANGE_TYPE = "drop-column", "rename-column", "change-type"
 ANALYSIS_FAILED = frozenset({"column-analysis-error", "sql-parse-error"})
 """Findings of a column analysis that found no uses because it failed, not because there are none."""
 STORED_COLUMN = "stored-column"
+STORED_TYPE = "stored-type"
+"""The `kind` of an already-broken view's column whose type the table's column no longer up-casts
+to (an earlier type change: Spark refuses "Cannot up cast", Trino calls the view stale)."""
 """The `kind` of an already-broken view's column that its `*` of the table no longer gives where
 the engine looks for it (see `_Reader.missing_outputs`), though the view's stored column list has it."""
 _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
@@ -395,7 +398,51 @@ def _already_broken(
                     "match": MATCHES[certainty],
                 },
             )
+        for column, certainty in _outputs_gone_stale(reader, target, catalogs):
+            broken.setdefault(
+                (reader.name, column, STORED_TYPE),
+                {
+                    "view": reader.name,
+                    "view_id": reader.view_id,
+                    "column": column,
+                    "kind": STORED_TYPE,
+                    "match": MATCHES[certainty],
+                },
+            )
     return [broken[key] for key in sorted(broken)]
+
+
+def _outputs_gone_stale(reader: _Reader, target: _Object, catalogs: frozenset[str]) -> list[tuple[str, int]]:
+    """The table's columns (with how surely the read names the table) that the view projects as
+    they are into an output whose stored type their type at T no longer up-casts to: an earlier
+    type change broke the view. Only outputs that are the column itself count, whose type is the
+    column's own, not inferred. A view whose outputs no longer line up with its stored columns is
+    broken by that (`missing_outputs`), not by the types the shift compares."""
+    if reader.missing_outputs() or len(reader.lineage.outputs) != len(reader.stored_types):
+        return []
+    if not any(_match(use.table, target.key, catalogs) is not None for use in reader.lineage.uses):
+        return []
+    typed = column_lineage(reader.request, LineageConfig(), reader.schemas, reader.resolved, typed=True)
+    if any(finding.code in ANALYSIS_FAILED for finding in typed.findings):
+        return []
+    stale = {
+        output
+        for position, (output, kind, direct) in enumerate(
+            zip(typed.outputs, typed.output_types, typed.direct_outputs, strict=True)
+        )
+        if direct
+        and kind is not None
+        and position < len(reader.stored_types)
+        and reader.stored_types[position] is not None
+        and not _up_casts(kind, reader.stored_types[position])
+    }
+    return [
+        (".".join(use.path), certainty)
+        for use in typed.uses
+        if use.kind == "projected"
+        and use.output in stale
+        and (certainty := _match(use.table, target.key, catalogs)) is not None
+    ]
 
 
 def _schema_of(

@@ -945,3 +945,37 @@ def test_a_view_whose_tied_file_reads_the_table_is_a_reader_that_says_so(tmp_pat
     ]
     assert used["tied"] == dropped["tied"] == tied
     assert str(second) > str(first)
+
+
+def test_a_view_an_earlier_type_change_broke_is_already_broken(tmp_path: Path) -> None:
+    """Found by the seventh new-user trial: after `ALTER COLUMN qty TYPE bigint`, Spark refused the
+    views whose stored schema had `qty` as int ("Cannot up cast"), but `impact` listed them as views
+    a later change would affect, not as broken already (which it had predicted as stale_schemas)."""
+    root = tmp_path / "warehouse"
+    table = Table(
+        root,
+        "db",
+        "t",
+        "ca200000-0000-4000-8000-000000000001",
+        schema=schema_of(("qty", "int"), ("d", "string")),
+    )
+    table.commit(1000, 1)
+    stored = schema_of(("qty", "int"), ("d", "string"))
+    View(root, "db", "star", "ca200000-0000-4000-8000-000000000002", schema=stored).commit(
+        1500, "SELECT * FROM db.t"
+    )
+    View(
+        root, "db", "summed", "ca200000-0000-4000-8000-000000000003", schema=schema_of(("total", "bigint"))
+    ).commit(1500, "SELECT sum(qty) AS total FROM db.t")
+    table.schema = schema_of(("qty", "long"), ("d", "string"))
+    table.commit(2000, 2)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        before = impact(conn, "db.t", parse_change("d", None, None), 1800)
+        after = impact(conn, "db.t", parse_change("d", None, None), 3000)
+    assert before["already_broken"] == []
+    assert after["already_broken"] == [
+        {"view": "prod.db.star", "view_id": "ca200000-0000-4000-8000-000000000002", "column": "qty",
+         "kind": "stored-type", "match": "exact"},
+    ]  # fmt: skip
