@@ -25,6 +25,7 @@ COLUMNS = (
 
 
 def test_every_kind_of_change_is_one_row(tmp_path: Path) -> None:
+    """(Found by the seventh new-user trial: a drop's previous_version_id was NULL.)"""
     root = tmp_path / "warehouse"
     view = View(root, "db", "v", "ce000000-0000-4000-8000-000000000001")
     view.commit(1000, "SELECT 1 AS x")
@@ -71,10 +72,10 @@ def test_every_kind_of_change_is_one_row(tmp_path: Path) -> None:
             "db",
             "dropped",
             None,
+            1,
             None,
             None,
-            None,
-            "dropped: its newest metadata file was removed",
+            "dropped at version 1: its newest metadata file was removed",
         ),
     ]
     assert times == [(datetime.datetime(1970, 1, 1, 0, 0, 1, tzinfo=datetime.UTC),)]
@@ -122,8 +123,16 @@ def test_changes_filter_count_and_page(sample_store: Path) -> None:
         {"namespace": "acme.finance", "changes": 2},
     ]
     assert [(c["changed_at"], c["view"], c["summary"]) for c in everything["changes"]] == [
-        ("2026-11-21T23:17:28.741Z", "prod.db.event_agg", "version 13 replaced version 12"),
-        ("2026-11-21T23:17:28.614Z", "prod.sales.customer_revenue", "version 2 replaced version 1"),
+        (
+            "2026-11-21T23:17:28.741Z",
+            "prod.db.event_agg",
+            "version 13 replaced version 12; properties spark.query-column-names changed",
+        ),
+        (
+            "2026-11-21T23:17:28.614Z",
+            "prod.sales.customer_revenue",
+            "version 2 replaced version 1; properties comment, spark.query-column-names changed",
+        ),
     ]
     assert [(c["changed_at"], c["view"], c["kind"]) for c in ranged["changes"]] == [
         ("2026-11-21T23:17:26.940Z", "prod.db.big_days", "property-only"),
@@ -181,3 +190,26 @@ def test_changes_of_a_view_by_name_cover_the_views_that_held_it(tmp_path: Path) 
         (1000, "11", "created"),
     ]
     assert [(c["changed_ms"], c["kind"]) for c in by_id["changes"]] == [(3000, "created")]
+
+
+def test_a_replace_that_also_changes_properties_names_them(tmp_path: Path) -> None:
+    """Found by the seventh new-user trial: `changed_properties` was NULL for a replace whose commit
+    also changed properties (Spark's `spark.query-column-names`, a comment), so Activity showed
+    fewer property changes than `history`."""
+    root = tmp_path / "warehouse"
+    view = View(root, "db", "v", "ce000000-0000-4000-8000-000000000021")
+    view.commit(1000, "SELECT 1 AS x")
+    view.properties["comment"] = "counts"
+    view.commit(2000, "SELECT 2 AS x")
+    view.commit(3000, "SELECT 3 AS x")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=lake"))
+    with open_reader(db) as conn:
+        rows = conn.execute(
+            "SELECT changed_ms, kind, changed_properties, summary FROM change_events ORDER BY changed_ms"
+        ).fetchall()
+    assert rows == [
+        (1000, "created", None, "created at version 1"),
+        (2000, "replaced", ["comment"], "version 2 replaced version 1; properties comment changed"),
+        (3000, "replaced", None, "version 3 replaced version 2"),
+    ]

@@ -5,6 +5,8 @@
 --   property-only a commit changed properties and kept the current version (file commit time;
 --                 NULL when the file's commit time is unknown)
 --   dropped       its newest metadata file was removed (the removal's time)
+-- A replace or rollback whose commit also changed properties names them too (`changed_properties`);
+-- a drop's `previous_version_id` is the version current when it was dropped.
 -- Times are epoch ms (`changed_ms`) and TIMESTAMPTZ (`changed_at`, NULL past year 9999: a writer that put
 -- microseconds where milliseconds go). Names are the view's latest, dotted. `engine` and
 -- `dialects` are the version's; the metadata does not say who changed properties or dropped a view.
@@ -14,7 +16,7 @@ CASE WHEN ms BETWEEN -62135596800000 AND 253402300799999 THEN make_timestamptz(m
 CREATE OR REPLACE VIEW change_events AS
 WITH latest AS (
     SELECT view_id, catalog, string_split(name_path, chr(31)) AS parts, path_name(catalog, name_path) AS view,
-           dropped_ms
+           dropped_ms, version_id AS last_version_id
     FROM view_spans WHERE until_ms = 9223372036854775807
 ),
 activated AS (
@@ -28,7 +30,7 @@ misplaced AS (SELECT DISTINCT location FROM file_findings WHERE code = 'location
 removed AS (SELECT DISTINCT location FROM removals),
 committed AS (
     -- view_commits for every view: the files that can hold it (placed_view_locations), in order.
-    SELECT f.view_id, f.commit_ms, f.current_version_id, f.properties,
+    SELECT f.view_id, f.commit_ms, f.current_version_id, f.properties, f.last_log_ms, f.last_log_version_id,
            lag(f.current_version_id) OVER w AS previous_version_id,
            lag(f.properties) OVER w AS previous_properties,
            row_number() OVER w AS ordinal
@@ -40,23 +42,32 @@ committed AS (
              AND g.location NOT IN (SELECT location FROM removed))
     WINDOW w AS (PARTITION BY f.view_id ORDER BY f.commit_ms NULLS FIRST, coalesce(f.sequence_number, -1), f.location)
 ),
-events AS (
-    SELECT view_id, at_ms,
-           CASE WHEN previous_version_id IS NULL THEN 'created'
-                WHEN version_id > newest_before THEN 'replaced'
-                ELSE 'rolled-back' END AS kind,
-           version_id, previous_version_id, NULL::VARCHAR[] AS changed_properties
-    FROM activated
-    UNION ALL
-    SELECT view_id, commit_ms, 'property-only', current_version_id, previous_version_id,
-           list_sort(list_filter(
+changed AS (
+    -- Each commit after a view's first, with the keys of the properties it set, changed or removed.
+    SELECT *, list_sort(list_filter(
                list_distinct(map_keys(properties) || map_keys(coalesce(previous_properties, MAP {}))),
-               lambda key: properties[key] IS DISTINCT FROM previous_properties[key]))
-    FROM committed
-    WHERE ordinal > 1 AND current_version_id IS NOT DISTINCT FROM previous_version_id
-      AND properties IS DISTINCT FROM previous_properties
+               lambda key: properties[key] IS DISTINCT FROM previous_properties[key])) AS changed_properties
+    FROM committed WHERE ordinal > 1
+),
+introduced AS (
+    -- The properties changed by the commit that made a version current (its log's newest entry).
+    SELECT view_id, last_log_version_id AS version_id, last_log_ms AS at_ms,
+           nullif(any_value(changed_properties), []) AS changed_properties
+    FROM changed GROUP BY ALL
+),
+events AS (
+    SELECT a.view_id, a.at_ms,
+           CASE WHEN a.previous_version_id IS NULL THEN 'created'
+                WHEN a.version_id > a.newest_before THEN 'replaced'
+                ELSE 'rolled-back' END AS kind,
+           a.version_id, a.previous_version_id, i.changed_properties
+    FROM activated a LEFT JOIN introduced i USING (view_id, version_id, at_ms)
     UNION ALL
-    SELECT view_id, dropped_ms, 'dropped', NULL, NULL, NULL FROM latest WHERE dropped_ms IS NOT NULL
+    SELECT view_id, commit_ms, 'property-only', current_version_id, previous_version_id, changed_properties
+    FROM changed
+    WHERE current_version_id IS NOT DISTINCT FROM previous_version_id AND properties IS DISTINCT FROM previous_properties
+    UNION ALL
+    SELECT view_id, dropped_ms, 'dropped', NULL, last_version_id, NULL FROM latest WHERE dropped_ms IS NOT NULL
 )
 SELECT e.at_ms AS changed_ms, epoch_ms_time(e.at_ms) AS changed_at, e.view_id, l.view, l.catalog,
        array_to_string(list_transform(l.parts[:-2], lambda part: quoted_part(part)), '.') AS namespace,
@@ -66,10 +77,13 @@ SELECT e.at_ms AS changed_ms, epoch_ms_time(e.at_ms) AS changed_at, e.view_id, l
        CASE e.kind
            WHEN 'created' THEN 'created at version ' || e.version_id
            WHEN 'replaced' THEN 'version ' || e.version_id || ' replaced version ' || e.previous_version_id
+                                || coalesce('; properties ' || array_to_string(e.changed_properties, ', ') || ' changed', '')
            WHEN 'rolled-back' THEN 'version ' || e.version_id || ' current again, after version ' || e.previous_version_id
+                                || coalesce('; properties ' || array_to_string(e.changed_properties, ', ') || ' changed', '')
            WHEN 'property-only' THEN 'properties ' || array_to_string(e.changed_properties, ', ')
                                      || ' changed, version ' || e.version_id || ' kept'
-           ELSE 'dropped: its newest metadata file was removed' END AS summary
+           ELSE 'dropped at version ' || coalesce(e.previous_version_id::VARCHAR, '(none)')
+                || ': its newest metadata file was removed' END AS summary
 FROM events e
 JOIN latest l USING (view_id)
 LEFT JOIN preferred_versions v ON v.view_id = e.view_id AND v.version_id = e.version_id AND e.kind <> 'dropped';
