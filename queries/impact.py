@@ -575,7 +575,8 @@ def _row(
         "kind": kind,
         "output": output,
         "via": [*source.via, f"{source.name}.{column}"],
-        "schemas_known": False,
+        # A whole use (`fails`) can be told with every schema known; `unknown` is for want of one.
+        "schemas_known": kind != "unknown" and source.schemas_known and not reader.lineage.unknown_schemas,
         "match": MATCHES[certainty],
         "unknown_schemas": [dotted([k[0], *k[1], k[2]]) for k in reader.lineage.unknown_schemas],
     }
@@ -596,9 +597,11 @@ def _whole_use(
 
 
 def _whole(reader: _Reader, use: dict[str, Any], kind: str) -> _Object:
-    """The question about `reader` as a whole, for the views that read it."""
+    """The question about `reader` as a whole, for the views that read it: with every schema known
+    on the way to a view that `fails`, none on the way to one that may use the column (`unknown`)."""
+    known = kind == "fails" and use["schemas_known"]
     return _Object(
-        reader.key, reader.name, ("*",), tuple(use["via"]), False, MATCHES.index(use["match"]), kind
+        reader.key, reader.name, ("*",), tuple(use["via"]), known, MATCHES.index(use["match"]), kind
     )
 
 
