@@ -180,10 +180,19 @@ IDENTIFIER_KEYS = frozenset({"default_namespace", "namespace", "name", "name_pat
 
 
 _CONTROLS = {
-    code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if code not in (0x09, 0x0A)
+    **{
+        code: f"\\x{code:02x}"
+        for code in (*range(0x20), 0x7F, *range(0x80, 0xA0))
+        if code not in (0x09, 0x0A)
+    },
+    **{
+        code: f"\\u{code:04x}"
+        for code in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+    },
 }
 """Control characters as their escapes: a value from a file (an engine name, a property) sends no
-escape sequence to the terminal (a title, colours, a cursor move)."""
+escape sequence to the terminal (a title, colours, a cursor move); nor do bidirectional controls
+(U+202E) reorder what follows, which could make a printed name or SQL read as another."""
 
 
 def cell(value: Any, key: str | None = None, multiline: bool = False) -> str:

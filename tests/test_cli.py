@@ -501,6 +501,8 @@ def test_what_files_say_reaches_no_terminal_and_no_spreadsheet_as_a_command() ->
     """Found by the fifth adversarial trial: a property's escape sequences set the terminal's title
     and colours, and an engine name `=cmd|...` was a formula in the CSV downloads."""
     assert output.cell("\x1b]0;PWNED\x07\x1b[31mRED") == "\\x1b]0;PWNED\\x07\\x1b[31mRED"
+    # Found by the seventh adversarial trial: a right-to-left override reordered what followed it.
+    assert output.cell("spark\u202egnp.exe\u2066") == "spark\\u202egnp.exe\\u2066"
     assert output.csv_text(
         [{"engine": "=cmd|' /C calc'!A0", "version": "@SUM(1)", "n": -5, "s": "plain"}]
     ) == ("engine,version,n,s\n'=cmd|' /C calc'!A0,'@SUM(1),-5,plain\n")
