@@ -620,3 +620,21 @@ def test_a_key_written_twice_reads_the_last_value_with_a_finding() -> None:
     assert [f.path for f in parse_metadata(large_repeated.encode(), location, ParseConfig()).findings] == [
         "$.properties"
     ]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b'{"a": "\xff\xfe"}', "not JSON: not UTF-8 text: byte 0xff at offset 7 (invalid start byte)"),
+        (
+            '{"a": 1}'.encode("utf-16"),
+            "not JSON: UTF-16 text (it starts with UTF-16's byte-order mark); metadata JSON is UTF-8",
+        ),
+    ],
+)
+def test_a_document_that_is_not_utf8_says_which_byte(data: bytes, message: str) -> None:
+    """Found by the seventh adversarial trial: bytes that are no UTF-8 were quarantined as "str is
+    not valid UTF-8: surrogates not allowed", which names neither the byte nor the encoding."""
+    with pytest.raises(QuarantineError) as refused:
+        parse_metadata(data, "/w/db/v/metadata/00001-x.metadata.json", ParseConfig())
+    assert (refused.value.reason, str(refused.value)) == ("not-json", message)

@@ -277,7 +277,7 @@ def _with_wide_integers(document: bytes | bytearray, error: orjson.JSONDecodeErr
     integer of more digits than any field takes is cut to 40 (still out of every range, so still a
     finding): Python converts at most 4,300, and in time that grows with the square of the length."""
     if "number is infinity" not in str(error):
-        raise QuarantineError(f"not JSON: {error}", reason="not-json") from error
+        raise QuarantineError(f"not JSON: {_not_json(document, error)}", reason="not-json") from error
     try:
         return json.loads(document, parse_int=_bounded_int)
     except (ValueError, RecursionError) as exc:
@@ -362,6 +362,20 @@ def _members(value: Any) -> int:
         elif isinstance(item, list):
             stack.extend(item)
     return count
+
+
+def _not_json(document: bytes | bytearray, error: orjson.JSONDecodeError) -> str:
+    """Why a document is no JSON, in words: orjson says "surrogates not allowed" of any byte that is
+    no UTF-8, where the byte and its offset say more (a UTF-16 file begins with its byte-order mark)."""
+    if "not valid UTF-8" not in str(error):
+        return str(error)
+    if document.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "UTF-16 text (it starts with UTF-16's byte-order mark); metadata JSON is UTF-8"
+    try:
+        bytes(document).decode()
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 text: byte 0x{document[exc.start]:02x} at offset {exc.start} ({exc.reason})"
+    return str(error)
 
 
 def _bounded_int(text: str) -> int:
