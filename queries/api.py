@@ -172,6 +172,16 @@ def indexed_table(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None =
         ) from None
 
 
+def check_table_not_dropped(conn: duckdb.DuckDBPyConnection, resolved: ResolvedTable, at: int) -> None:
+    """A usage error when the table was dropped (`table_drop`) by `at`."""
+    dropped = query_rows(conn, "SELECT dropped_ms FROM table_drop(?)", [resolved.table_id])
+    if dropped and dropped[0]["dropped_ms"] <= at:
+        raise UsageError(
+            f"table {resolved.name} was dropped at {iso(dropped[0]['dropped_ms'])} (its newest metadata "
+            f"file was removed){'' if at == FOREVER_MS else f', before {iso(at)}'}: ask as of an earlier time"
+        )
+
+
 def table(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None) -> dict[str, Any]:
     """A table's state at `as_of_ms` (default: now) from its metadata file in force: schema with
     nested fields, current snapshot, refs, properties."""
@@ -182,6 +192,7 @@ def table(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None
     )
     if not files:
         raise UsageError(f"table {resolved.name} has no metadata file committed by {iso(at)}")
+    check_table_not_dropped(conn, resolved, at)
     f = files[0]
     fields = query_rows(
         conn,
@@ -431,7 +442,7 @@ def deps(
                 "depth": row["depth"],
                 "via": [names.get(v, v) for v in row["path"]],
                 "is_view": row["target_view_id"] is not None,
-                "target": "view" if row["target_view_id"] is not None else _read_target(conn, row),
+                "target": "view" if row["target_view_id"] is not None else _read_target(conn, row, at),
                 "view_id": row["target_view_id"],
                 "suffix": row["suffix"],
                 "pin": row["pin"],
@@ -498,23 +509,34 @@ def _least_sure(match: str, other: str) -> str:
     return max(match, other, key=MATCHES.index)
 
 
-def _read_target(conn: duckdb.DuckDBPyConnection, row: dict[str, Any]) -> str:
-    """What a read that names no view current at T names: an indexed `table`; a view of that name
-    at another time, dropped or not yet created (`view-not-current`: the read fails then); or
-    nothing indexed (`not-indexed`: a table whose metadata was not indexed, most likely)."""
+def _read_target(conn: duckdb.DuckDBPyConnection, row: dict[str, Any], at: int) -> str:
+    """What a read that names no view current at T names: an indexed `table` then; a table of that
+    name at another time only, dropped or not yet created (`table-not-current`), or a view
+    (`view-not-current`): the read fails then; or nothing indexed (`not-indexed`: a table whose
+    metadata was not indexed, most likely)."""
     parts = [*row["namespace"], row["table_name"]]
     # A read matched by its leading part (`prod.db.t` read in no known catalog) names `db.t` too.
     names = [parts, parts[1:]] if row["match"] == "leading-part" and len(row["namespace"]) > 1 else [parts]
     found = query_rows(
         conn,
         """
-        SELECT EXISTS (FROM table_names WHERE list_contains(?1, name)
-                       AND (catalog IS NULL OR ?2 IS NULL OR catalog = ?2)) AS table_named,
+        SELECT (SELECT list(DISTINCT table_id) FROM table_names WHERE list_contains(?1, name)
+                AND (catalog IS NULL OR ?2 IS NULL OR catalog = ?2)) AS tables,
                EXISTS (FROM view_names WHERE list_contains(?1, name)
                        AND (catalog IS NULL OR ?2 IS NULL OR catalog = ?2)) AS view_named""",
         [names, row["catalog"]],
     )[0]
-    return "table" if found["table_named"] else "view-not-current" if found["view_named"] else "not-indexed"
+    if found["tables"]:
+        current = query_rows(
+            conn,
+            """
+            SELECT table_id FROM table_files WHERE list_contains(?1, table_id) AND commit_ms <= ?2
+            EXCEPT SELECT table_id FROM (SELECT unnest(?1) AS table_id) t
+            WHERE (SELECT min(dropped_ms) FROM table_drop(t.table_id)) <= ?2""",
+            [found["tables"], at],
+        )
+        return "table" if current else "table-not-current"
+    return "view-not-current" if found["view_named"] else "not-indexed"
 
 
 def lineage_unknown(

@@ -31,7 +31,15 @@ from viewlineage.indexer.lineage.columns import (
 )
 from viewlineage.indexer.lineage.config import LineageConfig
 from viewlineage.indexer.lineage.tables import LineageRequest
-from viewlineage.queries.api import MATCHES, is_named, lineage_unknown, show, table_reference, tied_files
+from viewlineage.queries.api import (
+    MATCHES,
+    check_table_not_dropped,
+    is_named,
+    lineage_unknown,
+    show,
+    table_reference,
+    tied_files,
+)
 from viewlineage.queries.names import (
     FOREVER_MS,
     ResolvedTable,
@@ -457,6 +465,7 @@ def _schema_of(
     )
     if not state or state[0]["name"] is None:
         raise UsageError(f"table {resolved.name} has no metadata file committed by {iso(at)}")
+    check_table_not_dropped(conn, resolved, at)
     rows = query_rows(
         conn, "SELECT path, type FROM schema_fields WHERE schema_hash = ?", [state[0]["current_schema_hash"]]
     )

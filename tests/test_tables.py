@@ -14,10 +14,12 @@ from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.parse.config import CatalogMapEntry, ParseConfig
 from viewlineage.indexer.parse.metadata import parse_metadata
 from viewlineage.indexer.parse.table import KnownSnapshot, ParsedRef, ParsedTable
+from viewlineage.indexer.pipeline.rows import Batch, Removal
 from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries import api
 from viewlineage.queries.impact import impact, parse_change
 from viewlineage.sinks.readers import open_reader
+from viewlineage.sinks.store import Store
 
 from .conftest import settings_for
 from .metadata_files import Table, View, schema_of, write
@@ -371,3 +373,25 @@ def test_a_table_name_resolves_to_the_table_that_held_it_at_the_time(tmp_path: P
     assert (before["table_id"], [c["path"] for c in before["columns"]]) == (old.uuid, ["id", "score"])
     assert (now["table_id"], [c["path"] for c in now["columns"]]) == (new.uuid, ["id"])
     assert (dropped["table_id"], dropped["views"]) == (old.uuid, ["prod.db.v"])
+
+
+def test_a_table_whose_newest_file_was_removed_is_dropped(tmp_path: Path) -> None:
+    """Found by the seventh new-user trial: after `DROP TABLE ... PURGE` (its files removed), `table`
+    showed it as a live table, and `deps` of a view reading it said `target: table`."""
+    root = tmp_path / "warehouse"
+    table = Table(root, "db", "t", "e4000000-0000-4000-8000-000000000001", schema=schema_of(("id", "long")))
+    table.commit(1000, 1)
+    newest = table.commit(2000, 2)
+    View(root, "db", "v", "e4000000-0000-4000-8000-000000000002").commit(1500, "SELECT id FROM db.t")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with Store(db, replica_interval=None) as store:
+        store.write(Batch(removals=[Removal(str(newest), 5000, "watch")]))
+    with open_reader(db) as conn:
+        assert api.table(conn, "db.t", 4000)["snapshot"]["snapshot_id"] == 2
+        with pytest.raises(UsageError, match=r"^table prod\.db\.t was dropped at 1970-01-01T00:00:05\.000Z"):
+            api.table(conn, "db.t")
+        with pytest.raises(UsageError, match=r"^table prod\.db\.t was dropped at"):
+            impact(conn, "db.t", parse_change("id", None, None))
+        targets = [(api.deps(conn, "db.v", at)["reads"][0]["target"]) for at in (4000, 6000)]
+    assert targets == ["table", "table-not-current"]
