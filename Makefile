@@ -34,7 +34,7 @@ browser:
 		$$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
 test: setup browser
-	$(BIN)/python -m pytest -q --durations=12
+	$(BIN)/python -m pytest -q --durations=12 -n 2 --dist loadfile
 
 lint: setup
 	$(BIN)/ruff check indexer sinks queries tests scripts

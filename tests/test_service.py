@@ -248,8 +248,9 @@ def test_a_refusal_lists_the_names_it_suggests(sample_store: Path) -> None:
     assert call(sample_store, "/api/show", view="prod.db.event_ag") == (
         400,
         {
-            "error": "no view 'prod.db.event_ag' in the store; did you mean prod.db.event_agg?",
-            "did_you_mean": ["prod.db.event_agg"],
+            "error": "no view 'prod.db.event_ag' in the store; did you mean prod.db.event_agg, "
+            "prod.db.event_tags, prod.db.events?",
+            "did_you_mean": ["prod.db.event_agg", "prod.db.event_tags", "prod.db.events"],
         },
     )
     assert call(sample_store, "/api/show", view="db.zzz") == (400, {"error": "no view 'db.zzz' in the store"})
