@@ -108,7 +108,9 @@ class _MainTableOutput(Output):
     def side_table(self, title: str, rows: list[dict[str, Any]]) -> None:
         """What a reader of the main table alone would miss: on stderr, so that the csv on stdout
         stays one table."""
-        named = ", ".join(sorted({str(row["view"]) for row in rows if "view" in row})) or f"{len(rows)}"
+        views = {str(row["view"]) for row in rows if isinstance(row, dict) and "view" in row}
+        views |= {str(row) for row in rows if isinstance(row, str)}  # a list of view names
+        named = ", ".join(sorted(views)) or f"{len(rows)}"
         click.echo(
             f"warning: {title}: {named} (not in this table; --format text or json lists them)", err=True
         )
@@ -117,6 +119,9 @@ class _MainTableOutput(Output):
 SIDE_TABLES = {
     "lineage_unknown": "lineage unknown, so they could read or use anything",
     "already_broken": "already broken: they read columns the table does not have",
+    "by_position": "Spark views projecting it only through `*`, read by position: they keep working",
+    "time_travel": "views reading it by time travel or a tag, in that snapshot's schema: not affected",
+    "tied": "views whose file in force ties with another, analysed from a guessed one",
     "property_changes": "commits that changed properties",
     "incarnations": "earlier or later views at the same path",
 }

@@ -812,6 +812,16 @@ def test_spark_views_projecting_a_renamed_column_through_stars_keep_working(tmp_
         "1 view(s) read it by time travel or a tag, in that snapshot's schema, and are not affected: "
         "prod.exp.v_tt_star"
     )
+    # Found by the seventh new-user trial: csv said nothing of the views it leaves out.
+    csv = CliRunner().invoke(
+        cli, ["impact", "exp.t", "--rename-column", "b=bb", "--db", str(db), "--format", "csv"]
+    )
+    assert csv.stderr.splitlines() == [
+        "warning: Spark views projecting it only through `*`, read by position: they keep working: "
+        "prod.exp.v_cte_star, prod.exp.v_star (not in this table; --format text or json lists them)",
+        "warning: views reading it by time travel or a tag, in that snapshot's schema: not affected: "
+        "prod.exp.v_tt_star (not in this table; --format text or json lists them)",
+    ]
 
 
 def test_a_spark_star_view_broken_by_a_drop_is_not_blamed_on_a_rename(tmp_path: Path) -> None:
