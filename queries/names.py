@@ -196,10 +196,12 @@ def _one(conn: duckdb.DuckDBPyConnection, kind: str, ref: str, rows: list[dict[s
         hint = did_you_mean(conn, ref, kind)
         raise UsageError(f"no {kind} {ref!r} in the store{hint.text}", hint.names)
     if len(named) > 1:
+        names = [name for _, name in named]
+        distinct = len(set(names)) == len(names)  # directories whose names differ only in case: ids
         raise UsageError(
             f"{ref!r} is ambiguous: {', '.join(f'{name} ({key})' for key, name in named)}; "
-            f"name one by its uuid",
-            [key for key, _ in named],
+            f"name one by {'its full name or ' if distinct else ''}its uuid",
+            names if distinct else [key for key, _ in named],
         )
     return named[0]
 

@@ -1054,3 +1054,23 @@ def test_a_version_log_that_leaves_the_current_version_open_is_a_finding(tmp_pat
                 "answers follow the log, which dates each",
             ),
         ]
+
+
+def test_an_ambiguous_name_suggests_the_full_names(tmp_path: Path) -> None:
+    """Found by the seventh new-user trial: `show v_flip` said "name one by its uuid" though
+    `analytics.v_flip` or `dev.v_flip` would do; the refusal now offers those names."""
+    root = tmp_path / "warehouse"
+    for namespace, uuid in (
+        ("analytics", "e5000000-0000-4000-8000-000000000001"),
+        ("dev", "e5000000-0000-4000-8000-000000000002"),
+    ):
+        View(root, namespace, "v_flip", uuid).commit(1000, "SELECT 1 AS x")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn, pytest.raises(UsageError) as refused:
+        api.show(conn, "v_flip")
+    assert str(refused.value) == (
+        "'v_flip' is ambiguous: prod.analytics.v_flip (e5000000-0000-4000-8000-000000000001), "
+        "prod.dev.v_flip (e5000000-0000-4000-8000-000000000002); name one by its full name or its uuid"
+    )
+    assert refused.value.suggestions == ("prod.analytics.v_flip", "prod.dev.v_flip")
