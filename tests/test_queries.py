@@ -1074,3 +1074,18 @@ def test_an_ambiguous_name_suggests_the_full_names(tmp_path: Path) -> None:
         "prod.dev.v_flip (e5000000-0000-4000-8000-000000000002); name one by its full name or its uuid"
     )
     assert refused.value.suggestions == ("prod.analytics.v_flip", "prod.dev.v_flip")
+
+
+def test_a_view_that_reads_itself_is_a_finding(tmp_path: Path) -> None:
+    """Found by the seventh adversarial trial: a view reading itself got no finding."""
+    root = tmp_path / "warehouse"
+    View(root, "db", "loop", "e6000000-0000-4000-8000-000000000001").commit(
+        1000, "SELECT x FROM prod.db.loop"
+    )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        found = [(f["code"], f["version_id"], f["message"]) for f in api.findings(conn, "reads-itself")]
+    assert found == [
+        ("reads-itself", 1, "the version reads its own view (prod.db.loop): no engine can run it")
+    ]

@@ -67,6 +67,7 @@ CODES = frozenset(
         "no-representations",
         "no-versions",
         "ref-snapshot-not-found",
+        "reads-itself",
         "removal-before-commit",
         "rest-envelope",
         "schema-not-found",

@@ -55,6 +55,12 @@ SELECT 'file', r.location, f.view_id, NULL, 'removal-before-commit', 'warning',
 FROM removals r JOIN view_files f USING (location)
 GROUP BY r.location, f.view_id HAVING min(r.removed_ms) < any_value(f.commit_ms)
 UNION ALL
+SELECT DISTINCT 'version', NULL, view_id, version_id, 'reads-itself', 'warning',
+       'the version reads its own view (' || path_name(catalog, name_path) || '): no engine can run it', '$'
+FROM view_spans
+WHERE name_path IS NOT NULL AND read_paths IS NOT NULL
+  AND list_contains(string_split(read_paths, chr(30)), coalesce(catalog, '') || chr(29) || name_path)
+UNION ALL
 SELECT 'view', NULL, view_id, max(version_id), 'activation-tie', 'warning',
        'versions ' || string_agg(DISTINCT version_id::VARCHAR, ', ' ORDER BY version_id::VARCHAR)
        || ' are made current at one instant (' || timestamp_ms || ') by version-logs; the greatest id '
