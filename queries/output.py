@@ -182,6 +182,8 @@ CHAIN_KEYS = frozenset({"via", "path"})
 """Fields whose lists are chains of views (`a > b`); other lists of names join with `.` when they
 are the parts of one identifier, else with `, `."""
 IDENTIFIER_KEYS = frozenset({"default_namespace", "namespace", "name", "name_path"})
+SENTENCE_KEYS = frozenset({"reasons"})
+"""Fields whose lists are sentences, which hold commas: joined with `; `."""
 
 
 _CONTROLS = {
@@ -221,7 +223,15 @@ def _joined(value: Any, key: str | None) -> str:
         return "true" if value else "false"
     if isinstance(value, list):
         if value and all(isinstance(v, str) for v in value):
-            separator = " > " if key in CHAIN_KEYS else "." if key in IDENTIFIER_KEYS else ", "
+            separator = (
+                " > "
+                if key in CHAIN_KEYS
+                else "."
+                if key in IDENTIFIER_KEYS
+                else "; "
+                if key in SENTENCE_KEYS
+                else ", "
+            )
             return separator.join(_item(v, separator) for v in value)
         if all(not isinstance(v, dict | list) for v in value):
             return ", ".join(_item(_joined(v, None), ", ") for v in value)

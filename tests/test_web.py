@@ -357,6 +357,26 @@ def test_materialized_views_and_their_states_at_a_time(browser: Browser, mv_stor
             ("prod.db.mv_two", "FRESH"),
             ("prod.db.mv_trino", "STALE"),
         ]
+        # Found by the first UI trial: the page showed less than `mv-status`, reasons in quotes.
+        assert visit.cells("mvs", "reasons") == [
+            "db.events is at snapshot 102 on main, the refresh read 101: 1 snapshot(s) since: append",
+            "the metadata of db.missing was never indexed",
+            "",
+            "db.events is at snapshot 102 on main, the refresh read 101: 1 snapshot(s) since: append",
+        ]
+        assert visit.cells("mvs", "refreshed_at") == [
+            "1970-01-01T00:00:01.500Z",
+            "1970-01-01T00:00:03.100Z",
+            "1970-01-01T00:00:00.000Z",
+            "1970-01-01T00:00:01.100Z",
+        ]
+        assert visit.cells("mvs", "stale_since") == [
+            "1970-01-01T00:00:03.000Z",
+            "",
+            "",
+            "1970-01-01T00:00:03.000Z",
+        ]
+        assert visit.page.get_attribute("footer a", "href") == "/api/mv-status?as_of=3500ms"
         visit.close()
 
 

@@ -48,7 +48,8 @@ class Question:
     """A question whose refusal (400) leaves its part of the page out, not the page an error."""
 
     def url(self, **extra: str) -> str:
-        return f"{api.PREFIX}{self.endpoint}?{urlencode([*self.items, *extra.items()])}"
+        query = urlencode([*self.items, *extra.items()])
+        return f"{api.PREFIX}{self.endpoint}{'?' if query else ''}{query}"
 
 
 def _embedded(value: Any) -> Markup:
@@ -304,7 +305,12 @@ class Pages:
         """Every materialized view's state at T (FRESH, STALE, UNKNOWN) with its reasons."""
         questions = {"mvs": Question("mv-status", _given(request, ("as_of",)))}
         return self._render(
-            request, "mvs.html", "Materialized views", questions, asked=dict(questions["mvs"].items)
+            request,
+            "mvs.html",
+            "Materialized views",
+            questions,
+            asked=dict(questions["mvs"].items),
+            mv_rows=_mv_rows,
         )
 
     def search(self, request: Request) -> Response:
@@ -396,6 +402,17 @@ _KIND_COLOURS = ("#4c78a8", "#72b7b2", "#f58518", "#b279a2", "#e45756")
 def _given(request: Request, names: Sequence[str]) -> tuple[tuple[str, str], ...]:
     """The page's query parameters among `names` that hold a value, in that order."""
     return tuple((name, value) for name in names if (value := request.query_params.get(name, "").strip()))
+
+
+def _mv_rows(mvs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each materialized view's state as a row, with when its refresh was recorded and since when
+    it has been stale (its earliest stale source), as `mv-status` says them."""
+    rows = []
+    for mv in mvs:
+        since = [source["stale_since"] for source in mv["sources"] if source.get("stale_since")]
+        refreshed = (mv["refresh"] or {}).get("refreshed_at")
+        rows.append({**mv, "refreshed_at": refreshed, "stale_since": min(since) if since else None})
+    return rows
 
 
 def _schema_rows(schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
