@@ -244,13 +244,32 @@ def test_lineage_at_two_times_and_their_difference(browser: Browser, site: str) 
         ("prod.db.events", "prod.db.event_tags", "added"),
     ]
     assert compared.cells("edges", "change") == ["added", "added", "removed", "kept", "added"]
-    assert compared.page.inner_text("#graph-summary").startswith("6 nodes · 5 edges · 0 uncertain")
+    assert compared.page.inner_text("#graph-summary") == (
+        "6 nodes · 5 edges · 0 uncertain · from 2026-11-21T23:17:25.000Z to 2026-11-21T23:17:28.000Z: "
+        "3 edges added, 1 removed"
+    )
     compared.close()
     clicked = Visit(browser, f"{site}/lineage?name=prod.db.events", "lineage-latest")
     clicked.page.click("#nodes a:text('prod.db.event_tags')")  # a view's node leads to its page
     clicked.page.wait_for_url("**/view?view=bc2e0c1d-*")
     assert clicked.page.inner_text("h1") == "prod.db.event_tags"
+    # Found by the first UI trial: links lost the time and depth; the View page had no way on.
+    assert (
+        clicked.page.get_attribute("#identity a:text('lineage')", "href")
+        == "/lineage?name=prod.db.event_tags"
+    )
+    assert (
+        clicked.page.get_attribute("#identity a:text('impact')", "href") == "/impact?table=prod.db.event_tags"
+    )
     clicked.close()
+    deep = Visit(
+        browser, f"{site}/lineage?name=prod.db.event_agg&as_of=2026-11-21T23:17:28Z&depth=4", "lineage-depth"
+    )
+    assert deep.page.input_value("select[name=depth]") == "4"
+    assert deep.page.get_attribute("#nodes a:text('prod.db.events')", "href") == (
+        "/lineage?name=prod.db.events&as_of=2026-11-21T23%3A17%3A28Z&depth=4"
+    )
+    deep.close()
 
 
 def test_the_day_slider_moves_the_time(browser: Browser, site: str) -> None:

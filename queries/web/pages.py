@@ -64,11 +64,11 @@ def view_link(row: dict[str, Any]) -> str:
     return f"/view?{urlencode({'view': row['view_id']})}"
 
 
-def node_link(node: dict[str, Any]) -> str:
-    """A graph node's page: a view's own, a table's lineage."""
+def node_link(node: dict[str, Any], kept: dict[str, str] | None = None) -> str:
+    """A graph node's page: a view's own, a table's lineage (with the parameters `kept`)."""
     if node["kind"] == "view":
         return view_link({"view_id": node["id"]})
-    return f"/lineage?{urlencode({'name': node['name']})}"
+    return f"/lineage?{urlencode({'name': node['name'], **(kept or {})})}"
 
 
 TEMPLATES.filters["embedded"] = _embedded
@@ -249,7 +249,13 @@ class Pages:
             questions,
             retry="name",
             asked=dict(asked),
-            depths=("1", "2", "3", "5"),
+            # The depth asked stands among the choices (`depth=4` did not show as "all").
+            depths=sorted(
+                {"1", "2", "3", "5", *[v for k, v in asked if k == "depth" and v.isdigit()]}, key=int
+            ),
+            # A table's node opens its own lineage at the same time and depth.
+            kept={key: value for key, value in asked if key in ("as_of", "depth")},
+            node_link=lambda node: node_link(node, {k: v for k, v in asked if k in ("as_of", "depth")}),
         )
 
     def impact(self, request: Request) -> Response:

@@ -39,7 +39,7 @@ function drawGraph(target) {
     const node = event.target.data();
     window.location.href = node.kind === "view"
       ? `/view?${new URLSearchParams({ view: node.id })}`
-      : `/lineage?${new URLSearchParams({ name: node.name })}`;
+      : `/lineage?${new URLSearchParams({ name: node.name, ...JSON.parse(target.dataset.keep || "{}") })}`;
   });
   window.lineageGraph = cy;
   target.setAttribute("data-drawn", "true");
