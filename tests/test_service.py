@@ -479,3 +479,16 @@ def test_a_port_in_use_and_brokers_that_do_not_answer_are_one_line_and_exit_1(
         "['127.0.0.1:1']",
     )
     assert "Traceback" not in consumed.stderr
+
+
+def test_a_csv_download_is_named_after_its_table(sample_store: Path) -> None:
+    """Found by the first UI trial: every CSV of one endpoint downloaded as one file name."""
+    with serving(sample_store) as server:
+        names = []
+        for query in ("format=csv", "format=csv&rows=by_day", "format=csv&rows=../x"):
+            try:
+                with urllib.request.urlopen(f"{server.url}/api/changes?{query}", timeout=30) as response:
+                    names.append(response.headers["content-disposition"])
+            except urllib.error.HTTPError as refused:
+                names.append(refused.code)
+    assert names == ['attachment; filename="changes.csv"', 'attachment; filename="changes-by_day.csv"', 400]

@@ -363,6 +363,10 @@ def test_a_browser_signs_in_with_the_token(browser: Browser, sample_store: Path,
         page.click("form.filters button")
         page.wait_for_url("**/table?table=db.events")
         assert visit.cells("readers", "view")[0] == "prod.db.event_agg"
+        page.click("header a.logout")  # found by the first UI trial: there was no way to sign out
+        page.wait_for_url("**/login")
+        assert page.goto(f"{server.url}/table?table=db.events") is not None
+        assert page.url.startswith(f"{server.url}/login?next=")
         visit.close()
 
 

@@ -46,7 +46,9 @@ def web_app(
         name, items = request.path_params["name"], request.query_params.multi_items()
         answered = api.answer(reader, timeout, name, items)
         if answered.csv is not None:
-            disposition = f'attachment; filename="{name}.csv"'
+            rows = request.query_params.get("rows", "")
+            part = f"-{rows}" if rows.replace("_", "").isalnum() else ""  # the table asked for, by name
+            disposition = f'attachment; filename="{name}{part}.csv"'
             return Response(answered.csv, media_type="text/csv", headers={"content-disposition": disposition})
         return json_response(answered.status, answered.document)
 

@@ -24,6 +24,7 @@ from viewlineage.indexer.errors import StoreError
 from viewlineage.queries import graph
 from viewlineage.queries.output import cell
 from viewlineage.queries.web import api
+from viewlineage.queries.web.auth import COOKIE
 
 HealthCheck = Callable[[], tuple[bool, dict[str, Any]]]
 """Whether the process is healthy, and the JSON document `/healthz` answers."""
@@ -78,6 +79,7 @@ TEMPLATES.globals["mv_link"] = lambda row: view_link(row) if row.get("view_id") 
 TEMPLATES.globals["edge_rows"] = lambda answer: graph.edge_rows(answer)["edges"]
 TEMPLATES.filters["cell"] = cell
 TEMPLATES.globals["view_link"] = view_link
+TEMPLATES.globals["session_cookie"] = COOKIE
 
 
 class Pages:
