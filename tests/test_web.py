@@ -321,6 +321,10 @@ def test_a_tables_page_shows_its_snapshots_schemas_and_readers(browser: Browser,
         page = visit.page
         page.wait_for_selector("#commits-chart[data-drawn=true] svg")
         page.wait_for_selector("#records-chart[data-drawn=true] svg")
+        # Found by the first UI trial: the day axis was one of categories, hiding days without
+        # commits; as a time axis, a tick a day, each labelled once.
+        labels = page.locator("#records-chart svg .role-axis-label text").all_text_contents()
+        assert labels[:3] == ["Jan 02, 1970", "Jan 03, 1970", "Jan 04, 1970"]
         assert page.inner_text("#current") == (
             "at the latest state: schema 1 · snapshot 12 (append, 1970-01-03T00:00:00.000Z)"
         )

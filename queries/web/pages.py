@@ -446,7 +446,18 @@ def _daily_chart(
         "height": height,
         "data": {"values": values},
         "mark": {"tooltip": True, **mark},
-        "encoding": {"x": {"field": "day", "type": "ordinal", "title": "day (UTC)"}, **y},
+        # A time axis, not one of categories: days without values keep their place (quiet weeks show).
+        "encoding": {
+            "x": {
+                "field": "day",
+                "type": "temporal",
+                "timeUnit": "utcyearmonthdate",
+                "title": "day (UTC)",
+                # A tick a day (labels that would overlap are left out): no day labelled twice.
+                "axis": {"tickCount": {"interval": "day", "step": 1}, "labelOverlap": True},
+            },
+            **y,
+        },
     }
 
 
