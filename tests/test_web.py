@@ -524,7 +524,13 @@ def test_findings_and_quarantine_come_a_page_at_a_time(browser: Browser, tmp_pat
         health.page.click(".pages a[rel=next]")
         health.page.wait_for_url("**/findings?code=sql-parse-error&offset=50")
         assert health.cells("findings", "view")[0] == "prod.db.v50"
-        assert health.page.inner_text(".pages") == "previous\n51–60"
+        # Found by the first UI trial: "50 rows" beside a CSV of all of them, no total, and a JSON
+        # link asking for 51.
+        assert health.page.inner_text(".pages") == "previous\n51–60 of 60"
+        assert health.page.inner_text(".table-head .count") == "10 of 60 rows"
+        assert health.page.get_attribute("footer a", "href") == (
+            "/api/findings?code=sql-parse-error&limit=50&offset=50"
+        )
         health.close()
 
 

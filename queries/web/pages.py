@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlencode
 
@@ -47,10 +47,17 @@ class Question:
     items: tuple[tuple[str, str], ...]
     optional: bool = False
     """A question whose refusal (400) leaves its part of the page out, not the page an error."""
+    linked: tuple[tuple[str, str], ...] | None = None
+    """The parameters of the page's JSON link, when not `items` (a page asks for one row more than
+    it shows, to know whether there is a next page)."""
 
     def url(self, **extra: str) -> str:
         query = urlencode([*self.items, *extra.items()])
         return f"{api.PREFIX}{self.endpoint}{'?' if query else ''}{query}"
+
+    def link(self) -> str:
+        """The JSON twin of what the page shows."""
+        return replace(self, items=self.linked).url() if self.linked is not None else self.url()
 
 
 def _embedded(value: Any) -> Markup:
@@ -337,7 +344,11 @@ class Pages:
         questions = {
             "findings": Question("findings", (("counts", "true"),)),
             # One more than a page: whether there is a next one.
-            "quarantine": Question("quarantine", (("limit", str(PAGE_SIZE + 1)), ("offset", offset))),
+            "quarantine": Question(
+                "quarantine",
+                (("limit", str(PAGE_SIZE + 1)), ("offset", offset)),
+                linked=(("limit", str(PAGE_SIZE)), ("offset", offset)),
+            ),
         }
         outcomes = [{"outcome": key, "count": count} for key, count in process.get("outcomes", {}).items()]
         return self._render(
@@ -357,12 +368,18 @@ class Pages:
         """The findings of a code or a view, a page at a time, each with where it applies."""
         asked = dict(_given(request, ("code", "view", "offset")))
         filters = tuple((key, asked[key]) for key in ("code", "view") if key in asked)
-        page = (("limit", str(PAGE_SIZE + 1)), ("offset", asked.get("offset", "0")))
+        offset = asked.get("offset", "0")
+        page = (("limit", str(PAGE_SIZE + 1)), ("offset", offset))
+        shown = (*filters, ("limit", str(PAGE_SIZE)), ("offset", offset))
+        questions = {
+            "findings": Question("findings", (*filters, *page), linked=shown),
+            "counts": Question("findings", (*filters, ("counts", "true"))),  # for the total
+        }
         return self._render(
             request,
             "findings.html",
             "Findings",
-            {"findings": Question("findings", (*filters, *page))},
+            questions,
             retry="view",
             asked=asked,
             offset=int(asked.get("offset", "0")) if asked.get("offset", "0").isdigit() else 0,
