@@ -499,6 +499,8 @@ def test_the_search_box_finds_views_and_tables(browser: Browser, site: str) -> N
     page.click("#results a:text-is('prod.db.events')")
     page.wait_for_url("**/table?table=prod.db.events")
     assert visit.cells("readers", "view")[0] == "prod.db.event_agg"
+    page.goto(f"{site}/search?q=event_tags")
+    assert page.inner_text("#found") == "1 name holds “event_tags”"  # (the first UI trial: "1 name hold")
     visit.close()
 
 
