@@ -64,9 +64,11 @@ WITH held_versions AS (
     WHERE view_id IN (SELECT view_id FROM _touched) GROUP BY view_id
 ),
 drops AS (
-    -- A removal dated before its file was committed (a skewed or forged event time) counts from
-    -- the commit: no file is removed before it exists (the finding removal-before-commit).
-    SELECT r.location, greatest(min(r.removed_ms), any_value(f.commit_ms)) AS dropped_ms
+    -- A removal dated before the version-log entry its file wrote last (a skewed or forged event
+    -- time) counts from that entry: no view is dropped before its file made its version current
+    -- (the finding removal-before-commit). The writer's time, not the object's: a copied object's
+    -- time is when it was copied.
+    SELECT r.location, greatest(min(r.removed_ms), any_value(f.last_log_ms)) AS dropped_ms
     FROM removals r JOIN view_files f USING (location)
     WHERE f.view_id IN (SELECT view_id FROM _touched)
     GROUP BY r.location

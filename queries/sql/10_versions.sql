@@ -97,10 +97,10 @@ GROUP BY f.view_id
 ORDER BY first_commit_ms, f.view_id;
 
 -- view_drop(vid): a view is dropped when its newest file (latest commit, then highest sequence
--- number) is removed; dropped_ms is the earliest removal reported for that file, or its commit if
--- that was later (see view_spans' drops).
+-- number) is removed; dropped_ms is the earliest removal reported for that file, or the file's
+-- last version-log entry if that was later (see view_spans' drops).
 CREATE OR REPLACE MACRO view_drop(vid) AS TABLE
-SELECT vid AS view_id, r.location, greatest(min(r.removed_ms), any_value(f.commit_ms)) AS dropped_ms
+SELECT vid AS view_id, r.location, greatest(min(r.removed_ms), any_value(f.last_log_ms)) AS dropped_ms
 FROM removals r JOIN view_files f USING (location)
 WHERE r.location = view_location_as_of(vid, 1::BIGINT << 62) GROUP BY r.location;
 

@@ -51,9 +51,10 @@ WHERE l.timestamp_ms > epoch_ms(f.ingested_at) + 60000
 UNION ALL
 SELECT 'file', r.location, f.view_id, NULL, 'removal-before-commit', 'warning',
        'removed at ' || min(r.removed_ms) || ' ms (by ' || string_agg(DISTINCT r.source, ', ') || '), before the '
-       || 'file was committed at ' || any_value(f.commit_ms) || ' ms: the removal counts from the commit', '$'
+       || 'file''s last version-log entry at ' || any_value(f.last_log_ms) || ' ms: the removal counts from then',
+       '$'
 FROM removals r JOIN view_files f USING (location)
-GROUP BY r.location, f.view_id HAVING min(r.removed_ms) < any_value(f.commit_ms)
+GROUP BY r.location, f.view_id HAVING min(r.removed_ms) < any_value(f.last_log_ms)
 UNION ALL
 SELECT DISTINCT 'version', NULL, view_id, version_id, 'reads-itself', 'warning',
        'the version reads its own view (' || path_name(catalog, name_path) || '): no engine can run it', '$'

@@ -583,7 +583,7 @@ def test_a_removal_of_one_version_of_an_object_still_there_removes_nothing(
     """Found by the seventh adversarial trial: `ObjectRemoved:Delete` with a versionId (one version
     deleted for good, in a versioned bucket) of an object still there dropped its view. Such an
     event now asks the store; a delete marker, or the last version, removes as before. A removal
-    dated before its file's commit counts from the commit, and says so."""
+    dated before its file's last version-log entry counts from that entry, and says so."""
     valid = (CONFORMANCE / "iceberg-spec" / "view-spec__appendixA__00001-metadata.json").read_bytes()
     kept, gone = (f"{PREFIX}/db/{name}/metadata/00001-{UUID}.metadata.json" for name in ("kept", "gone"))
     client = plain_s3.client()
@@ -594,10 +594,10 @@ def test_a_removal_of_one_version_of_an_object_still_there_removes_nothing(
         client.put_object(
             Bucket=BUCKET, Key=key, Body=json.dumps({**json.loads(valid), "view-uuid": view_uuid})
         )
-    uploaded_ms = int(client.head_object(Bucket=BUCKET, Key=gone)["LastModified"].timestamp() * 1000)
+    logged_ms = json.loads(valid)["version-log"][-1]["timestamp-ms"]  # 2019-11-11
     removed = []
     for key in (kept, gone):
-        document = json.loads(notification("aws", False, BUCKET, key, 1_577_836_800_000))  # 2020-01-01
+        document = json.loads(notification("aws", False, BUCKET, key, 1_546_300_800_000))  # 2019-01-01
         document["Records"][0]["s3"]["object"]["versionId"] = "3HL4kqtJlcpXroDTDmJ"
         removed.append(json.dumps(document).encode())
     run = consume(tmp_path, "versions", broker, "versions", plain_s3)
@@ -617,7 +617,7 @@ def test_a_removal_of_one_version_of_an_object_still_there_removes_nothing(
         found = api.findings(conn, "removal-before-commit")
         dropped_ms = api.history(conn, f"s3://{BUCKET}/{gone}")["dropped_ms"]
     assert [(f["code"], f["location"]) for f in found] == [("removal-before-commit", f"s3://{BUCKET}/{gone}")]
-    assert dropped_ms == uploaded_ms  # its commit: the object's LastModified, later than its log's entry
+    assert dropped_ms == logged_ms  # its version-log's last entry: the writer's time
 
 
 def test_a_file_whose_rows_the_store_refuses_stops_nothing(
