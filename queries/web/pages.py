@@ -251,6 +251,7 @@ class Pages:
         questions = {"days": Question("changes", (("limit", "1"),))}
         if dict(asked).get("name"):
             questions["graph"] = Question("graph", asked)
+        kept = {key: value for key, value in asked if key in ("as_of", "depth")}
         return self._render(
             request,
             "lineage.html",
@@ -260,11 +261,11 @@ class Pages:
             asked=dict(asked),
             # The depth asked stands among the choices (`depth=4` did not show as "all").
             depths=sorted(
-                {"1", "2", "3", "5", *[v for k, v in asked if k == "depth" and v.isdigit()]}, key=int
+                {"1", "2", "3", "5", *[v for k, v in kept.items() if k == "depth" and v.isdigit()]}, key=int
             ),
-            # A table's node opens its own lineage at the same time and depth.
-            kept={key: value for key, value in asked if key in ("as_of", "depth")},
-            node_link=lambda node: node_link(node, {k: v for k, v in asked if k in ("as_of", "depth")}),
+            # A table's node opens its own lineage at the same time and depth (links, and lineage.js).
+            kept=kept,
+            node_link=lambda node: node_link(node, kept),
         )
 
     def impact(self, request: Request) -> Response:
