@@ -406,7 +406,7 @@ def _already_broken(
                     "match": MATCHES[certainty],
                 },
             )
-        for column, certainty in _outputs_gone_stale(reader, target, catalogs):
+        for column, certainty in _outputs_gone_stale(reader, target, fields, catalogs):
             broken.setdefault(
                 (reader.name, column, STORED_TYPE),
                 {
@@ -420,15 +420,29 @@ def _already_broken(
     return [broken[key] for key in sorted(broken)]
 
 
-def _outputs_gone_stale(reader: _Reader, target: _Object, catalogs: frozenset[str]) -> list[tuple[str, int]]:
+def _outputs_gone_stale(
+    reader: _Reader, target: _Object, fields: dict[tuple[str, ...], str], catalogs: frozenset[str]
+) -> list[tuple[str, int]]:
     """The table's columns (with how surely the read names the table) that the view projects as
-    they are into an output whose stored type their type at T no longer up-casts to: an earlier
-    type change broke the view. Only outputs that are the column itself count, whose type is the
-    column's own, not inferred. A view whose outputs no longer line up with its stored columns is
-    broken by that (`missing_outputs`), not by the types the shift compares."""
+    they are into an output whose stored type their type at T (`fields`) no longer up-casts to: an
+    earlier type change broke the view. Only outputs that are the column itself count, whose type
+    is the column's own, not inferred. A view whose outputs no longer line up with its stored
+    columns is broken by that (`missing_outputs`), not by the types the shift compares."""
     if reader.missing_outputs() or len(reader.lineage.outputs) != len(reader.stored_types):
         return []
-    if not any(_match(use.table, target.key, catalogs) is not None for use in reader.lineage.uses):
+    # Typing the view's outputs costs a second analysis: only for a projected column whose type
+    # does not fit the stored type of the output it flows into.
+    outputs = [name.lower() for name in reader.lineage.outputs]
+    if not any(
+        use.kind == "projected"
+        and use.output is not None
+        and use.output.lower() in outputs
+        and _match(use.table, target.key, catalogs) is not None
+        and not _up_casts(
+            _column_type(fields, use.path), reader.stored_types[outputs.index(use.output.lower())]
+        )
+        for use in reader.lineage.uses
+    ):
         return []
     typed = column_lineage(reader.request, LineageConfig(), reader.schemas, reader.resolved, typed=True)
     if any(finding.code in ANALYSIS_FAILED for finding in typed.findings):
@@ -836,6 +850,12 @@ def _up_casts(kind: str | None, stored: str | None) -> bool:
         (p, s), (wide_p, wide_s) = map(int, narrow.groups()), map(int, wide.groups())
         return s <= wide_s and p - s <= wide_p - wide_s
     return False
+
+
+def _column_type(fields: dict[tuple[str, ...], str], path: tuple[str, ...]) -> str | None:
+    """A column's type in the table's schema, in Spark's spelling; None if the schema lacks it."""
+    kind = fields.get(tuple(part.lower() for part in path))
+    return None if kind is None else _spark_type(iceberg_type_sql(kind))
 
 
 def _spark_type(kind: str) -> str | None:
