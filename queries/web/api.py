@@ -41,6 +41,8 @@ Reader = Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
 """Opens a connection for one request and closes it after."""
 
 PREFIX = "/api/"
+COOKIE = "viewlineage_session"
+"""The browser session's cookie, which `auth` sets once its token is given (and pages look for)."""
 MAX_VALUE_CHARS = 4096
 """The longest query parameter value taken."""
 

@@ -20,9 +20,8 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from viewlineage.indexer.errors import UsageError
-from viewlineage.queries.web.api import PREFIX, encode
+from viewlineage.queries.web.api import COOKIE, PREFIX, encode
 
-COOKIE = "viewlineage_session"
 OPEN_PATHS = ("/healthz", "/metrics", "/static/")
 MIN_TOKEN_CHARS = 16
 MAX_FORM_BYTES = 4096

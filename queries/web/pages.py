@@ -24,7 +24,6 @@ from viewlineage.indexer.errors import StoreError
 from viewlineage.queries import graph
 from viewlineage.queries.output import cell
 from viewlineage.queries.web import api
-from viewlineage.queries.web.auth import COOKIE
 
 HealthCheck = Callable[[], tuple[bool, dict[str, Any]]]
 """Whether the process is healthy, and the JSON document `/healthz` answers."""
@@ -86,7 +85,7 @@ TEMPLATES.globals["mv_link"] = lambda row: view_link(row) if row.get("view_id") 
 TEMPLATES.globals["edge_rows"] = lambda answer: graph.edge_rows(answer)["edges"]
 TEMPLATES.filters["cell"] = cell
 TEMPLATES.globals["view_link"] = view_link
-TEMPLATES.globals["session_cookie"] = COOKIE
+TEMPLATES.globals["session_cookie"] = api.COOKIE
 
 
 class Pages:
