@@ -68,12 +68,15 @@ def test_readers_connecting_in_a_loop_see_whole_snapshots(
     threads = [threading.Thread(target=publisher), *(threading.Thread(target=reader) for _ in range(3))]
     for thread in threads:
         thread.start()
-    time.sleep(4)
+    # Enough of both to have raced, however loaded the machine (tests run two at a time): at most 60 s.
+    deadline = time.monotonic() + 60
+    while (published[0] < 10 or len(seen) < 100) and time.monotonic() < deadline:
+        time.sleep(0.1)
     stop.set()
     for thread in threads:
         thread.join()
     assert problems == []
-    assert published[0] >= 10 and len(seen) >= 100
+    assert published[0] >= 10 and len(seen) >= 100, (published[0], len(seen))
     assert set(seen) == set(snapshots.values())  # both, and nothing else: never half of one
 
 
