@@ -26,7 +26,7 @@ from viewlineage.sinks.store import Store
 
 from .browser import Visit, launched, needs_chromium
 from .conftest import ROOT, settings_for
-from .metadata_files import View
+from .metadata_files import Table, View, schema_of
 
 pytestmark = needs_chromium
 
@@ -305,6 +305,10 @@ def test_impact_picks_a_column_of_the_schema_and_lists_the_uses(browser: Browser
             "prod.db.orders.amount > prod.db.v_alias.total > prod.db.v_on_alias.total"
         )
         assert len(expected["uses"]) == 9
+        # Found by the first UI trial: the page did not show schemas_known, nor what false means.
+        known = [str(use["schemas_known"]).lower() for use in expected["uses"]]
+        assert visit.cells("uses", "schemas_known") == known
+        assert page.locator("#schemas-unknown").count() == ("false" in known)
         visit.close()
         widened = "/impact?table=db.orders&column=amount&change=type&target=decimal(12,2)"
         retyped = Visit(browser, url + widened, "impact-type")
@@ -313,6 +317,29 @@ def test_impact_picks_a_column_of_the_schema_and_lists_the_uses(browser: Browser
             " · Iceberg promotes it in place · 6 with a stored schema that goes stale"
         )
         retyped.close()
+
+
+def test_the_impact_page_says_what_an_unknown_schema_means(browser: Browser, tmp_path: Path) -> None:
+    root = tmp_path / "warehouse"
+    Table(
+        root,
+        "db",
+        "t",
+        "ce500000-0000-4000-8000-000000000001",
+        schema=schema_of(("id", "long"), ("c", "int")),
+    ).commit(1000, 1)
+    View(root, "db", "v", "ce500000-0000-4000-8000-000000000002").commit(
+        2000, "SELECT t.c, u.* FROM db.t AS t JOIN db.unindexed AS u ON t.id = u.id"
+    )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with serving(db) as url:
+        visit = Visit(browser, f"{url}/impact?table=db.t&column=c&change=drop", "impact-unknown-schema")
+        assert visit.cells("uses", "schemas_known") == ["false"]
+        assert visit.page.inner_text("#schemas-unknown").startswith(
+            "Schemas known false: a table or view read"
+        )
+        visit.close()
 
 
 def test_a_tables_page_shows_its_snapshots_schemas_and_readers(browser: Browser, table_store: Path) -> None:
