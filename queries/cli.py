@@ -911,8 +911,8 @@ def impact(
         )
     if result["tied"]:
         verdict += (
-            f"; {len(result['tied'])} view(s) reading it have tied metadata files (competing-commit), and "
-            "were analysed from one of them chosen by location: see `tied`"
+            f"; {len(result['tied'])} view(s) reading it have tied metadata files (competing-commit): "
+            "each file was analysed, and a use found only in one not taken is matched `tied-file`: see `tied`"
         )
     if result["time_travel"]:
         verdict += (

@@ -60,6 +60,7 @@ STORED_COLUMN = "stored-column"
 STORED_TYPE = "stored-type"
 """The `kind` of an already-broken view's column whose type the table's column no longer up-casts
 to (an earlier type change: Spark refuses "Cannot up cast", Trino calls the view stale)."""
+_TIED, _SHARED = MATCHES.index("tied-file"), MATCHES.index("shared-name")
 """The `kind` of an already-broken view's column that its `*` of the table no longer gives where
 the engine looks for it (see `_Reader.missing_outputs`), though the view's stored column list has it."""
 _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
@@ -221,6 +222,17 @@ class _Reader:
     stored_types: tuple[str | None, ...]
     """The view's stored column types (Spark's spelling, by position): what engines check its
     query's output types against."""
+    floor: int = 0
+    """The surest match any use of its reads can be (an index into `MATCHES`): `tied-file` when this
+    is the version a file tied with its file in force made current."""
+    onward: int = 0
+    """The surest match a read of this view can be: `shared-name` when another current view holds
+    its name too (directories whose names differ only in case)."""
+
+    def match(self, reference: TableKey, wanted: TableKey, catalogs: frozenset[str]) -> int | None:
+        """How surely a reference of this reader names `wanted` (`_match`), at best its `floor`."""
+        certainty = _match(reference, wanted, catalogs)
+        return None if certainty is None else max(certainty, self.floor)
 
     def missing_outputs(self) -> list[str]:
         """The columns of the view's stored column list that its query no longer gives where the
@@ -299,7 +311,19 @@ def impact(
             "UNION SELECT catalog FROM table_names WHERE catalog IS NOT NULL",
         )
     )
-    target = _Object((catalog, tuple(parts[:-1]), parts[-1]), name, change.column, (), True)
+    shared = (
+        is_view
+        and query_rows(  # which of two views of one name a read names is a guess
+            conn,
+            """
+        SELECT count(*) > 1 AS shared FROM view_heads_as_of(?2) o JOIN view_heads_as_of(?2) me
+          ON me.view_id = ?1 AND o.name_path = me.name_path AND o.catalog IS NOT DISTINCT FROM me.catalog""",
+            [table_id, at],
+        )[0]["shared"]
+    )
+    target = _Object(
+        (catalog, tuple(parts[:-1]), parts[-1]), name, change.column, (), True, _SHARED if shared else 0
+    )
     going_stale = (
         (lambda reader: _outputs_going_stale(reader, target, catalogs, change))
         if change.kind == CHANGE_TYPE and change.target is not None
@@ -374,15 +398,15 @@ def _already_broken(
     no change to the column as it is now named affects them). Only views every schema of whose
     reads is known: otherwise a column may be another table's."""
     columns = {path[0] for path in fields}
-    broken: dict[tuple[str, str, str], dict[str, Any]] = {}
+    broken: dict[tuple[str, str, str, str], dict[str, Any]] = {}
     for reader in readers:
         if reader.lineage.unknown_schemas or any(f.code in ANALYSIS_FAILED for f in reader.lineage.findings):
             continue
-        starred = [_match(key, target.key, catalogs) for key in reader.lineage.star_tables]
+        starred = [reader.match(key, target.key, catalogs) for key in reader.lineage.star_tables]
         surest = min((c for c in starred if c is not None), default=None)
         for column in reader.missing_outputs() if surest is not None else []:  # its `*` of the table
             broken.setdefault(  # no longer gives it
-                (reader.name, column, STORED_COLUMN),
+                (reader.name, reader.view_id, column, STORED_COLUMN),
                 {
                     "view": reader.name,
                     "view_id": reader.view_id,
@@ -392,12 +416,12 @@ def _already_broken(
                 },
             )
         for use in reader.lineage.uses:
-            certainty = _match(use.table, target.key, catalogs)
+            certainty = reader.match(use.table, target.key, catalogs)
             if certainty is None or use.path[0].lower() in columns or use.path[0] == "*":
                 continue
             column = ".".join(use.path)
             broken.setdefault(
-                (reader.name, column, use.kind),
+                (reader.name, reader.view_id, column, use.kind),
                 {
                     "view": reader.name,
                     "view_id": reader.view_id,
@@ -408,7 +432,7 @@ def _already_broken(
             )
         for column, certainty in _outputs_gone_stale(reader, target, fields, catalogs):
             broken.setdefault(
-                (reader.name, column, STORED_TYPE),
+                (reader.name, reader.view_id, column, STORED_TYPE),
                 {
                     "view": reader.name,
                     "view_id": reader.view_id,
@@ -463,7 +487,7 @@ def _outputs_gone_stale(
         for use in typed.uses
         if use.kind == "projected"
         and use.output in stale
-        and (certainty := _match(use.table, target.key, catalogs)) is not None
+        and (certainty := reader.match(use.table, target.key, catalogs)) is not None
     ]
 
 
@@ -507,72 +531,110 @@ def _checked(change: Change, fields: dict[tuple[str, ...], str], table: str) -> 
 def _readers(
     conn: duckdb.DuckDBPyConnection, catalog: str | None, parts: list[str], at: int
 ) -> list[_Reader]:
-    """Every view reading the table at `at`, directly or through views, with its column lineage."""
-    view_ids = query_rows(
-        conn, "SELECT DISTINCT view_id FROM uses_as_of(?, ?, ?) ORDER BY 1", [catalog, parts, at]
+    """Every view reading the table at `at`, directly or through views, with its column lineage:
+    from its version in force, and from the version each file tied with its file in force made
+    current (which file holds the view is a guess: `tied-file`)."""
+    heads = query_rows(
+        conn,
+        """
+        WITH readers AS (SELECT DISTINCT view_id FROM uses_as_of(?1, ?2, ?3)),
+        named AS (
+            SELECT view_id, count(*) OVER (PARTITION BY catalog, name_path) > 1 AS shared
+            FROM view_heads_as_of(?3) WHERE name_path IS NOT NULL
+        )
+        SELECT r.view_id, f.catalog, f.name, v.version_hash, coalesce(n.shared, false) AS shared
+        FROM readers r, view_file_as_of(r.view_id, ?3) f, view_current_version(r.view_id, ?3) c
+        JOIN preferred_versions v ON v.view_id = c.view_id AND v.version_id = c.version_id
+        LEFT JOIN named n ON n.view_id = r.view_id
+        ORDER BY r.view_id""",
+        [catalog, parts, at],
     )
+    heads = [head for head in heads if head["name"]]
+    tied = query_rows(
+        conn,
+        """
+        SELECT t.view_id, arg_max(fv.version_hash, fv.ordinal) AS version_hash
+        FROM (SELECT view_id, unnest(tied_files) AS location FROM tied_files_of(?1, ?2)) t
+        JOIN view_files f USING (location)
+        JOIN file_versions fv ON fv.location = f.location AND fv.version_id = f.current_version_id
+        GROUP BY t.view_id, t.location ORDER BY t.view_id, t.location""",
+        [[head["view_id"] for head in heads], at],
+    )
+    copies = [(head, head["version_hash"], 0) for head in heads]
+    by_id = {head["view_id"]: head for head in heads}
+    copies += [(by_id[row["view_id"]], row["version_hash"], _TIED) for row in tied]
     schemas: dict[TableKey, list[tuple[str, str]] | None] = {}
+    return [
+        reader
+        for head, version, floor in copies
+        for reader in _analysed(conn, head, version, floor, schemas, at)
+    ]
+
+
+def _analysed(
+    conn: duckdb.DuckDBPyConnection,
+    head: dict[str, Any],
+    version_hash: str,
+    floor: int,
+    schemas: dict[TableKey, list[tuple[str, str]] | None],
+    at: int,
+) -> list[_Reader]:
+    """A reader per dialect of one version of the view `head` (its id, name and catalog at `at`),
+    each use it finds matched at best `floor`; `schemas` caches the schemas of what they read."""
+    version = query_rows(
+        conn,
+        """
+        SELECT v.default_catalog, v.default_namespace, coalesce(s.columns, []) AS columns
+        FROM versions v LEFT JOIN schemas s ON s.schema_hash = v.schema_hash WHERE v.version_hash = ?""",
+        [version_hash],
+    )
+    if not version:
+        return []
+    v, name, view_id = version[0], list(head["name"]), head["view_id"]
+    representations = query_rows(
+        conn,
+        "SELECT sql, dialect, lineage_key FROM representations WHERE version_hash = ? "
+        "AND dialect IS NOT NULL AND sql IS NOT NULL AND lineage_key IS NOT NULL ORDER BY ordinal",
+        [version_hash],
+    )
     readers = []
-    for row in view_ids:
-        view_id = row["view_id"]
-        head = query_rows(
+    for representation in representations:
+        references = query_rows(
             conn,
-            """
-            SELECT f.catalog, f.name, v.version_hash, v.default_catalog, v.default_namespace,
-                   coalesce(s.columns, []) AS columns
-            FROM view_file_as_of(?1, ?2) f, view_current_version(?1, ?2) c
-            JOIN preferred_versions v ON v.view_id = c.view_id AND v.version_id = c.version_id
-            LEFT JOIN schemas s ON s.schema_hash = v.schema_hash""",
-            [view_id, at],
+            "SELECT raw, catalog, namespace, name FROM table_references WHERE lineage_key = ?",
+            [representation["lineage_key"]],
         )
-        if not head or not head[0]["name"]:
-            continue
-        h = head[0]
-        name = list(h["name"])
-        representations = query_rows(
-            conn,
-            "SELECT sql, dialect, lineage_key FROM representations WHERE version_hash = ? "
-            "AND dialect IS NOT NULL AND sql IS NOT NULL AND lineage_key IS NOT NULL ORDER BY ordinal",
-            [h["version_hash"]],
+        resolved = {r["raw"]: (r["catalog"], tuple(r["namespace"]), r["name"]) for r in references}
+        for key in resolved.values():
+            if key not in schemas:
+                schemas[key] = _schema_at(conn, key, at)
+        request = LineageRequest(
+            representation["sql"],
+            representation["dialect"],
+            v["default_catalog"],
+            tuple(v["default_namespace"]),
+            head["catalog"],
         )
-        for representation in representations:
-            references = query_rows(
-                conn,
-                "SELECT raw, catalog, namespace, name FROM table_references WHERE lineage_key = ?",
-                [representation["lineage_key"]],
+        known = {key: columns for key, columns in schemas.items() if columns is not None}
+        lineage = column_lineage(request, LineageConfig(), known, resolved)
+        stored = schema_columns(v["columns"])
+        readers.append(
+            _Reader(
+                view_id,
+                display_name(head["catalog"], name, view_id),
+                (head["catalog"], tuple(name[:-1]), name[-1]),
+                lineage,
+                tuple(column.lower() for column, _ in stored),
+                tuple(resolved.values()),
+                representation["dialect"] == "spark",
+                request,
+                known,
+                resolved,
+                tuple(_spark_type(kind) for _, kind in stored),
+                floor,
+                _SHARED if head["shared"] else 0,
             )
-            resolved = {r["raw"]: (r["catalog"], tuple(r["namespace"]), r["name"]) for r in references}
-            for key in resolved.values():
-                if key not in schemas:
-                    schemas[key] = _schema_at(conn, key, at)
-            request = LineageRequest(
-                representation["sql"],
-                representation["dialect"],
-                h["default_catalog"],
-                tuple(h["default_namespace"]),
-                h["catalog"],
-            )
-            known = {key: columns for key, columns in schemas.items() if columns is not None}
-            lineage = column_lineage(request, LineageConfig(), known, resolved)
-            own: TableKey = (h["catalog"], tuple(name[:-1]), name[-1])
-            named = display_name(h["catalog"], name, view_id)
-            stored = schema_columns(h["columns"])
-            columns = tuple(name.lower() for name, _ in stored)
-            readers.append(
-                _Reader(
-                    view_id,
-                    named,
-                    own,
-                    lineage,
-                    columns,
-                    tuple(resolved.values()),
-                    representation["dialect"] == "spark",
-                    request,
-                    known,
-                    resolved,
-                    tuple(_spark_type(kind) for _, kind in stored),
-                )
-            )
+        )
     return readers
 
 
@@ -612,7 +674,7 @@ def _whole_use(
     `source` fails to run; `unknown` when no use of the column was found but the schema of `source`
     (or one on the way to it) is unknown, so that an unqualified column or a `*` cannot be told apart:
     the view may use the column rather than surely not."""
-    matches = [m for key in reader.reads if (m := _match(key, source.key, catalogs)) is not None]
+    matches = [m for key in reader.reads if (m := reader.match(key, source.key, catalogs)) is not None]
     if not matches:
         return None
     column = ".".join(source.column)
@@ -622,9 +684,9 @@ def _whole_use(
 def _whole(reader: _Reader, use: dict[str, Any], kind: str) -> _Object:
     """The question about `reader` as a whole, for the views that read it: with every schema known
     on the way to a view that `fails`, none on the way to one that may use the column (`unknown`)."""
-    known = kind == "fails" and use["schemas_known"]
+    known, certainty = kind == "fails" and use["schemas_known"], MATCHES.index(use["match"])
     return _Object(
-        reader.key, reader.name, ("*",), tuple(use["via"]), known, MATCHES.index(use["match"]), kind
+        reader.key, reader.name, ("*",), tuple(use["via"]), known, max(certainty, reader.onward), kind
     )
 
 
@@ -729,7 +791,7 @@ def _walk(
             if source.whole is not None:
                 whole = _whole_use(reader, source, depth, catalogs, source.whole)
                 if whole is not None:
-                    if not any(u["view"] == reader.name and u["reads"] == source.name for u in uses):
+                    if not any(u["view_id"] == reader.view_id and u["reads"] == source.name for u in uses):
                         uses.append(whole)
                     queue.append((_whole(reader, whole, source.whole), depth + 1))
                 continue
@@ -738,7 +800,7 @@ def _walk(
             matched = [
                 (use, max(match, source.certainty))
                 for use in reader.lineage.uses
-                if (match := _match(use.table, source.key, catalogs)) is not None
+                if (match := reader.match(use.table, source.key, catalogs)) is not None
                 and _reads(use, source.column)
             ]
             if change == RENAME and reader.spark and matched and all(use.starred for use, _ in matched):
@@ -765,7 +827,8 @@ def _walk(
                 if output is not None and (not retyped or goes_stale):  # an output of unchanged type
                     below = (output.lower(), *wanted[len(read) :])  # takes the question no further
                     via = (*source.via, f"{source.name}.{'.'.join(wanted)}")
-                    queue.append((_Object(reader.key, reader.name, below, via, known, certainty), depth + 1))
+                    onward = max(certainty, reader.onward)
+                    queue.append((_Object(reader.key, reader.name, below, via, known, onward), depth + 1))
             # A dropped or renamed column fails the view; a retyped one carried into an output
             # leaves its stored schema stale, which engines refuse when any reader resolves it.
             if len(uses) > found and (breaks or reader.name in stale):
@@ -786,10 +849,21 @@ def _walk(
         "fails": 7,
         "unknown": 8,
     }
-    unique = {(u["view"], u["depth"], u["reads"], u["column"], u["kind"], u["output"]): u for u in uses}
+    unique: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in uses:  # a use found in a view's file in force and in a tied one: the surer match
+        key = (row["view_id"], row["depth"], row["reads"], row["column"], row["kind"], row["output"])
+        if key not in unique or MATCHES.index(row["match"]) < MATCHES.index(unique[key]["match"]):
+            unique[key] = row
     ordered = sorted(
         unique.values(),
-        key=lambda u: (u["depth"], u["view"], u["column"], order.get(u["kind"], 9), u["output"] or ""),
+        key=lambda u: (
+            u["depth"],
+            u["view"],
+            u["view_id"],
+            u["column"],
+            order.get(u["kind"], 9),
+            u["output"] or "",
+        ),
     )
     return ordered, by_position - {use["view"] for use in ordered}, stale
 

@@ -907,17 +907,27 @@ def test_an_answer_from_tied_files_says_so(tmp_path: Path) -> None:
     index_locations([str(root)], settings_for(db, f"{root}=prod"))
     with open_reader(db) as conn:
         dropped = impact(conn, "db.t", parse_change("customer_id", None, None))
+        region = impact(conn, "db.t", parse_change("region", None, None))
         used = api.uses(conn, "db.t")
-    assert dropped["views"] == []  # from the file taken: `second`, the greater location
+    # The file taken (`second`, the greater location) reads `region`; the tied one `customer_id`:
+    # each is analysed, and a use found only in the tied one is a `tied-file` match.
+    assert str(second) > str(first)
+    assert [(u["view"], u["column"], u["kind"], u["match"]) for u in dropped["uses"]] == [
+        ("prod.db.z", "customer_id", "projected", "tied-file")
+    ]
+    assert (dropped["views"], dropped["uncertain"]) == (["prod.db.z"], 1)
     tied = [
         {"view": "prod.db.z", "view_id": "ca000000-0000-4000-8000-00000000000d", "tied_files": [str(first)]}
     ]
     assert dropped["tied"] == used["tied"] == tied
-    assert str(second) > str(first)
+    assert [(u["view"], u["column"], u["match"]) for u in region["uses"]] == [
+        ("prod.db.z", "region", "exact")
+    ]
     text = CliRunner().invoke(cli, ["impact", "db.t", "--drop-column", "customer_id", "--db", str(db)])
     assert text.stdout.splitlines()[0] == (
-        "drop-column prod.db.t.customer_id (long): 0 view(s) affected; 1 view(s) reading it have tied "
-        "metadata files (competing-commit), and were analysed from one of them chosen by location: see `tied`"
+        "drop-column prod.db.t.customer_id (long): 1 view(s) affected, 1 of them matched uncertainly (see "
+        "`match`); 1 view(s) reading it have tied metadata files (competing-commit): each file was analysed, "
+        "and a use found only in one not taken is matched `tied-file`: see `tied`"
     )
 
 
@@ -956,6 +966,10 @@ def test_a_view_whose_tied_file_reads_the_table_is_a_reader_that_says_so(tmp_pat
     ]
     assert used["tied"] == dropped["tied"] == tied
     assert str(second) > str(first)
+    assert [(u["view"], u["depth"], u["column"], u["kind"], u["match"]) for u in dropped["uses"]] == [
+        ("prod.db.z", 1, "c", "projected", "tied-file"),
+        ("prod.db.on_z", 2, "c", "projected", "tied-file"),
+    ]
 
 
 def test_a_view_an_earlier_type_change_broke_is_already_broken(tmp_path: Path) -> None:
