@@ -413,13 +413,22 @@ def deps(
             f"view {view.name} ({view.view_id}) was replaced by a view created at its path by "
             f"{iso(at) or 'now'}; `viewlineage history {view.view_id}` lists both"
         )
-    rows = query_rows(
+    walk = query_rows(
         conn,
-        "SELECT * FROM deps_as_of(?, ?) WHERE depth = 1 OR ? ORDER BY depth, catalog, namespace, "
-        "table_name, suffix, pin",
-        [view.view_id, at, transitive],
+        "SELECT * FROM deps_as_of(?, ?) ORDER BY depth, catalog, namespace, table_name, suffix, pin",
+        [view.view_id, at],
     )
-    names = _names(conn, {v for row in rows for v in row["path"]}, at)
+    rows = [row for row in walk if row["depth"] == 1 or transitive]
+    # The walk stops at a view already on its path: a cycle (`a` reads `b` reads `a`), which no
+    # engine can run. A view reading itself is one of one view.
+    cycles = sorted(
+        {
+            (*row["path"][row["path"].index(row["target_view_id"]) :], row["target_view_id"])
+            for row in walk
+            if row["target_view_id"] in row["path"]
+        }
+    )
+    names = _names(conn, {v for row in walk for v in row["path"]}, at)
     _mark_guessed_catalogs(conn, rows, at)
     seen: set[tuple[Any, ...]] = set()
     reads = []
@@ -464,6 +473,14 @@ def deps(
         "uncertain": sum(read["match"] != "exact" for read in reads),
         "tied_files": state["tied_files"],
         "lineage_unknown": unknown,
+        "cycles": [
+            {
+                "view": names.get(cycle[0], cycle[0]),
+                "path": [names.get(v, v) for v in cycle],
+                "view_ids": list(cycle),
+            }
+            for cycle in cycles
+        ],
     }
 
 

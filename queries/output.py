@@ -124,6 +124,7 @@ SIDE_TABLES = {
     "tied": "views whose file in force ties with another, analysed from a guessed one",
     "property_changes": "commits that changed properties",
     "incarnations": "earlier or later views at the same path",
+    "cycles": "views that read themselves through views: no engine can run them",
 }
 """Fields of an answer that csv and markdown, which print its main table, must not leave unsaid:
 without them, a view whose SQL does not parse reads as one that reads nothing, and a history as

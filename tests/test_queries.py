@@ -1098,3 +1098,44 @@ def test_a_view_that_reads_itself_is_a_finding(tmp_path: Path) -> None:
     assert found == [
         ("reads-itself", 1, "the version reads its own view (prod.db.loop): no engine can run it")
     ]
+
+
+def test_views_that_read_each_other_are_a_cycle_deps_names(tmp_path: Path) -> None:
+    """`a` reads `b` reads `a`: `deps` stopped where the walk came back, without a word, so the
+    answer read as two views reading one another as any two views do. Now it names the cycle."""
+    root = tmp_path / "warehouse"
+    View(root, "db", "a", "e6100000-0000-4000-8000-000000000001").commit(1000, "SELECT x FROM db.b JOIN db.t")
+    View(root, "db", "b", "e6100000-0000-4000-8000-000000000002").commit(1000, "SELECT x FROM db.a")
+    View(root, "db", "top", "e6100000-0000-4000-8000-000000000003").commit(1000, "SELECT x FROM db.a")
+    View(root, "db", "loop", "e6100000-0000-4000-8000-000000000004").commit(1000, "SELECT x FROM db.loop")
+    View(root, "db", "solo", "e6100000-0000-4000-8000-000000000005").commit(1000, "SELECT x FROM db.t")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    a_b_a = {
+        "view": "prod.db.a",
+        "path": ["prod.db.a", "prod.db.b", "prod.db.a"],
+        "view_ids": [f"e6100000-0000-4000-8000-00000000000{n}" for n in (1, 2, 1)],
+    }
+    with open_reader(db) as conn:
+        top = api.deps(conn, "db.top")  # one step asked: the cycle below is named all the same
+        deep = api.deps(conn, "db.top", transitive=True)
+        loop = api.deps(conn, "db.loop")
+        plain = api.deps(conn, "db.solo", transitive=True)
+    assert top["cycles"] == deep["cycles"] == [a_b_a]
+    assert [(r["table"], r["depth"]) for r in deep["reads"]] == [
+        ("prod.db.a", 1), ("prod.db.b", 2), ("prod.db.t", 2), ("prod.db.a", 3)
+    ]  # fmt: skip
+    assert [c["path"] for c in loop["cycles"]] == [["prod.db.loop", "prod.db.loop"]]
+    assert plain["cycles"] == []
+    text = CliRunner().invoke(cli, ["deps", "db.top", "--db", str(db)])
+    assert text.stdout.splitlines()[-4:] == [
+        "cycles:",
+        "  view       path                               view_ids",
+        "  ---------  ---------------------------------  " + "-" * 112,
+        "  prod.db.a  prod.db.a > prod.db.b > prod.db.a  " + ", ".join(a_b_a["view_ids"]),
+    ]
+    csv_run = CliRunner().invoke(cli, ["deps", "db.top", "--format", "csv", "--db", str(db)])
+    assert csv_run.stderr.splitlines() == [
+        "warning: views that read themselves through views: no engine can run them: prod.db.a "
+        "(not in this table; --format text or json lists them)"
+    ]
