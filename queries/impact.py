@@ -664,6 +664,7 @@ def _row(
         "schemas_known": kind != "unknown" and source.schemas_known and not reader.lineage.unknown_schemas,
         "match": MATCHES[certainty],
         "unknown_schemas": [dotted([k[0], *k[1], k[2]]) for k in reader.lineage.unknown_schemas],
+        "reason": None,
     }
 
 
@@ -678,7 +679,22 @@ def _whole_use(
     if not matches:
         return None
     column = ".".join(source.column)
-    return _row(reader, source, depth, column, kind, None, max(min(matches), source.certainty))
+    row = _row(reader, source, depth, column, kind, None, max(min(matches), source.certainty))
+    if kind == "unknown":
+        row["reason"] = _unknown_reason(reader, source, catalogs)
+    return row
+
+
+def _unknown_reason(reader: _Reader, source: _Object, catalogs: frozenset[str]) -> str:
+    """Why whether `reader` uses the column cannot be told (`_schema_unknown`), in a sentence."""
+    failed = [finding.message for finding in reader.lineage.findings if finding.code in ANALYSIS_FAILED]
+    if failed:
+        return f"the analysis of its columns failed: {failed[0]}"
+    unknown = [key for key in reader.lineage.unknown_schemas if _match(key, source.key, catalogs) is not None]
+    if unknown:
+        catalog, namespace, name = unknown[0]
+        return f"the schema of {dotted([catalog, *namespace, name])} at that time is not indexed"
+    return f"it reads {source.name}, which may use {source.via[0] if source.via else 'the column'}"
 
 
 def _whole(reader: _Reader, use: dict[str, Any], kind: str) -> _Object:

@@ -1004,3 +1004,35 @@ def test_a_view_an_earlier_type_change_broke_is_already_broken(tmp_path: Path) -
         {"view": "prod.db.star", "view_id": "ca200000-0000-4000-8000-000000000002", "column": "qty",
          "kind": "stored-type", "match": "exact"},
     ]  # fmt: skip
+
+
+def test_a_use_that_cannot_be_told_says_why(tmp_path: Path) -> None:
+    """A view whose columns could not be analysed (a UNION of 600 queries nests too deeply for
+    sqlglot) was `unknown` with no reason, and the analysis error read `RecursionError: maximum
+    recursion depth exceeded`. Each `unknown` row says why now."""
+    root = tmp_path / "warehouse"
+    columns = schema_of(("a", "long"), ("b", "string"))
+    Table(root, "db", "t", "ab000000-0000-4000-8000-000000000001", schema=columns).commit(500, 1)
+    sql = " UNION ALL ".join(f"SELECT a, b FROM db.t WHERE a = {i}" for i in range(600))
+    View(root, "db", "big", "ab000000-0000-4000-8000-000000000002", schema=columns).commit(1000, sql)
+    View(
+        root, "db", "on_big", "ab000000-0000-4000-8000-000000000003", schema=schema_of(("a", "long"))
+    ).commit(1000, "SELECT a FROM db.big")
+    View(root, "db", "on_raw", "ab000000-0000-4000-8000-000000000004").commit(1000, "SELECT * FROM db.raw")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        dropped = impact(conn, "db.t", parse_change("a", None, None))
+        raw = impact(conn, "db.raw", parse_change("a", None, None))  # read, its metadata not indexed
+    assert [(u["view"], u["kind"], u["reason"]) for u in raw["uses"]] == [
+        ("prod.db.on_raw", "unknown", "the schema of prod.db.raw at that time is not indexed")
+    ]
+    assert [(u["view"], u["kind"], u["reason"]) for u in dropped["uses"]] == [
+        (
+            "prod.db.big",
+            "unknown",
+            "the analysis of its columns failed: the SQL nests too deeply for the column analysis (a long "
+            "chain of UNIONs or nested expressions)",
+        ),
+        ("prod.db.on_big", "unknown", "it reads prod.db.big, which may use prod.db.t.a"),
+    ]

@@ -125,6 +125,11 @@ def column_lineage(
         return ColumnLineage((), (), (), (Finding("column-analysis-error", Severity.ERROR, message),))
     try:
         return _analyse(request, config, schemas, resolved or {}, typed)
+    except RecursionError:  # sqlglot walks a chain of set operations (`UNION ALL`) as nested calls
+        message = (
+            "the SQL nests too deeply for the column analysis (a long chain of UNIONs or nested expressions)"
+        )
+        return ColumnLineage((), (), (), (Finding("column-analysis-error", Severity.ERROR, message),))
     except Exception as exc:  # by design, as in `extract_lineage`
         finding = Finding("column-analysis-error", Severity.ERROR, f"{type(exc).__name__}: {str(exc)[:200]}")
         return ColumnLineage((), (), (), (finding,))
