@@ -255,7 +255,25 @@ def table(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None
         "properties_since_ms": f["commit_ms"],
         "properties_since": iso(f["commit_ms"]),
         "properties_since_source": f["commit_source"],
+        "incarnations": _table_incarnations(conn, resolved.table_id),
     }
+
+
+def _table_incarnations(conn: duckdb.DuckDBPyConnection, table_id: str) -> list[dict[str, Any]]:
+    """The other tables that had this table's name (one dropped and created again)."""
+    found = []
+    for other in query_rows(conn, "SELECT * FROM table_incarnations(?)", [table_id]):
+        dropped = query_rows(conn, "SELECT dropped_ms FROM table_drop(?)", [other["table_id"]])
+        found.append(
+            {
+                "table_id": other["table_id"],
+                "table": dotted([other["catalog"], *other["name"]]),
+                "first_committed_at": iso(other["first_commit_ms"]),
+                "last_committed_at": iso(other["last_commit_ms"]),
+                "dropped_at": iso(dropped[0]["dropped_ms"]) if dropped else None,
+            }
+        )
+    return found
 
 
 def _dropped(conn: duckdb.DuckDBPyConnection, view_id: str) -> dict[str, Any] | None:

@@ -373,6 +373,19 @@ def test_a_table_name_resolves_to_the_table_that_held_it_at_the_time(tmp_path: P
     assert (before["table_id"], [c["path"] for c in before["columns"]]) == (old.uuid, ["id", "score"])
     assert (now["table_id"], [c["path"] for c in now["columns"]]) == (new.uuid, ["id"])
     assert (dropped["table_id"], dropped["views"]) == (old.uuid, ["prod.db.v"])
+    # Each links the other (found after the seventh trial: nothing said the name had two tables).
+    assert now["incarnations"] == [
+        {
+            "table_id": old.uuid,
+            "table": "prod.db.t",
+            "first_committed_at": "1970-01-01T00:00:01.000Z",
+            "last_committed_at": "1970-01-01T00:00:02.000Z",
+            "dropped_at": None,
+        }
+    ]
+    assert [(i["table_id"], i["first_committed_at"]) for i in before["incarnations"]] == [
+        (new.uuid, "1970-01-01T00:00:05.000Z")
+    ]
 
 
 def test_a_table_whose_newest_file_was_removed_is_dropped(tmp_path: Path) -> None:

@@ -381,6 +381,26 @@ def test_a_tables_page_shows_its_snapshots_schemas_and_readers(browser: Browser,
         unindexed.close()
 
 
+def test_a_table_created_again_at_its_name_links_the_other(browser: Browser, tmp_path: Path) -> None:
+    """Found after the seventh trial: a table dropped and created again under its name showed no
+    sign of the other, as views' pages do."""
+    root = tmp_path / "warehouse"
+    old = Table(root, "db", "t", "ce600000-0000-4000-8000-000000000001", schema=schema_of(("id", "long")))
+    old.commit(1000, 1)
+    new = Table(root, "db", "t", "ce600000-0000-4000-8000-000000000002", schema=schema_of(("id", "long")))
+    new.commit(5000, 2)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with serving(db) as url:
+        visit = Visit(browser, f"{url}/table?table=db.t", "table-incarnations")
+        assert visit.cells("incarnations", "table_id") == [old.uuid]
+        assert visit.cells("incarnations", "first_committed_at") == ["1970-01-01T00:00:01.000Z"]
+        visit.page.click("#incarnations a:text-is('prod.db.t')")
+        visit.page.wait_for_url(f"**/table?table={old.uuid}")
+        assert visit.cells("incarnations", "table_id") == [new.uuid]
+        visit.close()
+
+
 def test_a_browser_signs_in_with_the_token(browser: Browser, sample_store: Path, tmp_path: Path) -> None:
     token = tmp_path / "token"
     token.write_text("0123456789abcdef0123456789abcdef\n")

@@ -20,6 +20,21 @@ SELECT tid AS table_id, r.location, greatest(min(r.removed_ms), any_value(f.last
 FROM removals r JOIN table_files f USING (location)
 WHERE r.location = (SELECT location FROM table_file_as_of(tid, 1::BIGINT << 62)) GROUP BY r.location;
 
+-- table_incarnations(tid): the other tables (other uuids) that held one of its names, as
+-- view_incarnations: a table dropped and created again at its path is a new table.
+CREATE OR REPLACE MACRO table_incarnations(tid) AS TABLE
+WITH mine AS (SELECT DISTINCT catalog, name FROM table_names WHERE table_id = tid),
+others AS (
+    SELECT DISTINCT n.table_id FROM table_names n SEMI JOIN mine m
+        ON n.catalog IS NOT DISTINCT FROM m.catalog AND n.name = m.name
+    WHERE n.table_id <> tid
+)
+SELECT f.table_id, arg_max(f.catalog, f.commit_ms) AS catalog, arg_max(f.name, f.commit_ms) AS name,
+       min(f.commit_ms) AS first_commit_ms, max(f.commit_ms) AS last_commit_ms
+FROM table_files f WHERE f.table_id IN (SELECT table_id FROM others)
+GROUP BY f.table_id
+ORDER BY first_commit_ms, f.table_id;
+
 -- ref_head_as_of(tid, ref_name, t): the snapshot a branch or tag pointed at, at t, and since when.
 -- For main, the latest snapshot-log entry at or before t (the log is the union over every file,
 -- so it outlives expired metadata files and records rollbacks); for other refs, or a table whose

@@ -85,6 +85,7 @@ TEMPLATES.globals["mv_link"] = lambda row: view_link(row) if row.get("view_id") 
 TEMPLATES.globals["edge_rows"] = lambda answer: graph.edge_rows(answer)["edges"]
 TEMPLATES.filters["cell"] = cell
 TEMPLATES.globals["view_link"] = view_link
+TEMPLATES.globals["table_link"] = lambda row: f"/table?{urlencode({'table': row['table_id']})}"
 TEMPLATES.globals["session_cookie"] = api.COOKIE
 
 
