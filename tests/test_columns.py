@@ -163,3 +163,38 @@ def test_a_subquerys_unplaced_column_may_be_an_unknown_outer_schemas() -> None:
         ("other", "x", "filter"),
         ("unknown_t", "id", "projected"),
     ]
+
+
+def test_a_generator_with_several_aliases_gives_each_its_values() -> None:
+    """Found by the eighth new-user trial: `stack(2, 'a', amount, 'b', discount) AS (k, v)` is one
+    projection giving two outputs; the analysis lined outputs up by projection, called `amount` an
+    input of `k`, and the typed analysis had one type for two outputs, which crashed `impact` for
+    every column of the table (`zip() argument 2 is shorter than argument 1`)."""
+    sql = (
+        "SELECT id, stack(2, 'a', amount, 'b', x) AS (k, v), kind AS after FROM events JOIN other USING (id)"
+    )
+    assert uses(sql) == [
+        ("events", "amount", "projected", "v"),  # stack lays its values out row by row: into v
+        ("events", "id", "join-key", None),
+        ("events", "id", "projected", "id"),
+        ("events", "kind", "projected", "after"),
+        ("other", "id", "join-key", None),
+        ("other", "id", "projected", "id"),  # `USING (id)`: either side's
+        ("other", "x", "projected", "v"),
+    ]
+    explode = "SELECT explode(map(kind, amount)) AS (key, value), id FROM events"
+    assert uses(explode) == [  # another generator's column may go into each of its outputs
+        ("events", "amount", "projected", "key"),
+        ("events", "amount", "projected", "value"),
+        ("events", "id", "projected", "id"),
+        ("events", "kind", "projected", "key"),
+        ("events", "kind", "projected", "value"),
+    ]
+    typed = column_lineage(
+        LineageRequest(sql, "spark", "prod", ("db",), None), LineageConfig(), SCHEMAS, typed=True
+    )
+    assert (typed.outputs, typed.output_types, typed.direct_outputs) == (
+        ("id", "k", "v", "after"), ("BIGINT", None, None, "STRING"), (False, False, False, True)
+    )  # fmt: skip
+    below = "SELECT v FROM (SELECT stack(1, 'a', amount) AS (k, v) FROM events)"
+    assert uses(below) == [("events", "amount", "projected", "v")]

@@ -36,8 +36,9 @@ MAX_SQL_CHARS = 32_768
 5,000-term OR took 13 s), and impact asks it of every view reading the table. Its uses are unknown."""
 PROJECTED, AGGREGATE, WINDOW = "projected", "aggregate", "window"
 FILTER, JOIN_KEY, GROUP_BY, ORDER_BY, OTHER = "filter", "join-key", "group-by", "order-by", "other"
-Outputs = Callable[[exp.Expr, str], tuple[str, str | None]]
-"""(projection, kind) -> (kind, output column) for the projections of one scope."""
+Outputs = Callable[[exp.Expr, str, exp.Expr], tuple[str, tuple[str | None, ...]]]
+"""(projection, kind, column in it) -> (kind, the output columns it flows into) for the projections
+of one scope: one, except in a generator's `AS (k, v)`."""
 _SELECT_ARGS = {"where": FILTER, "having": FILTER, "qualify": FILTER, "group": GROUP_BY, "order": ORDER_BY}
 
 
@@ -124,7 +125,7 @@ def column_lineage(
         )
         return ColumnLineage((), (), (), (Finding("column-analysis-error", Severity.ERROR, message),))
     try:
-        return _analyse(request, config, schemas, resolved or {}, typed)
+        lineage = _analyse(request, config, schemas, resolved or {}, typed)
     except RecursionError:  # sqlglot walks a chain of set operations (`UNION ALL`) as nested calls
         message = (
             "the SQL nests too deeply for the column analysis (a long chain of UNIONs or nested expressions)"
@@ -133,6 +134,7 @@ def column_lineage(
     except Exception as exc:  # by design, as in `extract_lineage`
         finding = Finding("column-analysis-error", Severity.ERROR, f"{type(exc).__name__}: {str(exc)[:200]}")
         return ColumnLineage((), (), (), (finding,))
+    return lineage
 
 
 def _analyse(
@@ -249,6 +251,10 @@ def _output_types(
     types: list[str | None] = []
     direct: list[bool] = []
     for projection in _select(branches[0]).expressions:
+        if isinstance(projection, exp.Aliases):  # a generator's `AS (k, v)`: types not inferred
+            types += [None] * len(projection.expressions)
+            direct += [False] * len(projection.expressions)
+            continue
         kind = projection.type
         known = kind is not None and not kind.is_type(exp.DataType.Type.UNKNOWN)
         types.append(kind.sql("spark") if known and kind is not None else None)
@@ -279,6 +285,37 @@ def _select(scope: Scope) -> exp.Select:
     select = scope.expression
     assert isinstance(select, exp.Select), "only SELECT scopes are branches"
     return select
+
+
+def _projection_names(projection: exp.Expr) -> list[str]:
+    """The output names one projection gives: several for a generator's `AS (k, v)`."""
+    if isinstance(projection, exp.Aliases):
+        return [alias.name for alias in projection.expressions]
+    return [projection.alias_or_name]
+
+
+def _projection_at(select: exp.Select, position: int) -> exp.Expr:
+    """The projection giving the output at `position` of the select's outputs (`named_selects`)."""
+    projections: list[exp.Expr] = select.expressions
+    for projection in projections:
+        position -= len(_projection_names(projection))
+        if position < 0:
+            return projection
+    raise IndexError("no projection gives that output")
+
+
+def _generated_into(projection: exp.Expr, column: exp.Expr) -> range | tuple[int, ...]:
+    """Which of a projection's outputs (by position among them) `column`, inside it, flows into:
+    `stack(n, a1, b1, a2, b2) AS (x, y)` lays its values out row by row (a1 and a2 into x); another
+    generator's (`explode(m) AS (k, v)`, `inline`) may go into each."""
+    if not isinstance(projection, exp.Aliases):
+        return (0,)
+    width = len(projection.expressions)
+    if isinstance(projection.this, exp.Stack):
+        for i, value in enumerate(projection.this.expressions):
+            if value is column or any(inner is column for inner in value.find_all(exp.Column)):
+                return (i % width,)
+    return range(width)
 
 
 def _output_names(scope: Scope) -> list[str]:
@@ -362,23 +399,34 @@ class _Walker:
                     )
                     continue
                 inner = kind
-                kind, output = outputs(projection, kind)
+                kind, flows = outputs(projection, kind, column)
                 kind = inner if kind == PROJECTED else kind  # aggregated or windowed where it is read
                 starred = not _named_output(select, projection) and scope in _branches(root)
             else:
-                output, starred = None, False
+                flows, starred = (None,), False
             for table, path, aggregated, named in self._resolve(scope, column, set()):
                 final = AGGREGATE if aggregated and kind == PROJECTED else kind
-                self.uses.append(ColumnUse(table, path, final, output, starred and not named))
+                self.uses.extend(
+                    ColumnUse(table, path, final, output, starred and not named) for output in flows
+                )
 
     def _outputs(self, scope: Scope, root: Scope) -> Outputs | None:
         if scope in _branches(root):
             names = _output_names(root)
             projections = _select(scope).expressions
 
-            def named(projection: exp.Expr, kind: str) -> tuple[str, str | None]:
-                ordinal = next((i for i, p in enumerate(projections) if p is projection), None)
-                return kind, names[ordinal] if ordinal is not None and ordinal < len(names) else None
+            def named(
+                projection: exp.Expr, kind: str, column: exp.Expr
+            ) -> tuple[str, tuple[str | None, ...]]:
+                first = 0  # the position of its first output: a generator's `AS (k, v)` gives several
+                for other in projections:
+                    if other is projection:
+                        return kind, tuple(
+                            names[first + i] if first + i < len(names) else None
+                            for i in _generated_into(projection, column)
+                        )
+                    first += len(_projection_names(other))
+                return kind, (None,)
 
             return named
         if scope.is_subquery:
@@ -389,9 +437,9 @@ class _Walker:
             kind, _, projection = _context(subquery, parent.expression)
             outer = self._outputs(parent, root) if projection is not None else None
             if outer is not None and projection is not None:
-                _, name = outer(projection, kind)
-                return lambda _projection, _kind: (kind, name)
-            return lambda _projection, _kind: (kind, None)
+                _, flows = outer(projection, kind, subquery)
+                return lambda _projection, _kind, _column: (kind, flows)
+            return lambda _projection, _kind, _column: (kind, (None,))
         return None
 
     def _resolve(
@@ -436,7 +484,7 @@ class _Walker:
             select = _select(branch)
             if column.name not in names:
                 continue
-            projection = select.expressions[names.index(column.name)]
+            projection = _projection_at(select, names.index(column.name))
             self.read.add(id(projection))
             for inner in projection.find_all(exp.Column):
                 if inner.find_ancestor(exp.Select) is not select:
