@@ -114,6 +114,45 @@ def uses(sql: str) -> list[tuple[str, str, str, str | None]]:
                 ("other", "x", "filter", None),
             ],
         ),
+        # Found by the eighth new-user trial: a PIVOT's columns had no output (so `impact` left
+        # out the views a type change breaks), a PIVOT of a table itself was lost (its cells read
+        # as the table's columns), and a LATERAL subquery's columns flowed into no output.
+        (  # a pivoted cell aggregates the column; the others are the source's, grouped by
+            "SELECT * FROM (SELECT id, kind, amount FROM events) "
+            "PIVOT (sum(amount) FOR kind IN ('a' AS paid))",
+            [
+                ("events", "amount", "aggregate", "paid"),
+                ("events", "amount", "other", None),
+                ("events", "id", "projected", "id"),
+                ("events", "kind", "other", None),
+            ],
+        ),
+        (  # of the table itself; a cell of several aggregations is named after its alias
+            "SELECT id, x_m, y_n FROM events "
+            "PIVOT (max(amount) AS m, count(address) AS n FOR kind IN ('x', 'y'))",
+            [
+                ("events", "address", "aggregate", "y_n"),
+                ("events", "address", "other", None),
+                ("events", "amount", "aggregate", "x_m"),
+                ("events", "amount", "other", None),
+                ("events", "id", "projected", "id"),
+                ("events", "kind", "other", None),
+            ],
+        ),
+        (  # an unpivoted value is each IN column; the name column is none
+            "SELECT id, name, value FROM events UNPIVOT (value FOR name IN (amount, kind))",
+            [
+                ("events", "amount", "other", None),
+                ("events", "amount", "projected", "value"),
+                ("events", "id", "projected", "id"),
+                ("events", "kind", "other", None),
+                ("events", "kind", "projected", "value"),
+            ],
+        ),
+        (
+            "SELECT e.id, x.n FROM events e, LATERAL (SELECT e.amount * 2 AS n) x",
+            [("events", "amount", "projected", "n"), ("events", "id", "projected", "id")],
+        ),
     ],
 )
 def test_column_uses(sql: str, expected: list[tuple[str, str, str, str | None]]) -> None:

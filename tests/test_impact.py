@@ -1070,3 +1070,40 @@ def test_a_view_projecting_a_generator_s_aliases_leaves_impact_working(tmp_path:
         0,
         "drop-column prod.sales.orders.discount (double): 2 view(s) affected",
     )
+
+
+def test_a_pivot_s_columns_carry_a_type_change_to_its_stored_schema(tmp_path: Path) -> None:
+    """Found by the eighth new-user trial on Spark: after `customer_id` int -> bigint, Spark refused
+    a PIVOT view ("Cannot up cast ... customer_id from BIGINT to INT"), but `impact` had found the
+    column flowing into no output: not in `stale_schemas` before, not `already_broken` after."""
+    root = tmp_path / "warehouse"
+    table = Table(
+        root, "scratch", "t", "ab300000-0000-4000-8000-000000000001",
+        schema=schema_of(("customer_id", "int"), ("status", "string"), ("amount", "float")),
+    )  # fmt: skip
+    table.commit(1000, 1)
+    pivot = (
+        "SELECT * FROM (SELECT customer_id, status, amount FROM prod.scratch.t) "
+        "PIVOT (SUM(amount) FOR status IN ('paid' AS paid))"
+    )
+    View(
+        root, "scratch", "pv", "ab300000-0000-4000-8000-000000000002",
+        schema=schema_of(("customer_id", "int"), ("paid", "double")),
+    ).commit(1500, pivot)  # fmt: skip
+    table.schema = schema_of(("customer_id", "long"), ("status", "string"), ("amount", "float"))
+    table.commit(2000, 2)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        widened = impact(conn, "scratch.t", parse_change(None, None, "customer_id=long"), 1800)
+        after = impact(conn, "scratch.t", parse_change("amount", None, None), 3000)
+    assert [(u["column"], u["kind"], u["output"]) for u in widened["uses"]] == [
+        ("customer_id", "projected", "customer_id")
+    ]
+    assert widened["stale_schemas"] == ["prod.scratch.pv"]
+    assert [(u["column"], u["kind"], u["output"]) for u in after["uses"]] == [
+        ("amount", "aggregate", "paid"), ("amount", "other", None)
+    ]  # fmt: skip
+    assert [(row["view"], row["column"], row["kind"]) for row in after["already_broken"]] == [
+        ("prod.scratch.pv", "customer_id", "stored-type")
+    ]

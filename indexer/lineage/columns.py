@@ -194,6 +194,7 @@ def _analyse(
                 alias=exp.TableAlias(
                     this=exp.to_identifier(alias), columns=[exp.to_identifier(c) for c in named_columns]
                 ),
+                pivots=table.args.get("pivots"),
             )
         )
     star_tables: dict[TableKey, None] = {}
@@ -258,10 +259,29 @@ def _output_types(
         kind = projection.type
         known = kind is not None and not kind.is_type(exp.DataType.Type.UNKNOWN)
         types.append(kind.sql("spark") if known and kind is not None else None)
-        column = projection.this if isinstance(projection, exp.Alias) else projection
-        source = branches[0].sources.get(column.table) if isinstance(column, exp.Column) else None
-        direct.append(len(branches) == 1 and isinstance(source, exp.Table))
+        direct.append(len(branches) == 1 and _direct(branches[0], projection))
     return tuple(types), tuple(direct)
+
+
+def _direct(scope: Scope, projection: exp.Expr) -> bool:
+    """Whether a projection is a table's column as it is: a column of the table, or of a derived
+    table, CTE or PIVOT's grouping columns that is one in turn."""
+    column = projection.this if isinstance(projection, exp.Alias) else projection
+    if not isinstance(column, exp.Column):
+        return False
+    alias, pivot = column.table, _pivot(scope, column.table)
+    if pivot is not None:
+        cells = {cell.name.lower() for cell in pivot.args.get("columns") or []}
+        if pivot.args.get("unpivot") or column.name.lower() in cells or pivot.parent is None:
+            return False
+        alias = pivot.parent.alias_or_name
+    source = scope.sources.get(alias)
+    if isinstance(source, Scope):
+        branches, names = _branches(source), _output_names(source)
+        if len(branches) != 1 or column.name not in names:
+            return False
+        return _direct(branches[0], _projection_at(_select(branches[0]), names.index(column.name)))
+    return isinstance(source, exp.Table)
 
 
 _NAMED = "viewlineage_named_outputs"
@@ -278,6 +298,10 @@ def _branches(scope: Scope) -> list[Scope]:
     """The SELECT scopes a scope's rows come from: itself, or every branch of a set operation."""
     if scope.set_operation_scopes:
         return [leaf for branch in scope.set_operation_scopes for leaf in _branches(branch)]
+    if isinstance(scope.expression, exp.Lateral):  # `LATERAL (SELECT ...) x`: its subquery's rows
+        return [
+            leaf for inner in scope.sources.values() if isinstance(inner, Scope) for leaf in _branches(inner)
+        ]
     return [scope] if isinstance(scope.expression, exp.Select) else []
 
 
@@ -285,6 +309,17 @@ def _select(scope: Scope) -> exp.Select:
     select = scope.expression
     assert isinstance(select, exp.Select), "only SELECT scopes are branches"
     return select
+
+
+def _pivot(scope: Scope, alias: str) -> exp.Pivot | None:
+    """The PIVOT or UNPIVOT in the scope's FROM whose rows `alias` names (qualify names them)."""
+    select = scope.expression
+    if not alias or not isinstance(select, exp.Select):
+        return None
+    for pivot in select.find_all(exp.Pivot):
+        if pivot.alias == alias and pivot.find_ancestor(exp.Select) is select:
+            return pivot
+    return None
 
 
 def _projection_names(projection: exp.Expr) -> list[str]:
@@ -410,6 +445,38 @@ class _Walker:
                     ColumnUse(table, path, final, output, starred and not named) for output in flows
                 )
 
+    def _pivoted(
+        self, scope: Scope, column: exp.Column, pivot: exp.Pivot, seen: set[tuple[int, str]]
+    ) -> Iterator[tuple[TableKey, tuple[str, ...], bool, bool]]:
+        """The base columns behind a column of a PIVOT's or UNPIVOT's rows. A pivoted cell
+        aggregates the columns its aggregations read; an unpivoted value is each IN column, its
+        name column none; any other column is the pivoted source's own (PIVOT groups by it)."""
+        name, fields = column.name.lower(), pivot.args.get("fields") or []
+        if pivot.args.get("unpivot"):
+            if name in {field.this.name.lower() for field in fields}:
+                return  # the names of the IN columns: literals
+            inputs = [value for field in fields for value in field.expressions]
+            pivoted = name in {value.name.lower() for value in pivot.expressions}
+        else:  # a cell of several aggregations is named `<value>_<alias>`: only that one's, if told
+            aggregations = list(pivot.expressions)
+            inputs = [
+                a for a in aggregations if isinstance(a, exp.Alias) and name.endswith(f"_{a.alias.lower()}")
+            ]
+            inputs = inputs if len(aggregations) > 1 and inputs else aggregations
+            pivoted = name in {cell.name.lower() for cell in pivot.args.get("columns") or []}
+        if pivoted:
+            for value in inputs:
+                for inner in value.find_all(exp.Column):
+                    for table, path, _, named in self._resolve(scope, inner, seen, pivoted=True):
+                        yield table, path, not pivot.args.get("unpivot"), named
+            return
+        source = pivot.parent
+        own = exp.Column(
+            this=column.this.copy(), table=exp.to_identifier(source.alias_or_name if source else "")
+        )
+        for table, path, aggregated, named in self._resolve(scope, own, seen, pivoted=True):
+            yield table, path + _path(column)[1:], aggregated, named
+
     def _outputs(self, scope: Scope, root: Scope) -> Outputs | None:
         if scope in _branches(root):
             names = _output_names(root)
@@ -443,10 +510,15 @@ class _Walker:
         return None
 
     def _resolve(
-        self, scope: Scope, column: exp.Column, seen: set[tuple[int, str]]
+        self, scope: Scope, column: exp.Column, seen: set[tuple[int, str]], pivoted: bool = False
     ) -> Iterator[tuple[TableKey, tuple[str, ...], bool, bool]]:
         """The base columns behind `column` as `scope` sees it: (table, path, under an aggregate,
-        named by a CTE's or derived table's projection on the way rather than given by its `*`)."""
+        named by a CTE's or derived table's projection on the way rather than given by its `*`).
+        `pivoted`: `column` names a column of the source a PIVOT reads, not of its rows."""
+        pivot = None if pivoted else _pivot(scope, column.table)
+        if pivot is not None:
+            yield from self._pivoted(scope, column, pivot, seen)
+            return
         alias = column.table
         if not alias and isinstance(scope.expression, exp.Select):  # ORDER BY an output alias
             aliased = [  # not the projection the column sits in (`region AS region`, as qualify spells it)
