@@ -199,8 +199,12 @@ def test_a_replace_that_also_changes_properties_names_them(tmp_path: Path) -> No
     root = tmp_path / "warehouse"
     view = View(root, "db", "v", "ce000000-0000-4000-8000-000000000021")
     view.commit(1000, "SELECT 1 AS x")
+    view.properties["team"] = "sales"  # found by the eighth new-user trial: a property-only commit
+    view.commit(1500)  # after the creation was named by the creation too
     view.properties["comment"] = "counts"
     view.commit(2000, "SELECT 2 AS x")
+    view.properties["tier"] = "gold"
+    view.commit(2500)
     view.commit(3000, "SELECT 3 AS x")
     db = tmp_path / "store.duckdb"
     index_locations([str(root)], settings_for(db, f"{root}=lake"))
@@ -210,6 +214,8 @@ def test_a_replace_that_also_changes_properties_names_them(tmp_path: Path) -> No
         ).fetchall()
     assert rows == [
         (1000, "created", None, "created at version 1"),
+        (1500, "property-only", ["team"], "properties team changed, version 1 kept"),
         (2000, "replaced", ["comment"], "version 2 replaced version 1; properties comment changed"),
+        (2500, "property-only", ["tier"], "properties tier changed, version 2 kept"),
         (3000, "replaced", None, "version 3 replaced version 2"),
     ]

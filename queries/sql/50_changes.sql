@@ -33,6 +33,7 @@ committed AS (
     SELECT f.view_id, f.commit_ms, f.current_version_id, f.properties, f.last_log_ms, f.last_log_version_id,
            lag(f.current_version_id) OVER w AS previous_version_id,
            lag(f.properties) OVER w AS previous_properties,
+           lag(f.last_log_ms) OVER w AS previous_log_ms,
            row_number() OVER w AS ordinal
     FROM view_files f
     WHERE f.location NOT IN (SELECT location FROM misplaced)
@@ -50,10 +51,11 @@ changed AS (
     FROM committed WHERE ordinal > 1
 ),
 introduced AS (
-    -- The properties changed by the commit that made a version current (its log's newest entry).
+    -- The properties changed by the commit that made a version current (its log's newest entry,
+    -- which a later property-only commit carries over unchanged).
     SELECT view_id, last_log_version_id AS version_id, last_log_ms AS at_ms,
            nullif(any_value(changed_properties), []) AS changed_properties
-    FROM changed GROUP BY ALL
+    FROM changed WHERE last_log_ms IS DISTINCT FROM previous_log_ms GROUP BY ALL
 ),
 events AS (
     SELECT a.view_id, a.at_ms,
