@@ -255,11 +255,11 @@ def table(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None
         "properties_since_ms": f["commit_ms"],
         "properties_since": iso(f["commit_ms"]),
         "properties_since_source": f["commit_source"],
-        "incarnations": _table_incarnations(conn, resolved.table_id),
+        "incarnations": table_incarnations(conn, resolved.table_id),
     }
 
 
-def _table_incarnations(conn: duckdb.DuckDBPyConnection, table_id: str) -> list[dict[str, Any]]:
+def table_incarnations(conn: duckdb.DuckDBPyConnection, table_id: str) -> list[dict[str, Any]]:
     """The other tables that had this table's name (one dropped and created again)."""
     found = []
     for other in query_rows(conn, "SELECT * FROM table_incarnations(?)", [table_id]):

@@ -108,7 +108,12 @@ class _MainTableOutput(Output):
     def side_table(self, title: str, rows: list[dict[str, Any]]) -> None:
         """What a reader of the main table alone would miss: on stderr, so that the csv on stdout
         stays one table."""
-        views = {str(row["view"]) for row in rows if isinstance(row, dict) and "view" in row}
+        named_rows = [row for row in rows if isinstance(row, dict)]
+        views = {
+            str(row["view"] if "view" in row else row["table"])
+            for row in named_rows
+            if {"view", "table"} & set(row)
+        }
         views |= {str(row) for row in rows if isinstance(row, str)}  # a list of view names
         named = ", ".join(sorted(views)) or f"{len(rows)}"
         click.echo(
@@ -123,7 +128,7 @@ SIDE_TABLES = {
     "time_travel": "views reading it by time travel or a tag, in that snapshot's schema: not affected",
     "tied": "views whose file in force ties with another, analysed from a guessed one",
     "property_changes": "commits that changed properties",
-    "incarnations": "earlier or later views at the same path",
+    "incarnations": "earlier or later views or tables at the same path",
     "cycles": "views that read themselves through views: no engine can run them",
 }
 """Fields of an answer that csv and markdown, which print its main table, must not leave unsaid:

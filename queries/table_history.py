@@ -13,7 +13,7 @@ from typing import Any
 import duckdb
 
 from viewlineage.indexer.errors import UsageError
-from viewlineage.queries.api import indexed_table
+from viewlineage.queries.api import indexed_table, table_incarnations
 from viewlineage.queries.names import iso, query_rows
 
 SNAPSHOT_COUNTS = {
@@ -93,6 +93,7 @@ def table_history(
         ],
         "main_history_total": answer["main_history_total"],
         "schemas": _schemas(conn, resolved.table_id),
+        "incarnations": table_incarnations(conn, resolved.table_id),
     }
 
 

@@ -431,8 +431,8 @@ def test_history_exports_and_sql_errors_say_everything_on_one_line(sample_store:
     assert exported.stderr.splitlines() == [
         # each commit that changed properties (the fourth new-user trial: "property-only" counted them all)
         "warning: commits that changed properties: 1 (not in this table; --format text or json lists them)",
-        "warning: earlier or later views at the same path: prod.db.big_days (not in this table; --format "
-        "text or json lists them)",
+        "warning: earlier or later views or tables at the same path: prod.db.big_days (not in this table; "
+        "--format text or json lists them)",
     ]
     failed = CliRunner().invoke(cli, ["sql", "SELECT count(*) FROM views", "--db", str(sample_store)])
     assert (failed.exit_code, failed.stderr) == (

@@ -9,6 +9,7 @@ from typing import Any
 import duckdb
 import orjson
 import pytest
+from click.testing import CliRunner
 
 from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.parse.config import CatalogMapEntry, ParseConfig
@@ -17,7 +18,9 @@ from viewlineage.indexer.parse.table import KnownSnapshot, ParsedRef, ParsedTabl
 from viewlineage.indexer.pipeline.rows import Batch, Removal
 from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries import api
+from viewlineage.queries.cli import cli
 from viewlineage.queries.impact import impact, parse_change
+from viewlineage.queries.table_history import table_history
 from viewlineage.sinks.readers import open_reader
 from viewlineage.sinks.store import Store
 
@@ -385,6 +388,13 @@ def test_a_table_name_resolves_to_the_table_that_held_it_at_the_time(tmp_path: P
     ]
     assert [(i["table_id"], i["first_committed_at"]) for i in before["incarnations"]] == [
         (new.uuid, "1970-01-01T00:00:05.000Z")
+    ]
+    with open_reader(db) as conn:  # found by the eighth new-user trial: table-history said nothing
+        assert table_history(conn, "db.t")["incarnations"] == now["incarnations"]
+    exported = CliRunner().invoke(cli, ["table-history", "db.t", "--format", "csv", "--db", str(db)])
+    assert exported.stderr.splitlines() == [
+        "warning: earlier or later views or tables at the same path: prod.db.t (not in this table; "
+        "--format text or json lists them)"
     ]
 
 
