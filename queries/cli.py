@@ -899,11 +899,11 @@ def impact(
             f", {result['unresolved']} of them possibly: a schema on the way is not indexed or their "
             "columns could not be analysed, so whether they use the column cannot be told (kind `unknown`)"
         )
-    if result["lineage_unknown"]:
-        verdict += f"; {len(result['lineage_unknown'])} view(s) of unknown lineage could use it too"
     broken = {row["view"] for row in result["already_broken"]} & set(result["views"])
     if broken:
         verdict += f", {len(broken)} of them already broken (see below)"
+    if result["lineage_unknown"]:
+        verdict += f"; {len(result['lineage_unknown'])} view(s) of unknown lineage could use it too"
     if result["by_position"]:
         verdict += (
             f"; {len(result['by_position'])} Spark view(s) project it only through `*`, which Spark reads "

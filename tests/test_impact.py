@@ -1107,3 +1107,22 @@ def test_a_pivot_s_columns_carry_a_type_change_to_its_stored_schema(tmp_path: Pa
     assert [(row["view"], row["column"], row["kind"]) for row in after["already_broken"]] == [
         ("prod.scratch.pv", "customer_id", "stored-type")
     ]
+
+
+def test_the_summary_says_of_which_views_it_counts(tmp_path: Path) -> None:
+    """Found by the eighth new-user trial: "8 view(s) affected; 1 view(s) of unknown lineage could
+    use it too, 3 of them already broken" read as three of the one view of unknown lineage."""
+    root = tmp_path / "warehouse"
+    Table(root, "db", "t", "ab400000-0000-4000-8000-000000000001", schema=schema_of(("a", "long"))).commit(
+        500, 1
+    )
+    View(root, "db", "ok", "ab400000-0000-4000-8000-000000000002").commit(1000, "SELECT a FROM db.t")
+    View(root, "db", "stale", "ab400000-0000-4000-8000-000000000003").commit(1000, "SELECT a, old FROM db.t")
+    View(root, "db", "odd", "ab400000-0000-4000-8000-000000000004").commit(1000, "SELECT FROM WHERE")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    text = CliRunner().invoke(cli, ["impact", "db.t", "--drop-column", "a", "--db", str(db)])
+    assert text.stdout.splitlines()[0] == (
+        "drop-column prod.db.t.a (long): 2 view(s) affected, 1 of them already broken (see below); "
+        "1 view(s) of unknown lineage could use it too"
+    )
