@@ -900,8 +900,13 @@ def impact(
             "columns could not be analysed, so whether they use the column cannot be told (kind `unknown`)"
         )
     broken = {row["view"] for row in result["already_broken"]} & set(result["views"])
-    if broken:
-        verdict += f", {len(broken)} of them already broken (see below)"
+    surely = {row["view"] for row in result["already_broken"] if row["match"] == "exact"} & broken
+    if surely:
+        verdict += f", {len(surely)} of them already broken (see below)"
+    if broken - surely:  # read by a name that only may be the table's
+        verdict += (
+            f", {len(broken - surely)} {'more ' if surely else 'of them '}possibly already broken (see below)"
+        )
     if result["lineage_unknown"]:
         verdict += f"; {len(result['lineage_unknown'])} view(s) of unknown lineage could use it too"
     if result["by_position"]:

@@ -1126,3 +1126,15 @@ def test_the_summary_says_of_which_views_it_counts(tmp_path: Path) -> None:
         "drop-column prod.db.t.a (long): 2 view(s) affected, 1 of them already broken (see below); "
         "1 view(s) of unknown lineage could use it too"
     )
+    # A view reading `lake.db.t` (`lake` no known catalog) reads the table only maybe, and so is
+    # only maybe broken: the trial's view of another catalog's table ran in Spark.
+    View(root, "db", "other", "ab400000-0000-4000-8000-000000000005").commit(
+        2000, "SELECT a, old FROM lake.db.t"
+    )
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    text = CliRunner().invoke(cli, ["impact", "db.t", "--drop-column", "a", "--db", str(db)])
+    assert text.stdout.splitlines()[0] == (
+        "drop-column prod.db.t.a (long): 3 view(s) affected, 1 of them matched uncertainly (see `match`), "
+        "1 of them already broken (see below), 1 more possibly already broken (see below); 1 view(s) of "
+        "unknown lineage could use it too"
+    )
