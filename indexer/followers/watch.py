@@ -419,7 +419,9 @@ def _retry(retries: dict[str, _Attempt], location: str, stat: tuple[int, int] | 
     if attempt is None:
         retries[location] = _Attempt(now, now + 0.1, 1, stat)
         return True
-    stable = stat == attempt.stat and stat is not None
+    # An empty file is one a writer created and has yet to fill (found by the eighth new-user
+    # trial: Spark's file sat empty for over a second), however long its size and mtime stay.
+    stable = stat == attempt.stat and stat is not None and stat[0] > 0
     if stable or now - attempt.first_seen >= settle:
         retries.pop(location)
         return False

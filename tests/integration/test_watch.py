@@ -331,6 +331,21 @@ def test_a_file_out_of_sight_is_not_taken_for_deleted(
     assert [removal.location for removal in removals.queue] == [str(gone)]
 
 
+def test_a_file_created_empty_and_filled_later_is_not_quarantined(watched: tuple[Path, Watch]) -> None:
+    """Found by the eighth new-user trial: a metadata file Spark had created was closed empty and
+    filled over a second later; `watch` took the empty file, unchanged for 0.1 s, as stable and
+    quarantined it (`not-json`), and its metrics kept counting that quarantine."""
+    root, watch = watched
+    path = root / "db" / "late" / "metadata" / f"00001-{VALID_UUID}.metadata.json"
+    path.parent.mkdir(parents=True)
+    path.touch()  # closed empty: an inotify close
+    time.sleep(1.0)
+    path.write_bytes(VALID)
+    watch.wait_until("SELECT count(*) FROM files", 1, timeout=30)
+    assert re.findall(r"^batch outcomes=(\S+)", watch.log.read_text(), re.M) == ["indexed:1"]
+    assert watch.count("SELECT count(*) FROM quarantine") == 0
+
+
 def test_polling_reads_a_file_again_once_it_is_complete(tmp_path: Path) -> None:
     """Polling sends no close: a file seen half-written stayed quarantined (`not-json`)."""
     root = tmp_path / "warehouse"
