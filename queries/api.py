@@ -74,14 +74,26 @@ def _version_rows(
     }
 
 
+RELISTED = "reconcile"
+"""The removals' `source` of a file a run found gone when it listed the tree again: it went then or
+before, when no one was following."""
+
+
+def drop_note(source: str | None) -> str:
+    """What a drop's time is, when it is only the latest it can have been."""
+    return ", or before: a re-list found its file gone then" if source == RELISTED else ""
+
+
 def _live_state(conn: duckdb.DuckDBPyConnection, view: ResolvedView, as_of_ms: int | None) -> dict[str, Any]:
     """The view's `view_at` row at `as_of_ms`; a `UsageError` when it did not exist then (dropped,
     or before its first version): no answer about it may read as "it read nothing"."""
     at = FOREVER_MS if as_of_ms is None else as_of_ms
     state = query_rows(conn, "SELECT * FROM view_at(?, ?)", [view.view_id, at])[0]
     if state["dropped_ms"] is not None and state["dropped_ms"] <= at:
+        dropped = _dropped(conn, view.view_id)
         raise UsageError(
-            f"view {view.name} was dropped at {iso(state['dropped_ms'])} (its newest metadata file "
+            f"view {view.name} was dropped at {iso(state['dropped_ms'])}"
+            f"{drop_note(dropped['source'] if dropped else None)} (its newest metadata file "
             f"{state['dropped_location']} was removed); ask as of an earlier time"
         )
     if state["active_version_id"] is None:
@@ -174,10 +186,11 @@ def indexed_table(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None =
 
 def check_table_not_dropped(conn: duckdb.DuckDBPyConnection, resolved: ResolvedTable, at: int) -> None:
     """A usage error when the table was dropped (`table_drop`) by `at`."""
-    dropped = query_rows(conn, "SELECT dropped_ms FROM table_drop(?)", [resolved.table_id])
+    dropped = query_rows(conn, "SELECT dropped_ms, source FROM table_drop(?)", [resolved.table_id])
     if dropped and dropped[0]["dropped_ms"] <= at:
         raise UsageError(
-            f"table {resolved.name} was dropped at {iso(dropped[0]['dropped_ms'])} (its newest metadata "
+            f"table {resolved.name} was dropped at {iso(dropped[0]['dropped_ms'])}"
+            f"{drop_note(dropped[0]['source'])} (its newest metadata "
             f"file was removed){'' if at == FOREVER_MS else f', before {iso(at)}'}: ask as of an earlier time"
         )
 
@@ -263,7 +276,7 @@ def table_incarnations(conn: duckdb.DuckDBPyConnection, table_id: str) -> list[d
     """The other tables that had this table's name (one dropped and created again)."""
     found = []
     for other in query_rows(conn, "SELECT * FROM table_incarnations(?)", [table_id]):
-        dropped = query_rows(conn, "SELECT dropped_ms FROM table_drop(?)", [other["table_id"]])
+        dropped = query_rows(conn, "SELECT dropped_ms, source FROM table_drop(?)", [other["table_id"]])
         found.append(
             {
                 "table_id": other["table_id"],
@@ -271,13 +284,14 @@ def table_incarnations(conn: duckdb.DuckDBPyConnection, table_id: str) -> list[d
                 "first_committed_at": iso(other["first_commit_ms"]),
                 "last_committed_at": iso(other["last_commit_ms"]),
                 "dropped_at": iso(dropped[0]["dropped_ms"]) if dropped else None,
+                "dropped_source": dropped[0]["source"] if dropped else None,
             }
         )
     return found
 
 
 def _dropped(conn: duckdb.DuckDBPyConnection, view_id: str) -> dict[str, Any] | None:
-    rows = query_rows(conn, "SELECT location, dropped_ms FROM view_drop(?)", [view_id])
+    rows = query_rows(conn, "SELECT location, dropped_ms, source FROM view_drop(?)", [view_id])
     return rows[0] if rows else None
 
 
@@ -326,6 +340,7 @@ def history(conn: duckdb.DuckDBPyConnection, ref: str) -> dict[str, Any]:
         "view_id": view.view_id,
         "dropped_ms": dropped_ms,
         "dropped_at": iso(dropped_ms),
+        "dropped_source": dropped["source"] if dropped is not None else None,
         "versions": list(versions.values()),
         "activations": entries,
         "property_changes": _property_changes(conn, view.view_id),
@@ -374,6 +389,7 @@ def _incarnations(conn: duckdb.DuckDBPyConnection, view_id: str) -> list[dict[st
                 "first_committed_at": iso(other["first_commit_ms"]),
                 "last_committed_at": iso(other["last_commit_ms"]),
                 "dropped_at": iso(dropped_ms),
+                "dropped_source": dropped["source"] if dropped is not None else None,
             }
         )
     return found

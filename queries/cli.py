@@ -588,7 +588,7 @@ def history(context: click.Context, view: str, fmt: str) -> None:
     if fmt != "text":
         output_for(fmt, rows="activations").result(result)
         return
-    shown = {key: result[key] for key in ("view", "view_id", "dropped_at", "activations")}
+    shown = {key: result[key] for key in ("view", "view_id", "dropped_at", "dropped_source", "activations")}
     shown["property changes"] = [
         {
             "committed_at": commit["committed_at"],

@@ -18,7 +18,7 @@ from viewlineage.sinks.store import Store
 
 from .conftest import settings_for
 from .data.restore_mtimes import SAMPLE
-from .metadata_files import View
+from .metadata_files import Table, View, schema_of
 from .realwriter.scenario_checks import load_steps
 
 STEPS = load_steps(SAMPLE)
@@ -235,3 +235,47 @@ def test_migration_0018_derives_again_the_spans_of_views_with_a_removed_file(tmp
     with open_reader(db) as conn:
         assert api.history(conn, "ad000000-0000-4000-8000-000000000002")["dropped_ms"] is None
         assert [v["view"] for v in api.uses(conn, "db.events")["views"]] == ["prod.ns2.v"]
+
+
+def test_a_drop_a_re_list_found_says_its_time_is_the_latest_it_can_be(tmp_path: Path) -> None:
+    """Found by the eighth new-user trial: a view and a table dropped between two `index` runs were
+    dated at the second run's listing, and nothing said so: `uses` as of a time between the drop
+    and the re-list still listed the dropped view."""
+    root = tmp_path / "warehouse"
+    view = View(root, "db", "v", "e7000000-0000-4000-8000-000000000001")
+    newest = view.commit(1000, "SELECT a FROM db.t")
+    table = Table(root, "db", "t", "e7000000-0000-4000-8000-000000000002", schema=schema_of(("a", "long")))
+    table_file = table.commit(1000, 1)
+    kept = View(root, "db", "kept", "e7000000-0000-4000-8000-000000000003")
+    kept_file = kept.commit(1000, "SELECT a FROM db.t")
+    db = tmp_path / "store.duckdb"
+    settings = settings_for(db, f"{root}=prod")
+    index_locations([str(root)], settings)
+    newest.unlink()
+    table_file.unlink()
+    index_locations([str(root)], settings)  # the re-list: both gone
+    with Store(db, replica_interval=None) as store:  # a follower saw this one go
+        store.write(Batch(removals=[Removal(str(kept_file), 5000, "watch")]))
+    with open_reader(db) as conn:
+        relisted, watched = api.history(conn, "db.v"), api.history(conn, "db.kept")
+        with pytest.raises(
+            UsageError,
+            match=r"^view prod\.db\.v was dropped at \S+, or before: a re-list found "
+            r"its file gone then \(its newest metadata file",
+        ):
+            api.show(conn, "db.v")
+        with pytest.raises(UsageError, match=r"^table prod\.db\.t was dropped at \S+, or before: a re-list "):
+            api.table(conn, "db.t")
+        with pytest.raises(
+            UsageError, match=r"^view prod\.db\.kept was dropped at 1970-01-01T00:00:05\.000Z \(its"
+        ):
+            api.show(conn, "db.kept")
+        summaries = dict(
+            conn.execute("SELECT view, summary FROM change_events WHERE kind = 'dropped'").fetchall()
+        )
+    assert (relisted["dropped_source"], watched["dropped_source"]) == ("reconcile", "watch")
+    assert summaries == {
+        "prod.db.v": "dropped at version 1: its newest metadata file was removed (found gone by a re-list: "
+        "then or before)",
+        "prod.db.kept": "dropped at version 1: its newest metadata file was removed",
+    }

@@ -384,6 +384,7 @@ def test_a_table_name_resolves_to_the_table_that_held_it_at_the_time(tmp_path: P
             "first_committed_at": "1970-01-01T00:00:01.000Z",
             "last_committed_at": "1970-01-01T00:00:02.000Z",
             "dropped_at": None,
+            "dropped_source": None,
         }
     ]
     assert [(i["table_id"], i["first_committed_at"]) for i in before["incarnations"]] == [

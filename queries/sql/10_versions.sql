@@ -98,9 +98,11 @@ ORDER BY first_commit_ms, f.view_id;
 
 -- view_drop(vid): a view is dropped when its newest file (latest commit, then highest sequence
 -- number) is removed; dropped_ms is the earliest removal reported for that file, or the file's
--- last version-log entry if that was later (see view_spans' drops).
+-- last version-log entry if that was later (see view_spans' drops); source, who reported that
+-- removal (`reconcile`: a re-list found the file gone, so the drop came then or before).
 CREATE OR REPLACE MACRO view_drop(vid) AS TABLE
-SELECT vid AS view_id, r.location, greatest(min(r.removed_ms), any_value(f.last_log_ms)) AS dropped_ms
+SELECT vid AS view_id, r.location, greatest(min(r.removed_ms), any_value(f.last_log_ms)) AS dropped_ms,
+       arg_min(r.source, r.removed_ms) AS source
 FROM removals r JOIN view_files f USING (location)
 WHERE r.location = view_location_as_of(vid, 1::BIGINT << 62) GROUP BY r.location;
 

@@ -13,10 +13,11 @@ ORDER BY file_state_key(commit_ms, sequence_number, location, true, t) DESC LIMI
 
 -- table_drop(tid): a table is dropped when its newest file (latest commit, then highest sequence
 -- number) is removed (`DROP TABLE ... PURGE` deletes its files); dropped_ms is the earliest removal
--- of that file, or its last-updated-ms if that was later (as for views, `view_drop`). No row
--- otherwise.
+-- of that file, or its last-updated-ms if that was later, and who reported it (as for views,
+-- `view_drop`). No row otherwise.
 CREATE OR REPLACE MACRO table_drop(tid) AS TABLE
-SELECT tid AS table_id, r.location, greatest(min(r.removed_ms), any_value(f.last_updated_ms)) AS dropped_ms
+SELECT tid AS table_id, r.location, greatest(min(r.removed_ms), any_value(f.last_updated_ms)) AS dropped_ms,
+       arg_min(r.source, r.removed_ms) AS source
 FROM removals r JOIN table_files f USING (location)
 WHERE r.location = (SELECT location FROM table_file_as_of(tid, 1::BIGINT << 62)) GROUP BY r.location;
 

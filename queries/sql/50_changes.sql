@@ -70,6 +70,11 @@ events AS (
     WHERE current_version_id IS NOT DISTINCT FROM previous_version_id AND properties IS DISTINCT FROM previous_properties
     UNION ALL
     SELECT view_id, dropped_ms, 'dropped', NULL, last_version_id, NULL FROM latest WHERE dropped_ms IS NOT NULL
+),
+relisted AS (
+    -- Drops a re-list found (`reconcile`): the file went then or before, when no one followed.
+    SELECT DISTINCT f.view_id, r.removed_ms FROM removals r JOIN view_files f USING (location)
+    WHERE r.source = 'reconcile'
 )
 SELECT e.at_ms AS changed_ms, epoch_ms_time(e.at_ms) AS changed_at, e.view_id, l.view, l.catalog,
        array_to_string(list_transform(l.parts[:-2], lambda part: quoted_part(part)), '.') AS namespace,
@@ -85,7 +90,10 @@ SELECT e.at_ms AS changed_ms, epoch_ms_time(e.at_ms) AS changed_at, e.view_id, l
            WHEN 'property-only' THEN 'properties ' || array_to_string(e.changed_properties, ', ')
                                      || ' changed, version ' || e.version_id || ' kept'
            ELSE 'dropped at version ' || coalesce(e.previous_version_id::VARCHAR, '(none)')
-                || ': its newest metadata file was removed' END AS summary
+                || ': its newest metadata file was removed'
+                || CASE WHEN x.view_id IS NOT NULL THEN ' (found gone by a re-list: then or before)' ELSE '' END
+       END AS summary
 FROM events e
 JOIN latest l USING (view_id)
+LEFT JOIN relisted x ON x.view_id = e.view_id AND x.removed_ms = e.at_ms AND e.kind = 'dropped'
 LEFT JOIN preferred_versions v ON v.view_id = e.view_id AND v.version_id = e.version_id AND e.kind <> 'dropped';
