@@ -149,6 +149,10 @@ def uses(sql: str) -> list[tuple[str, str, str, str | None]]:
                 ("events", "kind", "projected", "value"),
             ],
         ),
+        (  # a CTE named but for case (the eighth adversarial trial): `events` is the CTE, not the table
+            "WITH EVENTS AS (SELECT x AS kind FROM other) SELECT kind FROM events",
+            [("other", "x", "projected", "kind")],
+        ),
         (
             "SELECT e.id, x.n FROM events e, LATERAL (SELECT e.amount * 2 AS n) x",
             [("events", "amount", "projected", "n"), ("events", "id", "projected", "id")],

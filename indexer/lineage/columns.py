@@ -25,7 +25,7 @@ from sqlglot.schema import MappingSchema
 
 from viewlineage.indexer.lineage.config import LineageConfig
 from viewlineage.indexer.lineage.dialects import sqlglot_spelling
-from viewlineage.indexer.lineage.tables import LineageRequest, TableReference, _Resolver
+from viewlineage.indexer.lineage.tables import LineageRequest, TableReference, _Resolver, fold_cte_names
 from viewlineage.indexer.spec.findings import Finding, Severity
 
 TableKey = tuple[str | None, tuple[str, ...], str]
@@ -148,6 +148,7 @@ def _analyse(
         statement = sqlglot.parse_one(sqlglot_spelling(request.sql, request.dialect), read=request.dialect)
     except SqlglotError as exc:
         return ColumnLineage((), (), (), (Finding("sql-parse-error", Severity.ERROR, str(exc)[:200]),))
+    fold_cte_names(statement, request.dialect)
     resolver = _Resolver(request, config)
     placeholders: dict[str, TableKey] = {}
     renames: dict[str, dict[str, str]] = {}

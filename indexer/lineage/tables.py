@@ -23,7 +23,7 @@ from viewlineage.indexer.lineage.config import LineageConfig
 from viewlineage.indexer.lineage.dialects import CASE_INSENSITIVE, sqlglot_spelling
 from viewlineage.indexer.spec.findings import Finding, Severity
 
-LINEAGE_RULES_VERSION = 4
+LINEAGE_RULES_VERSION = 5
 """Bump when extraction or resolution changes: it is part of the memo key, so stored results of
 older rules are recomputed rather than reused."""
 
@@ -152,6 +152,7 @@ def _extract(request: LineageRequest, config: LineageConfig) -> Lineage:
                 )
             )
             continue
+        fold_cte_names(statement, request.dialect)
         try:
             scopes = traverse_scope(statement)
         except SqlglotError as exc:
@@ -168,6 +169,25 @@ def _extract(request: LineageRequest, config: LineageConfig) -> Lineage:
     # One reference per resolved table: `t` and `db.t` in one query are the same read.
     unique = {(r.catalog, r.namespace, r.name, r.suffix, r.pin): r for r in reversed(resolver.references)}
     return Lineage(request.dialect, tuple(sorted(unique.values(), key=_sort_key)), tuple(resolver.findings))
+
+
+def fold_cte_names(statement: exp.Expr, dialect: str) -> None:
+    """Spell each CTE's name, and each table name without a namespace that is one but for case, in
+    lower case, where the dialect resolves names case-insensitively: `WITH EVENTS AS (...) SELECT *
+    FROM events` reads the CTE, and sqlglot's scopes match names exactly."""
+    if dialect not in CASE_INSENSITIVE:
+        return
+    names = [cte.args["alias"].this for cte in statement.find_all(exp.CTE) if cte.args.get("alias")]
+    folded = {name.this.lower() for name in names}
+    tables = [
+        table.this
+        for table in statement.find_all(exp.Table)
+        if isinstance(table.this, exp.Identifier)
+        and not table.args.get("db")
+        and table.name.lower() in folded
+    ]
+    for identifier in (*names, *tables):
+        identifier.set("this", identifier.this.lower())
 
 
 def _sort_key(ref: TableReference) -> tuple[str, ...]:
