@@ -393,8 +393,9 @@ def _following(source: str, settings: Settings) -> Iterator[tuple[Health, thread
 def serve(context: click.Context, port: int, host: str, auth_token_file: Path | None) -> None:
     """Answer the query API (GET /api/<command>, the query commands' JSON) and /healthz over HTTP
     until SIGTERM or Ctrl-C. Each request reads the newest replica (every writer publishes one, as it
-    runs and as it finishes), so a server keeps no writer out; the store itself only while it has
-    none. A follower's --metrics-port serves the same API from the store it writes."""
+    runs and as it finishes), so a server keeps no running writer out; the store itself while it has
+    none, or while the store was written after it and no writer holds it (one killed before it
+    published). A follower's --metrics-port serves the same API from the store it writes."""
     from viewlineage.queries.web.app import store_health, web_app
     from viewlineage.queries.web.auth import protected
     from viewlineage.queries.web.server import WebServer

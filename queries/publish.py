@@ -36,8 +36,8 @@ TABLES = {
         SELECT r.view_id, dotted_name(v.catalog, v.name) AS view,
                dotted_name(r.catalog, list_append(r.namespace, r.table_name)) AS reads,
                r.target_view_id IS NOT NULL AS reads_view, r.suffix, r.pin,
-               ['exact', 'namespace-and-name', 'other-catalog', 'leading-part'][coalesce(r.read_match, 0) + 1]
-                   AS match
+               ['exact', 'namespace-and-name', 'other-catalog', 'leading-part', 'tied-file', 'shared-name'][
+                   coalesce(r.read_match, 0) + 1] AS match
         FROM view_reads_as_of($latest) r JOIN view_heads_as_of($latest) v USING (view_id)
         ORDER BY view, reads""",
     "findings": """

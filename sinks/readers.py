@@ -74,7 +74,9 @@ class Readers:
     replica, so that the process never opens the store file itself: it keeps no writer out, and it
     may become the writer (DuckDB refuses a second, differently configured connection to a file in
     one process). With `store_without_replica` (`serve`), the store itself while no replica exists
-    (every writer publishes one as it finishes)."""
+    (every writer publishes one as it finishes), or while the newest replica is older than the
+    store's last write and no writer holds the store: a writer killed before it published its last
+    batches left it behind, and nothing will publish a newer one until a writer runs again."""
 
     def __init__(
         self,
@@ -127,7 +129,7 @@ class Readers:
 
     def _open(self) -> duckdb.DuckDBPyConnection:
         try:
-            return _open_replica(self.path, self.memory_limit)
+            replica = _open_replica(self.path, self.memory_limit)
         except OSError:
             if self.store_without_replica:
                 return open_reader(self.path, memory_limit=self.memory_limit)
@@ -135,6 +137,24 @@ class Readers:
                 f"no replica of {self.path} yet: this process answers once it writes the store or "
                 "the process writing it publishes one"
             ) from None
+        if self.store_without_replica and _written_since_replica(self.path):
+            # Locked: a writer runs and publishes newer replicas; incomplete: the replica is what
+            # there is meanwhile (`open_reader` says so).
+            with contextlib.suppress(duckdb.IOException, StoreError):
+                store = _read_only(self.path, self.path, self.memory_limit)
+                replica.close()
+                return store
+        return replica
+
+
+def _written_since_replica(path: Path) -> bool:
+    """Whether the store (or its write-ahead log) changed after its newest replica was copied."""
+    try:
+        published = replica_path(path).resolve(strict=True).stat().st_mtime_ns
+    except OSError:
+        return True
+    written = [file.stat().st_mtime_ns for file in (path, Path(f"{path}.wal")) if file.exists()]
+    return max(written, default=0) > published
 
 
 def open_reader(

@@ -132,7 +132,7 @@ class Store:
             limit: dict[str, str | bool | int | float | list[str]] = (
                 {"memory_limit": memory_limit} if memory_limit else {}
             )
-            self.conn = duckdb.connect(str(self.path), config=limit)
+            self.conn = _connect_waiting(self.path, limit)
         except duckdb.Error as exc:
             raise StoreError(f"cannot open {self.path} for writing: {exc}") from exc
         # A join whose build side has up to this many keys filters the other side's scan by the
@@ -643,6 +643,26 @@ class Store:
             raise
         waited = (finished - copy.started) * REPLICA_WAIT_FACTOR if self.replica_interval else 0.0
         self._next_replica = max(copy.started + (self.replica_interval or 0.0), finished + waited)
+
+
+LOCK_WAIT_SECONDS = 10.0
+"""How long a writer waits for the store's lock: a reader holds it while it reads the store
+itself (a CLI question, or `serve` while no replica is current), mostly for milliseconds; another
+writer holds it for good, and the writer is refused after this."""
+
+
+def _connect_waiting(
+    path: Path, config: dict[str, str | bool | int | float | list[str]]
+) -> duckdb.DuckDBPyConnection:
+    """A read-write connection to `path`, waiting up to `LOCK_WAIT_SECONDS` for readers' locks."""
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    while True:
+        try:
+            return duckdb.connect(str(path), config=config)
+        except duckdb.IOException as exc:
+            if "Could not set lock" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 class ReplicaCopy:

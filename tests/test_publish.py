@@ -10,9 +10,13 @@ from pathlib import Path
 import duckdb
 from click.testing import CliRunner
 
+from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries.cli import cli
 from viewlineage.queries.publish import TABLES, publish
 from viewlineage.sinks.readers import open_reader
+
+from .conftest import settings_for
+from .metadata_files import View
 
 CHECK = "SELECT count(*), max(changed_ms), min(view) FROM '{}'"
 
@@ -97,3 +101,21 @@ def test_the_readme_dashboard_queries_run_on_a_snapshot(sample_store: Path, tmp_
         (answers[0][0][0], "replaced", 14),
     ]  # the sample: one day
     assert answers[4][0] == ("prod.db.events", 2)
+
+
+def test_a_read_of_a_name_two_views_hold_is_published_as_such(tmp_path: Path) -> None:
+    """`reads.parquet` spelt `match` from four of the six kinds: a `shared-name` read was null."""
+    root = tmp_path / "warehouse"
+    View(root, "db", "CaseV", "e9000000-0000-4000-8000-000000000001").commit(1000, "SELECT a FROM db.t")
+    View(root, "db", "casev", "e9000000-0000-4000-8000-000000000002").commit(1000, "SELECT a FROM db.u")
+    View(root, "db", "reader", "e9000000-0000-4000-8000-000000000003").commit(1000, "SELECT a FROM db.casev")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        publish(conn, tmp_path / "bi")
+    with duckdb.connect() as conn:
+        reads = tmp_path / "bi" / "reads.parquet"
+        found = conn.execute(
+            f"SELECT view, reads, match FROM '{reads}' WHERE view = 'prod.db.reader'"
+        ).fetchall()
+    assert found == [("prod.db.reader", "prod.db.casev", "shared-name")] * 2

@@ -285,6 +285,51 @@ def test_serve_answers_from_the_store_and_never_keeps_a_writer_out(
         assert server.wait(10) == 0
 
 
+def test_serve_answers_from_the_store_when_its_last_writer_left_the_replica_behind(
+    sample_store: Path, tmp_path: Path
+) -> None:
+    """Found by the eighth adversarial trial: after a writer was killed (`kill -9`) before it
+    published its last batches, `serve` and `publish` answered from the replica before them,
+    silently, while the CLI answered from the store: 0 views found where the store held 111."""
+    db = tmp_path / "served.duckdb"
+    shutil.copyfile(sample_store, db)
+    with Store(db, replica_interval=0) as store:
+        store.publish_replica(force=True)  # a replica, as every writer publishes
+    gone = "s3://lake/w/db/gone/metadata/00001-a.metadata.json"
+    with open_reader(db) as conn:
+        newest = conn.execute(
+            "SELECT file_location FROM views_as_of(9e15::BIGINT) WHERE name[-1] = 'customer_revenue'"
+        ).fetchone()
+        assert newest is not None
+    with Store(db, replica_interval=None) as store:  # a writer that stored, then died unpublished
+        store.write(Batch(removals=[Removal(gone, 7, "aws"), Removal(newest[0], 2_000_000_000_000, "aws")]))
+    server = subprocess.Popen(
+        [sys.executable, "-m", "viewlineage.queries.cli", "--db", str(db), "serve", "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stderr is not None
+        url = server.stderr.readline().split(" at ")[-1].strip()
+        status, files = get_json(f"{url}files?{urlencode({'location': gone})}")
+        assert (status, [(f["status"], f["removed_ms"]) for f in files]) == (200, [("removed", 7)])
+    finally:
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(10) == 0
+    published = tmp_path / "published"
+    run = subprocess.run(
+        [sys.executable, "-m", "viewlineage.queries.cli", "--db", str(db), "publish", str(published)],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr
+    with duckdb.connect() as conn:
+        dropped = conn.execute(
+            f"SELECT view FROM '{published}/changes.parquet' WHERE kind = 'dropped' ORDER BY view"
+        ).fetchall()
+    assert dropped == [("prod.sales.customer_revenue",)]
+
+
 def test_a_follower_reads_its_own_store_or_a_replica_never_the_file(tmp_path: Path) -> None:
     """A follower's readers use the store it writes (a request's statements see one snapshot, and
     a store closing waits for them), else a replica: opening the file itself would keep a writer

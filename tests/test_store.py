@@ -218,6 +218,26 @@ def test_publishing_a_replica_keeps_the_write_lock(tmp_path: Path) -> None:
         assert "Could not set lock" in other.stderr
 
 
+def test_a_writer_waits_for_a_reader_s_lock(tmp_path: Path) -> None:
+    """`serve` reads the store itself while no replica is current (a writer killed before it
+    published), and a CLI question does whenever no writer runs: a writer starting meanwhile
+    waits for the reader's lock rather than exiting."""
+    db = tmp_path / "read.duckdb"
+    with Store(db, replica_interval=None):
+        pass
+    reading = (
+        "import duckdb, sys, time; c = duckdb.connect(sys.argv[1], read_only=True); "
+        "print('open', flush=True); time.sleep(1.5)"
+    )
+    reader = subprocess.Popen([sys.executable, "-c", reading, str(db)], stdout=subprocess.PIPE, text=True)
+    assert reader.stdout is not None and reader.stdout.readline() == "open\n"
+    started = time.monotonic()
+    with Store(db, replica_interval=None) as store:
+        assert store.conn.execute("SELECT count(*) FROM view_files").fetchone() == (0,)
+    assert time.monotonic() - started > 0.5  # it waited
+    assert reader.wait(10) == 0
+
+
 def test_readers_connecting_while_replicas_move_never_fail(sample_warehouse: Path, tmp_path: Path) -> None:
     """DuckDB opens a database by path several times while connecting; a replica renamed over the
     path mid-connect would mix two files. Replicas are new files behind a symlink instead. (A stress
