@@ -219,3 +219,29 @@ def test_a_replace_that_also_changes_properties_names_them(tmp_path: Path) -> No
         (2500, "property-only", ["tier"], "properties tier changed, version 2 kept"),
         (3000, "replaced", None, "version 3 replaced version 2"),
     ]
+
+
+def test_a_version_current_for_the_first_time_is_no_rollback_whatever_its_id(tmp_path: Path) -> None:
+    """Found by the eighth adversarial trial: versions numbered 5, -3 and 2, made current -3, 5, 2:
+    the last was called "rolled-back ... current again", though 2 had never been current."""
+    root = tmp_path / "warehouse"
+    view = View(root, "db", "ooo", "ce000000-0000-4000-8000-000000000031")
+    for ms, version_id in ((1000, -3), (2000, 5), (3000, 2)):
+        view.commit(ms, f"SELECT {version_id} AS x")
+        view.versions[-1]["version-id"] = view.log[-1]["version-id"] = version_id
+    view.log.append({"timestamp-ms": 4000, "version-id": 5})  # a real rollback
+    for written in sorted(root.rglob("*.metadata.json")):
+        written.unlink()  # one file holds the whole log
+    view.commit(4000)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=lake"))
+    with open_reader(db) as conn:
+        rows = conn.execute(
+            "SELECT changed_ms, kind, summary FROM change_events ORDER BY changed_ms"
+        ).fetchall()
+    assert rows == [
+        (1000, "created", "created at version -3"),
+        (2000, "replaced", "version 5 replaced version -3"),
+        (3000, "replaced", "version 2 replaced version 5"),
+        (4000, "rolled-back", "version 5 current again, after version 2"),
+    ]

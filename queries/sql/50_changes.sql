@@ -1,7 +1,7 @@
 -- change_events: one row per change to a view, across the warehouse, for audit dashboards:
 --   created       its first version was made current (version-log time)
---   replaced      a version newer than every one current before was made current
---   rolled-back   a version no newer than one current before was made current again
+--   replaced      a version not current before was made current
+--   rolled-back   a version current before was made current again
 --   property-only a commit changed properties and kept the current version (file commit time;
 --                 NULL when the file's commit time is unknown)
 --   dropped       its newest metadata file was removed (the removal's time)
@@ -22,7 +22,10 @@ WITH latest AS (
 activated AS (
     SELECT view_id, version_id, timestamp_ms AS at_ms,
            lag(version_id) OVER w AS previous_version_id,
-           max(version_id) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS newest_before
+           -- Whether this version was current before: ids need not grow with time (any writer
+           -- may number its versions as it likes), so the order of ids says nothing.
+           count(*) OVER (PARTITION BY view_id, version_id ORDER BY timestamp_ms
+                          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) > 0 AS current_before
     FROM activations
     WINDOW w AS (PARTITION BY view_id ORDER BY timestamp_ms, version_id)
 ),
@@ -60,8 +63,8 @@ introduced AS (
 events AS (
     SELECT a.view_id, a.at_ms,
            CASE WHEN a.previous_version_id IS NULL THEN 'created'
-                WHEN a.version_id > a.newest_before THEN 'replaced'
-                ELSE 'rolled-back' END AS kind,
+                WHEN a.current_before THEN 'rolled-back'
+                ELSE 'replaced' END AS kind,
            a.version_id, a.previous_version_id, i.changed_properties
     FROM activated a LEFT JOIN introduced i USING (view_id, version_id, at_ms)
     UNION ALL
