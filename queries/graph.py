@@ -299,8 +299,10 @@ def to_mermaid(graph: dict[str, Any]) -> str:
 
 
 def _mermaid_label(text: str) -> str:
-    # Mermaid takes a quoted label with `#quot;` for a quote; `#` starts an entity.
-    return '"' + text.replace("#", "#35;").replace('"', "#quot;") + '"'
+    # Mermaid takes a quoted label with `#quot;` for a quote; `#` starts an entity; it renders
+    # labels as HTML, so `<` and `>` are entities too (a name holding `<img onerror=...>`).
+    escaped = text.replace("#", "#35;").replace('"', "#quot;").replace("<", "#60;").replace(">", "#62;")
+    return f'"{escaped}"'
 
 
 def edge_rows(graph: dict[str, Any]) -> dict[str, Any]:

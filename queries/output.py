@@ -267,7 +267,10 @@ def _csv_cell(value: Any, key: str) -> str:
 
 
 def _markdown_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", "<br>")
+    """A cell's text as Markdown that renders it as it is: renderers pass HTML through (a name
+    holding `<img onerror=...>`), so `&`, `<` and `>` are entities; `|` ends a cell; a newline a row."""
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return escaped.replace("|", "\\|").replace("\n", "<br>")
 
 
 def _terminal_width(indent: int) -> int | None:

@@ -185,6 +185,11 @@ def test_csv_and_markdown_print_each_command_s_main_table(sample_store: Path) ->
     assert ["default_namespace", "db"] in shown
     sql = _invoke(sample_store, "sql", "SELECT 'a|b' AS x, NULL AS y, [1, 2] AS z", "--format", "markdown")
     assert sql.splitlines() == ["| x | y | z |", "|---|---|---|", "| a\\|b |  | 1, 2 |"]
+    # Found by the eighth adversarial trial: a name holding HTML went into Markdown as HTML.
+    html = _invoke(
+        sample_store, "sql", "SELECT '<img src=x onerror=alert(1)> & co' AS name", "--format", "markdown"
+    )
+    assert html.splitlines()[2] == "| &lt;img src=x onerror=alert(1)&gt; &amp; co |"
 
 
 def test_text_output_holds_no_python_reprs(sample_store: Path, mv_store: Path, impact_store: Path) -> None:

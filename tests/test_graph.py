@@ -220,3 +220,19 @@ def test_a_removed_view_says_whether_it_is_still_current(tmp_path: Path) -> None
         ("lake.db.gone", "removed", False),
         ("lake.db.moved", "removed", True),
     ]
+
+
+def test_mermaid_labels_hold_no_html(tmp_path: Path) -> None:
+    """Found by the eighth adversarial trial: Mermaid renders labels as HTML, and a view named
+    `<img src=x onerror=alert(1)>` went into one as it is."""
+    root = tmp_path / "warehouse"
+    View(root, "db", "<img src=x onerror=alert(1)>", "cf000000-0000-4000-8000-000000000001").commit(
+        1000, "SELECT a FROM db.base"
+    )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=lake"))
+    drawn = CliRunner().invoke(cli, ["graph", "db.base", "--format", "mermaid", "--db", str(db)])
+    assert drawn.stdout.splitlines()[1:3] == [
+        '  n0["db.base"]',
+        '  n1("lake.db.#60;img src=x onerror=alert(1)#62;")',
+    ]
