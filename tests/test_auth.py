@@ -107,3 +107,20 @@ def test_the_token_opens_the_api_and_the_pages(sample_store: Path, token_file: P
         assert too_large[0] == 413
         _, headers, _ = request(url, "/logout", headers={"Cookie": cookie})
         assert headers["location"] == "/login" and f'{COOKIE}="";' in headers["set-cookie"]
+
+
+def test_a_loopback_server_answers_only_to_its_own_names(sample_store: Path) -> None:
+    """Found by the eighth adversarial trial: with no token on 127.0.0.1, a request naming any
+    host was answered, so a page on another site could read the store through a name of its own
+    that resolves to 127.0.0.1 (DNS rebinding)."""
+    reader = functools.partial(open_reader, sample_store)
+    app = protected(web_app(reader, 30, store_health(reader)), "127.0.0.1", None)
+    with WebServer(app, "127.0.0.1", 0) as server:
+        port = urlsplit(server.url).port
+        asked = "/api/show?view=prod.db.event_agg"
+        assert request(server.url, asked, headers={"Host": "evil.example"})[:3:2] == (
+            400,
+            "Invalid host header",
+        )
+        for name in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost"):
+            assert request(server.url, asked, headers={"Host": name})[0] == 200

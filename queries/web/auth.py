@@ -15,6 +15,7 @@ import ipaddress
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode
 
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -64,7 +65,10 @@ def protected(app: ASGIApp, host: str, token_file: Path | None) -> ASGIApp:
                 f"listening on {host} serves the store to other machines: give --auth-token-file "
                 "(a file holding a token of at least 16 random characters), or listen on 127.0.0.1"
             )
-        return app
+        # A page on another site can make a browser ask a loopback server under a name of its
+        # own that resolves to 127.0.0.1 (DNS rebinding), and read the answer: only the machine's
+        # own names are served.
+        return TrustedHostMiddleware(app, allowed_hosts=sorted({host, "127.0.0.1", "localhost", "::1"}))
     return TokenAuth(app, read_token(token_file))
 
 
