@@ -24,6 +24,10 @@ from viewlineage.indexer.lineage.dialects import CASE_INSENSITIVE, sqlglot_spell
 from viewlineage.indexer.spec.findings import Finding, Severity
 
 LINEAGE_RULES_VERSION = 5
+FILE_FORMATS = frozenset({"parquet", "orc", "json", "csv", "text", "avro", "binaryfile", "delta", "hudi"})
+"""Spark data sources a query reads files of by path (``parquet.`s3://bucket/path` ``)."""
+FILE_READERS = frozenset({"read_files", "read_parquet", "read_csv", "read_json"})
+"""Table-valued functions that read files by path."""
 """Bump when extraction or resolution changes: it is part of the memo key, so stored results of
 older rules are recomputed rather than reused."""
 
@@ -239,6 +243,17 @@ class _Resolver:
                 return
         else:
             parts = [self._fold(part.name) for part in table.parts]
+        if len(parts) == 2 and parts[0].lower() in FILE_FORMATS and "/" in parts[1]:
+            # Spark's ``parquet.`s3://b/p` ``: files read directly, no catalog's table.
+            self.findings.append(
+                Finding(
+                    "path-read",
+                    Severity.WARNING,
+                    f"{table.sql(self.dialect)} reads files at {parts[1]!r} directly, not a table: what "
+                    "wrote them is not followed",
+                )
+            )
+            return
         raw = ".".join(parts)
         pin = None
         version = table.args.get("version")
@@ -289,6 +304,16 @@ class _Resolver:
 
     def _function_parts(self, function: exp.Expression) -> list[str] | None:
         """A table name from `IDENTIFIER('db.t')`; None for any other table-valued function."""
+        if isinstance(function, exp.Anonymous) and function.name.lower() in FILE_READERS:
+            self.findings.append(
+                Finding(
+                    "path-read",
+                    Severity.WARNING,
+                    f"{function.sql(self.dialect)[:200]} reads files directly, not a table: what wrote them "
+                    "is not followed",
+                )
+            )
+            return None
         if not (isinstance(function, exp.Anonymous) and function.name.upper() == "IDENTIFIER"):
             return None
         argument = function.expressions[0] if function.expressions else None

@@ -66,6 +66,7 @@ CODES = frozenset(
         "mv-current-refresh-not-found",
         "no-representations",
         "no-versions",
+        "path-read",
         "ref-snapshot-not-found",
         "reads-itself",
         "removal-before-commit",
