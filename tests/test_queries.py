@@ -1139,3 +1139,31 @@ def test_views_that_read_each_other_are_a_cycle_deps_names(tmp_path: Path) -> No
         "warning: views that read themselves through views: no engine can run them: prod.db.a "
         "(not in this table; --format text or json lists them)"
     ]
+
+
+def test_commit_times_that_run_against_sequence_numbers_are_a_finding(tmp_path: Path) -> None:
+    """Found by the eighth adversarial trial: files 00001 (v1, a=1), 00002 (a=2) and 00003 (v2, a=2)
+    whose modification times ran backwards (a copy that did not keep them) gave a property change
+    `a` 2 -> 1 that never happened, and `show` properties of 00001 with version 2, with no finding."""
+    root = tmp_path / "warehouse"
+    view = View(root, "db", "reversed", "ea000000-0000-4000-8000-000000000001")
+    view.properties["a"] = "1"
+    first = view.commit(1000, "SELECT 1 AS x")
+    view.properties["a"] = "2"
+    second = view.commit(1100)
+    third = view.commit(1200, "SELECT 2 AS x")
+    for path, ms in ((first, 9000), (second, 8000), (third, 7000)):  # copied, times reversed
+        os.utime(path, ns=(ms * 1_000_000, ms * 1_000_000))
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        found = [(f["location"], f["message"]) for f in api.findings(conn, "commit-order-mismatch")]
+    assert found == [
+        (
+            str(later),
+            f"committed at {ms} ms (mtime), before {earlier} ({earlier_ms} ms), whose sequence number is "
+            "lower: times copied over (a sync or copy that did not keep them)? Which file held the view when "
+            "follows the times, a guess",
+        )
+        for later, ms, earlier, earlier_ms in ((second, 8000, first, 9000), (third, 7000, second, 8000))
+    ]

@@ -36,6 +36,7 @@ CODES = frozenset(
         "catalog-ambiguous",
         "catalog-unknown",
         "column-analysis-error",
+        "commit-order-mismatch",
         "competing-commit",
         "current-schema-not-found",
         "current-not-logged-last",

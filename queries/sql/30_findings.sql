@@ -71,4 +71,17 @@ UNION ALL
 SELECT DISTINCT 'view', NULL, view_id, version_id, 'timestamp-out-of-range', 'warning',
        'activated at ' || timestamp_ms || ' ms, past what a date can be (years 1 to 9999): microseconds '
        || 'written as milliseconds? Shown as the raw number', '$.version-log'
-FROM activations WHERE timestamp_ms NOT BETWEEN -62135596800000 AND 253402300799999;
+FROM activations WHERE timestamp_ms NOT BETWEEN -62135596800000 AND 253402300799999
+UNION ALL
+SELECT 'file', location, view_id, NULL, 'commit-order-mismatch', 'warning',
+       'committed at ' || commit_ms || ' ms (' || commit_source || '), before ' || earlier_location
+       || ' (' || earlier_ms || ' ms), whose sequence number is lower: times copied over (a sync '
+       || 'or copy that did not keep them)? Which file held the view when follows the times, a guess',
+       '$'
+FROM (
+    SELECT view_id, location, commit_ms, commit_source,
+           lag(location) OVER w AS earlier_location, lag(commit_ms) OVER w AS earlier_ms
+    FROM view_files WHERE sequence_number IS NOT NULL AND commit_ms IS NOT NULL
+    WINDOW w AS (PARTITION BY view_id ORDER BY sequence_number, location)
+)
+WHERE commit_ms < earlier_ms;
