@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -1166,4 +1167,26 @@ def test_commit_times_that_run_against_sequence_numbers_are_a_finding(tmp_path: 
             "follows the times, a guess",
         )
         for later, ms, earlier, earlier_ms in ((second, 8000, first, 9000), (third, 7000, second, 8000))
+    ]
+
+
+def test_names_that_differ_only_in_unicode_normalization_are_a_finding(tmp_path: Path) -> None:
+    """Found by the eighth adversarial trial: `db/café` in NFC and in NFD were two views of one
+    look, and nothing said they differ."""
+    root = tmp_path / "warehouse"
+    composed, decomposed = unicodedata.normalize("NFC", "café"), unicodedata.normalize("NFD", "café")
+    View(root, "db", composed, "eb000000-0000-4000-8000-000000000001").commit(1000, "SELECT 1 AS x")
+    View(root, "db", decomposed, "eb000000-0000-4000-8000-000000000002").commit(1000, "SELECT 2 AS x")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        found = [(f["view_id"], f["message"]) for f in api.findings(conn, "normalization-twin")]
+    assert found == [
+        (
+            f"eb000000-0000-4000-8000-00000000000{mine}",
+            f"its name prod.db.{name} and view eb000000-0000-4000-8000-00000000000{other}'s look the same "
+            "but differ in Unicode normalization (NFC and NFD): engines take them as two names, and a read "
+            "names the one whose bytes it has",
+        )
+        for mine, name, other in ((1, composed, 2), (2, decomposed, 1))
     ]

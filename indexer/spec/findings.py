@@ -67,6 +67,7 @@ CODES = frozenset(
         "mv-current-refresh-not-found",
         "no-representations",
         "no-versions",
+        "normalization-twin",
         "path-read",
         "ref-snapshot-not-found",
         "reads-itself",

@@ -84,4 +84,12 @@ FROM (
     FROM view_files WHERE sequence_number IS NOT NULL AND commit_ms IS NOT NULL
     WINDOW w AS (PARTITION BY view_id ORDER BY sequence_number, location)
 )
-WHERE commit_ms < earlier_ms;
+WHERE commit_ms < earlier_ms
+UNION ALL
+SELECT DISTINCT 'view', NULL, a.view_id, NULL, 'normalization-twin', 'warning',
+       'its name ' || dotted_name(a.catalog, a.name) || ' and view ' || b.view_id || '''s look the same but '
+       || 'differ in Unicode normalization (NFC and NFD): engines take them as two names, and a read names '
+       || 'the one whose bytes it has', '$'
+FROM view_names a JOIN view_names b
+  ON a.view_id <> b.view_id AND a.catalog IS NOT DISTINCT FROM b.catalog AND a.name <> b.name
+ AND nfc_normalize(array_to_string(a.name, chr(31))) = nfc_normalize(array_to_string(b.name, chr(31)));
