@@ -219,22 +219,48 @@ def views_named(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = N
     text = ref.strip()
     rows = _by_id(conn, "view", text)
     if rows is None and _is_location(text):
-        # A directory's views: the one its files name at `at` (a view dropped and re-created there).
-        rows = _holders(
+        # A directory's views: the one its files name at `at` (a view dropped and re-created there),
+        # by the names of its files in place (a copy's file is its view's, under the view's name).
+        found = query_rows(
             conn,
-            query_rows(
+            """
+            SELECT DISTINCT view_id, catalog, name FROM view_files
+            WHERE location = ?1 OR rtrim(metadata_location, '/') IN (?1, ?2)
+               OR location LIKE ?1 || '/metadata/%'""",
+            [normalize_location(text).rstrip("/"), text.rstrip("/")],
+        )
+        placed = _placed(conn, found)
+        copied = sorted({row["view_id"] for row in found} - {row["view_id"] for row in placed})
+        if copied:
+            placed += query_rows(
                 conn,
                 """
-                SELECT DISTINCT view_id, catalog, name FROM view_files
-                WHERE location = ?1 OR rtrim(metadata_location, '/') IN (?1, ?2)
-                   OR location LIKE ?1 || '/metadata/%'""",
-                [normalize_location(text).rstrip("/"), text.rstrip("/")],
-            ),
-            at,
-        )
+                SELECT DISTINCT f.view_id, f.catalog, f.name FROM view_files f
+                WHERE f.view_id IN (SELECT unnest(?1))
+                  AND f.location IN (SELECT location FROM placed_view_locations(f.view_id))
+                ORDER BY ALL""",
+                [copied],
+            )
+        rows = _holders(conn, placed, at)
     elif rows is None:
-        rows = _holders(conn, _named(conn, "view", text), at)
+        rows = _holders(conn, _placed(conn, _named(conn, "view", text)), at)
     return rows
+
+
+def _placed(conn: duckdb.DuckDBPyConnection, named: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """These views' names but those only copies of their files elsewhere give (`copied_view_names`)."""
+    if not named:
+        return named
+    return query_rows(
+        conn,
+        """
+        WITH named AS (SELECT unnest(?1, recursive := true))
+        SELECT n.view_id, n.catalog, n.name FROM named n
+        ANTI JOIN copied_view_names() c
+            ON c.view_id = n.view_id AND c.catalog IS NOT DISTINCT FROM n.catalog AND c.name = n.name
+        ORDER BY ALL""",
+        [named],
+    )
 
 
 def _named(conn: duckdb.DuckDBPyConnection, kind: str, text: str) -> list[dict[str, Any]]:

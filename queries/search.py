@@ -25,7 +25,9 @@ def search(conn: duckdb.DuckDBPyConnection, text: str, limit: int = 50) -> dict[
         conn,
         """
         WITH named AS (
-            SELECT 'view' AS kind, view_id AS id, dotted_name(catalog, name) AS name FROM view_names
+            SELECT 'view' AS kind, n.view_id AS id, dotted_name(n.catalog, n.name) AS name FROM view_names n
+            ANTI JOIN copied_view_names() c
+                ON c.view_id = n.view_id AND c.catalog IS NOT DISTINCT FROM n.catalog AND c.name = n.name
             UNION
             SELECT 'table', table_id, dotted_name(catalog, name) FROM table_names
         ),

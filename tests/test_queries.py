@@ -24,6 +24,7 @@ from viewlineage.queries import api, impact
 from viewlineage.queries import changes as changes_module
 from viewlineage.queries.cli import cli
 from viewlineage.queries.names import version_copy
+from viewlineage.queries.search import search
 from viewlineage.sinks.readers import open_reader
 from viewlineage.sinks.store import Store
 
@@ -1190,3 +1191,26 @@ def test_names_that_differ_only_in_unicode_normalization_are_a_finding(tmp_path:
         )
         for mine, name, other in ((1, composed, 2), (2, decomposed, 1))
     ]
+
+
+def test_a_copy_of_a_view_s_file_elsewhere_names_no_view(tmp_path: Path) -> None:
+    """Found by the eighth adversarial trial: with `db/orders_v`'s file copied into
+    `db/orders_v_backup/metadata/`, `show prod.db.orders_v_backup` answered for the view under the
+    backup's name, and `search` listed it, though such a copy "neither names nor drops the view"."""
+    root = tmp_path / "warehouse"
+    view = View(root, "db", "orders_v", "ec000000-0000-4000-8000-000000000001")
+    original = view.commit(1000, "SELECT a FROM db.orders")
+    backup = root / "db" / "orders_v_backup" / "metadata"
+    backup.mkdir(parents=True)
+    shutil.copy2(original, backup / original.name)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        with pytest.raises(
+            UsageError, match=r"^no view 'prod\.db\.orders_v_backup' in the store; did you mean"
+        ):
+            api.show(conn, "prod.db.orders_v_backup")
+        by_copy = api.show(conn, str(backup / original.name))
+        found = search(conn, "orders_v")
+    assert (by_copy["view"], by_copy["view_id"]) == ("prod.db.orders_v", view.uuid)
+    assert [(r["name"], r["id"]) for r in found["results"]] == [("prod.db.orders_v", view.uuid)]

@@ -56,6 +56,22 @@ WHERE location NOT IN (SELECT location FROM misplaced)
        SELECT 1 FROM files
        WHERE location NOT IN (SELECT location FROM misplaced) AND location NOT IN (SELECT location FROM removed));
 
+-- copied_view_names(): the names (view_names rows) only copies of a view's files elsewhere give it,
+-- while a file in place holds it (placed_view_locations): such a copy names no view. Copies are
+-- rare, so they are found first.
+CREATE OR REPLACE MACRO copied_view_names() AS TABLE
+WITH misplaced AS (SELECT DISTINCT location FROM file_findings WHERE code = 'location-mismatch'),
+copies AS (SELECT DISTINCT view_id, catalog, name FROM view_files WHERE location IN (SELECT location FROM misplaced))
+SELECT c.* FROM copies c
+WHERE NOT EXISTS (
+        SELECT 1 FROM view_files f
+        WHERE f.view_id = c.view_id AND f.catalog IS NOT DISTINCT FROM c.catalog AND f.name = c.name
+          AND f.location NOT IN (SELECT location FROM misplaced))
+  AND EXISTS (
+        SELECT 1 FROM view_files f
+        WHERE f.view_id = c.view_id AND f.location NOT IN (SELECT location FROM misplaced)
+          AND f.location NOT IN (SELECT location FROM removals));
+
 -- view_location_as_of(vid, t): the location of the file whose state held at t for one view,
 -- ranked on narrow columns so that only the one row it names is read in full.
 CREATE OR REPLACE MACRO view_location_as_of(vid, t) AS (
