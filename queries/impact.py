@@ -325,7 +325,7 @@ def impact(
         (catalog, tuple(parts[:-1]), parts[-1]), name, change.column, (), True, _SHARED if shared else 0
     )
     going_stale = (
-        (lambda reader: _outputs_going_stale(reader, target, catalogs, change))
+        (lambda reader, source: _outputs_going_stale(reader, source, catalogs, change))
         if change.kind == CHANGE_TYPE and change.target is not None
         else None
     )
@@ -782,7 +782,7 @@ def _walk(
     start: _Object,
     catalogs: frozenset[str],
     change: str,
-    going_stale: Callable[[_Reader], frozenset[str] | None] | None = None,
+    going_stale: Callable[[_Reader, _Object], frozenset[str] | None] | None = None,
 ) -> tuple[list[dict[str, Any]], set[str], set[str]]:
     """Breadth first from the changed column: each use of it, then each use of the output columns it
     flows into. A view that uses a dropped or renamed column in any way fails as a whole, and so does
@@ -790,8 +790,9 @@ def _walk(
     output carries the column (its stored schema goes stale). Every (view, column) is visited once,
     at its smallest depth. Also returns the Spark views a rename leaves working: they only project
     the column through `*`s, and Spark reads a view's columns by position (`_Reader.missing_outputs`);
-    and the views whose stored schema a type change leaves stale: of those reading the table,
-    the outputs `going_stale` names (all it carries the column into, when it cannot tell)."""
+    and the views whose stored schema a type change leaves stale: of each view reading the
+    table, or a view output the column flows into, the outputs `going_stale` names (all it
+    carries the column into, when it cannot tell)."""
     breaks, retyped = change in (DROP, RENAME), change == CHANGE_TYPE
     uses: list[dict[str, Any]] = []
     by_position: set[str] = set()
@@ -823,7 +824,7 @@ def _walk(
                 by_position.add(reader.name)
                 continue
             # Of a view reading the table itself, which outputs' types no longer fit (None: unknown).
-            fitting = going_stale(reader) if going_stale is not None and source is start else None
+            fitting = going_stale(reader, source) if going_stale is not None else None
             for use, certainty in matched:
                 wanted, read = source.column, tuple(part.lower() for part in use.path)
                 column = ".".join(read)
@@ -885,20 +886,22 @@ def _walk(
 
 
 def _outputs_going_stale(
-    reader: _Reader, target: _Object, catalogs: frozenset[str], change: Change
+    reader: _Reader, source: _Object, catalogs: frozenset[str], change: Change
 ) -> frozenset[str] | None:
-    """The outputs (as the SQL names them) of a view reading the table whose type, with the column
-    retyped, may no longer up-cast to the view's stored type; None when that cannot be told (a
-    nested field). An output stays fitting only if its type up-casts to the stored one and either it
-    is the column as it is, or sqlglot infers the same type for it before and after the change: an
-    inferred type that changes may be off by the engine's own rules (Spark widens a decimal's `sum`
-    by 10 digits), so it counts as stale, as does a type that cannot be inferred."""
-    if len(change.column) != 1 or change.target is None:
+    """The outputs (as the SQL names them) of a view reading `source` (the table, or a view an
+    output of which the column flows into, as that view will type it once re-created) whose type,
+    with the column retyped, may no longer up-cast to the view's stored type; None when that cannot
+    be told (a nested field). An output stays fitting only if its type up-casts to the stored one
+    and either it is the column as it is, or sqlglot infers the same type for it before and after
+    the change: an inferred type that changes may be off by the engine's own rules (Spark widens a
+    decimal's `sum` by 10 digits), so it counts as stale, as does a type that cannot be inferred.
+    A view's output the column flows into is taken to have the column's new type."""
+    if len(source.column) != 1 or change.target is None:
         return None
     new_type = iceberg_type_sql(change.target)
     retyped = {
-        key: [(name, new_type if name.lower() == change.column[0] else kind) for name, kind in columns]
-        if _match(key, target.key, catalogs) is not None
+        key: [(name, new_type if name.lower() == source.column[0] else kind) for name, kind in columns]
+        if _match(key, source.key, catalogs) is not None
         else columns
         for key, columns in reader.schemas.items()
     }

@@ -1138,3 +1138,35 @@ def test_the_summary_says_of_which_views_it_counts(tmp_path: Path) -> None:
         "1 of them already broken (see below), 1 more possibly already broken (see below); 1 view(s) of "
         "unknown lineage could use it too"
     )
+
+
+def test_a_view_reading_a_stale_view_is_stale_only_if_its_own_types_stop_fitting(tmp_path: Path) -> None:
+    """Found by the eighth new-user trial: with `amount` float -> double, `stale_schemas` listed
+    `rev_by_region`, `SUM(o.amount)` over a view of the table: a double before and after, so it runs
+    again once the view it reads is re-created. Every view the column flows into is typed anew."""
+    root = tmp_path / "warehouse"
+    Table(
+        root, "sales", "orders", "ab600000-0000-4000-8000-000000000001",
+        schema=schema_of(("order_id", "int"), ("amount", "float")),
+    ).commit(500, 1)  # fmt: skip
+    View(
+        root, "sales", "clean", "ab600000-0000-4000-8000-000000000002",
+        schema=schema_of(("order_id", "int"), ("amount", "float")),
+    ).commit(1000, "SELECT order_id, amount FROM orders")  # fmt: skip
+    View(
+        root,
+        "analytics",
+        "revenue",
+        "ab600000-0000-4000-8000-000000000003",
+        schema=schema_of(("revenue", "double")),
+    ).commit(1000, "WITH o AS (SELECT * FROM prod.sales.clean) SELECT SUM(o.amount) AS revenue FROM o")
+    View(
+        root, "analytics", "copied", "ab600000-0000-4000-8000-000000000004",
+        schema=schema_of(("amount", "float")),
+    ).commit(1000, "SELECT amount FROM prod.sales.clean")  # fmt: skip
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        widened = impact(conn, "sales.orders", parse_change(None, None, "amount=double"))
+    assert widened["stale_schemas"] == ["prod.analytics.copied", "prod.sales.clean"]
+    assert widened["views"] == ["prod.analytics.copied", "prod.analytics.revenue", "prod.sales.clean"]
