@@ -60,17 +60,24 @@ WHERE location NOT IN (SELECT location FROM misplaced)
 -- while a file in place holds it (placed_view_locations): such a copy names no view. Copies are
 -- rare, so they are found first.
 CREATE OR REPLACE MACRO copied_view_names() AS TABLE
-WITH misplaced AS (SELECT DISTINCT location FROM file_findings WHERE code = 'location-mismatch'),
-copies AS (SELECT DISTINCT view_id, catalog, name FROM view_files WHERE location IN (SELECT location FROM misplaced))
-SELECT c.* FROM copies c
-WHERE NOT EXISTS (
-        SELECT 1 FROM view_files f
-        WHERE f.view_id = c.view_id AND f.catalog IS NOT DISTINCT FROM c.catalog AND f.name = c.name
-          AND f.location NOT IN (SELECT location FROM misplaced))
-  AND EXISTS (
-        SELECT 1 FROM view_files f
-        WHERE f.view_id = c.view_id AND f.location NOT IN (SELECT location FROM misplaced)
-          AND f.location NOT IN (SELECT location FROM removals));
+WITH misplaced AS MATERIALIZED (
+    SELECT DISTINCT f.view_id, f.catalog, f.name, f.location
+    FROM (SELECT DISTINCT location FROM file_findings WHERE code = 'location-mismatch') m
+    JOIN view_files f USING (location)
+),
+in_place AS MATERIALIZED (  -- the other files of those views only
+    SELECT f.view_id, f.catalog, f.name, f.location FROM view_files f
+    WHERE f.view_id IN (SELECT view_id FROM misplaced) AND f.location NOT IN (SELECT location FROM misplaced)
+),
+held AS (  -- the views a file in place that was not removed holds
+    SELECT DISTINCT view_id FROM in_place
+    WHERE location NOT IN (SELECT location FROM removals WHERE location IN (SELECT location FROM in_place))
+)
+SELECT DISTINCT m.view_id, m.catalog, m.name FROM misplaced m
+WHERE m.view_id IN (SELECT view_id FROM held)
+  AND NOT EXISTS (
+        SELECT 1 FROM in_place p
+        WHERE p.view_id = m.view_id AND p.catalog IS NOT DISTINCT FROM m.catalog AND p.name = m.name);
 
 -- view_location_as_of(vid, t): the location of the file whose state held at t for one view,
 -- ranked on narrow columns so that only the one row it names is read in full.
