@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
+from collections import Counter
 from typing import Any
 
 import duckdb
@@ -44,33 +45,52 @@ def _version_rows(
     """Version `version_id` from its `versions` row `v` (None: not stored), with its schema and SQL."""
     if v is None:
         return {"version_id": version_id, "missing": True}
-    # Point lookups by key, each through its index: a join would read every schema.
-    schema = query_rows(conn, "SELECT columns FROM schemas WHERE schema_hash = ?", [v["schema_hash"]])
-    representations = query_rows(
+    return _versions_rows(conn, [v])[v["version_id"]]
+
+
+def _versions_rows(
+    conn: duckdb.DuckDBPyConnection, versions: list[dict[str, Any]]
+) -> dict[int, dict[str, Any]]:
+    """Versions from their `versions` rows, with their schemas and SQL, by version id: two lookups
+    for all of them (a view may hold 10,000 versions)."""
+    hashes = [v["version_hash"] for v in versions]
+    schemas = {
+        row["schema_hash"]: row["columns"]
+        for row in query_rows(
+            conn,
+            "SELECT schema_hash, columns FROM schemas WHERE schema_hash IN (SELECT unnest(?::VARCHAR[]))",
+            [sorted({v["schema_hash"] for v in versions if v["schema_hash"] is not None})],
+        )
+    }
+    representations: dict[str, list[dict[str, Any]]] = {}
+    for r in query_rows(
         conn,
         """
-        SELECT ordinal, type, dialect, dialect_raw, sql, document FROM representations
-        WHERE version_hash = ? ORDER BY ordinal""",
-        [v["version_hash"]],
-    )
-    return {
-        "version_id": v["version_id"],
-        "version_hash": v["version_hash"],
-        "created_ms": v["timestamp_ms"],
-        "created_at": iso(v["timestamp_ms"]),
-        "engine_name": v["engine_name"],
-        "engine_version": v["engine_version"],
-        "default_catalog": v["default_catalog"],
-        "default_namespace": list(v["default_namespace"]),
-        "summary": dict(v["summary"] or {}),
-        "schema_id": v["schema_id"],
-        "columns": [dict(column) for column in (schema[0]["columns"] if schema else [])],
-        "representations": [
+        SELECT version_hash, ordinal, type, dialect, dialect_raw, sql, document FROM representations
+        WHERE version_hash IN (SELECT unnest(?::VARCHAR[])) ORDER BY version_hash, ordinal""",
+        [hashes],
+    ):
+        representations.setdefault(r["version_hash"], []).append(
             {"type": r["type"], "dialect": r["dialect"], "dialect_raw": r["dialect_raw"], "sql": r["sql"]}
             if r["type"] == "sql"
             else {"type": r["type"], "document": r["document"]}
-            for r in representations
-        ],
+        )
+    return {
+        v["version_id"]: {
+            "version_id": v["version_id"],
+            "version_hash": v["version_hash"],
+            "created_ms": v["timestamp_ms"],
+            "created_at": iso(v["timestamp_ms"]),
+            "engine_name": v["engine_name"],
+            "engine_version": v["engine_version"],
+            "default_catalog": v["default_catalog"],
+            "default_namespace": list(v["default_namespace"]),
+            "summary": dict(v["summary"] or {}),
+            "schema_id": v["schema_id"],
+            "columns": [dict(column) for column in schemas.get(v["schema_hash"], [])],
+            "representations": representations.get(v["version_hash"], []),
+        }
+        for v in versions
     }
 
 
@@ -305,17 +325,14 @@ def history(conn: duckdb.DuckDBPyConnection, ref: str) -> dict[str, Any]:
         ORDER BY timestamp_ms, version_id""",
         [view.view_id],
     )
-    version_ids = query_rows(
-        conn,
-        "SELECT DISTINCT version_id FROM versions WHERE view_id = ? ORDER BY 1",
-        [view.view_id],
-    )
-    versions = {
-        row["version_id"]: _version_rows(
-            conn, row["version_id"], version_copy(conn, view.view_id, row["version_id"])
-        )
-        for row in version_ids
-    }
+    stored = query_rows(conn, "SELECT * FROM versions WHERE view_id = ? ORDER BY version_id", [view.view_id])
+    copies = Counter(row["version_id"] for row in stored)
+    chosen = [row for row in stored if copies[row["version_id"]] == 1] + [  # a version conflict: rare
+        copy
+        for version_id in sorted(id_ for id_, n in copies.items() if n > 1)
+        if (copy := version_copy(conn, view.view_id, version_id)) is not None
+    ]
+    versions = dict(sorted(_versions_rows(conn, chosen).items()))
     entries = []
     previous: dict[str, Any] | None = None
     for activation in activations:
