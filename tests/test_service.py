@@ -4,6 +4,7 @@ server on a free port; the follower's own store behind it is tested with a real 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import signal
@@ -264,14 +265,7 @@ def test_serve_answers_from_the_store_and_never_keeps_a_writer_out(
     runs, and what the writer stores reaches the server through the replica."""
     db = tmp_path / "served.duckdb"
     shutil.copyfile(sample_store, db)
-    server = subprocess.Popen(
-        [sys.executable, "-m", "viewlineage.queries.cli", "--db", str(db), "serve", "--port", "0"],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stderr is not None
-        url = server.stderr.readline().split(" at ")[-1].strip()
+    with serve_process(db) as url:
         status, shown = get_json(f"{url}show?view=db.big_days")
         with open_reader(db) as conn:
             assert (status, shown) == (200, as_json(api.show(conn, "db.big_days")))
@@ -280,11 +274,25 @@ def test_serve_answers_from_the_store_and_never_keeps_a_writer_out(
             store.write(Batch(removals=[Removal(gone, 7, "aws")]))
             status, files = get_json(f"{url}files?{urlencode({'location': gone})}")
         assert (status, [(f["status"], f["removed_ms"]) for f in files]) == (200, [("removed", 7)])
+
+
+@contextlib.contextmanager
+def serve_process(db: Path) -> Iterator[str]:
+    """`viewlineage serve` of `db` in a process of its own, on a free port: its API's URL."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "viewlineage.queries.cli", "--db", str(db), "serve", "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stderr is not None
+        yield server.stderr.readline().split(" at ")[-1].strip()
     finally:
         server.send_signal(signal.SIGTERM)
         assert server.wait(10) == 0
 
 
+@pytest.mark.integration
 def test_serve_answers_from_the_store_when_its_last_writer_left_the_replica_behind(
     sample_store: Path, tmp_path: Path
 ) -> None:
@@ -303,19 +311,9 @@ def test_serve_answers_from_the_store_when_its_last_writer_left_the_replica_behi
         assert newest is not None
     with Store(db, replica_interval=None) as store:  # a writer that stored, then died unpublished
         store.write(Batch(removals=[Removal(gone, 7, "aws"), Removal(newest[0], 2_000_000_000_000, "aws")]))
-    server = subprocess.Popen(
-        [sys.executable, "-m", "viewlineage.queries.cli", "--db", str(db), "serve", "--port", "0"],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stderr is not None
-        url = server.stderr.readline().split(" at ")[-1].strip()
+    with serve_process(db) as url:
         status, files = get_json(f"{url}files?{urlencode({'location': gone})}")
-        assert (status, [(f["status"], f["removed_ms"]) for f in files]) == (200, [("removed", 7)])
-    finally:
-        server.send_signal(signal.SIGTERM)
-        assert server.wait(10) == 0
+    assert (status, [(f["status"], f["removed_ms"]) for f in files]) == (200, [("removed", 7)])
     published = tmp_path / "published"
     run = subprocess.run(
         [sys.executable, "-m", "viewlineage.queries.cli", "--db", str(db), "publish", str(published)],
