@@ -638,6 +638,13 @@ def table_reference(conn: duckdb.DuckDBPyConnection, table: str) -> tuple[str | 
             hint.names,
         )
     catalog = parts[0] if len(parts) >= 3 and _is_catalog(conn, parts[0]) else None
+    if (
+        len(parts) == 2
+        and _is_catalog(conn, parts[0])
+        and not is_named(conn, parts)
+        and is_named(conn, parts[1:])
+    ):
+        catalog = parts[0]  # SQL read a table by its name alone, and a view with no namespace resolved it
     return catalog, parts[1:] if catalog else parts
 
 

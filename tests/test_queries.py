@@ -1214,3 +1214,19 @@ def test_a_copy_of_a_view_s_file_elsewhere_names_no_view(tmp_path: Path) -> None
         found = search(conn, "orders_v")
     assert (by_copy["view"], by_copy["view_id"]) == ("prod.db.orders_v", view.uuid)
     assert [(r["name"], r["id"]) for r in found["results"]] == [("prod.db.orders_v", view.uuid)]
+
+
+def test_a_read_with_no_namespace_is_asked_about_as_deps_prints_it(tmp_path: Path) -> None:
+    """Found by the eighth adversarial trial: a view with no default namespace reading `lonely`
+    showed `prod.lonely` in `deps`, and `uses prod.lonely` answered that no stored SQL reads it."""
+    root = tmp_path / "warehouse"
+    View(root, "db", "v", "ed000000-0000-4000-8000-000000000001").commit(
+        1000, "SELECT a FROM lonely", **{"default-namespace": []}
+    )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        printed = api.deps(conn, "db.v")["reads"][0]["table"]
+        used = api.uses(conn, printed)
+    assert printed == "prod.lonely"
+    assert [(v["view"], v["match"]) for v in used["views"]] == [("prod.db.v", "exact")]
