@@ -1230,3 +1230,31 @@ def test_a_read_with_no_namespace_is_asked_about_as_deps_prints_it(tmp_path: Pat
         used = api.uses(conn, printed)
     assert printed == "prod.lonely"
     assert [(v["view"], v["match"]) for v in used["views"]] == [("prod.db.v", "exact")]
+
+
+def test_version_ids_no_stored_file_lists_are_a_finding(tmp_path: Path) -> None:
+    """A follower that missed the files of some replaces, which the view's metadata then expired
+    (it keeps the last few versions), lost those versions for good, and nothing said so."""
+    root = tmp_path / "warehouse"
+    view = View(root, "db", "gappy", "ee000000-0000-4000-8000-000000000001")
+    for ms in range(1000, 7000, 1000):
+        view.commit(ms, f"SELECT {ms} AS x")
+    files = sorted((root / "db" / "gappy" / "metadata").iterdir())
+    for seen in files[:-1]:
+        seen.unlink()  # indexed only the last, which keeps versions 1, 2 and 6 (3 to 5 expired)
+    document = json.loads(files[-1].read_text())
+    document["versions"] = [v for v in document["versions"] if v["version-id"] in (1, 2, 6)]
+    document["version-log"] = [e for e in document["version-log"] if e["version-id"] in (1, 2, 6)]
+    write(files[-1], document, 6000)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        found = [(f["version_id"], f["message"]) for f in api.findings(conn, "version-gap")]
+    assert found == [
+        (
+            6,
+            "versions 3 to 5 of the view were never stored: no indexed file lists them (expired from its "
+            "metadata before one was indexed, or in a file quarantined or never seen), if its writer numbers "
+            "versions one by one, as Iceberg's Java library does",
+        )
+    ]

@@ -81,6 +81,7 @@ CODES = frozenset(
         "unknown-dialect",
         "unknown-representation-type",
         "version-conflict",
+        "version-gap",
     }
 )
 """Every code a finding can have (`<>`: the field it names, as in `invalid-field:refs`), so that a

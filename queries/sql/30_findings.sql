@@ -92,4 +92,16 @@ SELECT DISTINCT 'view', NULL, a.view_id, NULL, 'normalization-twin', 'warning',
        || 'the one whose bytes it has', '$'
 FROM view_names a JOIN view_names b
   ON a.view_id <> b.view_id AND a.catalog IS NOT DISTINCT FROM b.catalog AND a.name <> b.name
- AND nfc_normalize(array_to_string(a.name, chr(31))) = nfc_normalize(array_to_string(b.name, chr(31)));
+ AND nfc_normalize(array_to_string(a.name, chr(31))) = nfc_normalize(array_to_string(b.name, chr(31)))
+UNION ALL
+SELECT 'view', NULL, view_id, version_id, 'version-gap', 'warning',
+       CASE WHEN version_id - before = 2 THEN 'version ' || (before + 1)
+            ELSE 'versions ' || (before + 1) || ' to ' || (version_id - 1) END
+       || ' of the view were never stored: no indexed file lists them (expired from its metadata before '
+       || 'one was indexed, or in a file quarantined or never seen), if its writer numbers versions one '
+       || 'by one, as Iceberg''s Java library does', '$.versions'
+FROM (
+    SELECT view_id, version_id, lag(version_id) OVER (PARTITION BY view_id ORDER BY version_id) AS before
+    FROM (SELECT DISTINCT view_id, version_id FROM versions)
+)
+WHERE version_id - before > 1;
