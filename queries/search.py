@@ -8,7 +8,7 @@ from typing import Any
 import duckdb
 
 from viewlineage.indexer.errors import UsageError
-from viewlineage.queries.names import query_rows
+from viewlineage.queries.names import iso, query_rows
 
 MAX_RESULTS = 200
 
@@ -33,12 +33,38 @@ def search(conn: duckdb.DuckDBPyConnection, text: str, limit: int = 50) -> dict[
         ),
         found AS (SELECT *, lower(name) AS folded FROM named WHERE contains(lower(name), lower($text)))
         SELECT kind, id, name, count(*) OVER () AS total FROM found
-        ORDER BY folded = lower($text) DESC, ends_with(folded, lower($text)) DESC, length(name), name, kind
+        ORDER BY folded = lower($text) DESC, ends_with(folded, lower($text)) DESC, length(name), name,
+                 kind, id
         LIMIT $limit""",
         {"text": wanted, "limit": limit},
     )
+    lives = _lives(conn, rows)
     return {
         "q": wanted,
         "total": rows[0]["total"] if rows else 0,
-        "results": [{key: row[key] for key in ("kind", "name", "id")} for row in rows],
+        "results": [
+            {**{key: row[key] for key in ("kind", "name", "id")}, **lives[row["id"]]} for row in rows
+        ],
+    }
+
+
+def _lives(conn: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """When each found view or table was first committed and, if it was, dropped: what tells apart
+    two that held one name (one dropped and created again)."""
+    found = query_rows(
+        conn,
+        """
+        WITH found AS (SELECT unnest(?1) AS id)
+        SELECT id, (SELECT min(commit_ms) FROM view_files WHERE view_id = id) AS first_ms,
+               (SELECT dropped_ms FROM view_drop(id)) AS dropped_ms
+        FROM found WHERE ?2 @> [id]
+        UNION ALL
+        SELECT id, (SELECT min(commit_ms) FROM table_files WHERE table_id = id),
+               (SELECT dropped_ms FROM table_drop(id))
+        FROM found WHERE NOT ?2 @> [id]""",
+        [[row["id"] for row in rows], [row["id"] for row in rows if row["kind"] == "view"]],
+    )
+    return {
+        row["id"]: {"first_committed_at": iso(row["first_ms"]), "dropped_at": iso(row["dropped_ms"])}
+        for row in found
     }
