@@ -641,3 +641,22 @@ def test_the_slider_stands_at_the_day_shown_and_a_long_timeline_is_paged(
             "replaced",
         ]
         timeline.close()
+
+
+def test_pages_fit_the_window_on_a_desktop_and_a_phone(browser: Browser, site: str) -> None:
+    """Found by the first UI trial: the Findings page was wider than a 1400-pixel window (a long
+    location in one cell), and the header ran off a 390-pixel phone screen."""
+    pages = {
+        "/": "activity-fits",
+        "/findings": "findings-fits",
+        "/health": "health-fits",
+        "/table?table=db.events": "table-fits",
+        "/view?view=db.big_days": "view-fits",
+    }
+    for path, name in pages.items():
+        visit = Visit(browser, f"{site}{path}", name)
+        for width in (1400, 390):
+            visit.page.set_viewport_size({"width": width, "height": 900})
+            overflow = visit.page.evaluate("document.documentElement.scrollWidth")
+            assert overflow <= width, (path, width, overflow)
+        visit.close()
