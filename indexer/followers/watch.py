@@ -207,9 +207,15 @@ def watch_directory(
         ):
             store.record_roots([root])
             indexer = Indexer(store, config, pool)
-            for listed in reader.list(root):
-                paths.put(listed.location)
+            listed = [item.location for item in reader.list(root)]
+            for location in listed:
+                paths.put(location)
             health.unlisted(reader.unlisted)
+            # A stored file the listing lacks was deleted while no one watched: removed as of now,
+            # the latest it can have gone (as `index` finds it).
+            unlisted, now_ms = [error.location for error in reader.unlisted], int(time.time() * 1000)
+            for location in store.gone(root, pa.array(listed, pa.string()), unlisted):
+                removals.put(Removal(location, now_ms, "reconcile"))
             store.publish_replica(force=True)
             health.log("watching", root=root, store=settings.db)
             if on_ready is not None:

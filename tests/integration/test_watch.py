@@ -479,3 +479,23 @@ def test_a_follower_publishes_snapshots_for_bi_tools(tmp_path: Path) -> None:
     finally:
         watch.stop()
     assert re.search(r"^published directory=\S+ seconds=\S+ changes=\d+ ", watch.log.read_text(), re.M)
+
+
+def test_a_view_dropped_while_watch_was_down_is_dropped_when_it_starts(tmp_path: Path) -> None:
+    """Found by the ninth new-user trial: `DROP VIEW` while `watch` was stopped deleted the view's
+    only file; started again, `watch` indexed what was new and went on calling the view current."""
+    root = tmp_path / "warehouse"
+    path = root / "db" / "gone" / "metadata" / f"00001-{VALID_UUID}.metadata.json"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(VALID)
+    db = tmp_path / "store.duckdb"
+    watch = Watch(root, db)
+    watch.wait_until("SELECT count(*) FROM files", 1)
+    watch.stop()
+    path.unlink()
+    watch = Watch(root, db)
+    try:
+        watch.wait_until("SELECT count(*) FROM removals WHERE source = 'reconcile'", 1, timeout=30)
+        assert watch.count("SELECT count(*) FROM views_as_of(9e15::BIGINT)") == 0
+    finally:
+        watch.stop()
