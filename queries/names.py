@@ -379,15 +379,22 @@ def _holders(conn: duckdb.DuckDBPyConnection, named: list[dict[str, Any]], at: i
     return query_rows(
         conn,
         """
-        WITH named AS (SELECT unnest(?1, recursive := true))
-        SELECT DISTINCT view_id, catalog, name FROM (
-            SELECT f.view_id, f.catalog, f.name FROM view_files f SEMI JOIN named n
+        WITH named AS (SELECT unnest(?1, recursive := true)),
+        files AS (
+            -- A view is there from its file's commit, or its version's activation if that came first
+            -- (a file written after the version it makes current): as `uses` takes it.
+            SELECT f.view_id, f.catalog, f.name, metadata_directory(f.location) AS directory,
+                   least(f.commit_ms, coalesce(f.last_log_ms, f.commit_ms)) AS since_ms
+            FROM view_files f SEMI JOIN named n
                 ON f.view_id = n.view_id AND f.catalog IS NOT DISTINCT FROM n.catalog AND f.name = n.name
-            GROUP BY f.view_id, f.catalog, f.name, metadata_directory(f.location)
+        )
+        SELECT DISTINCT view_id, catalog, name FROM (
+            SELECT view_id, catalog, name FROM files
+            GROUP BY view_id, catalog, name, directory
             QUALIFY row_number() OVER (
-                PARTITION BY catalog, name, metadata_directory(f.location)
-                ORDER BY max(commit_ms) FILTER (WHERE commit_ms <= ?2) DESC NULLS LAST,
-                         min(commit_ms), view_id) = 1
+                PARTITION BY catalog, name, directory
+                ORDER BY max(since_ms) FILTER (WHERE since_ms <= ?2) DESC NULLS LAST, min(since_ms),
+                         view_id) = 1
         )
         ORDER BY ALL""",
         [named, at],

@@ -1258,3 +1258,26 @@ def test_version_ids_no_stored_file_lists_are_a_finding(tmp_path: Path) -> None:
             "versions one by one, as Iceberg's Java library does",
         )
     ]
+
+
+def test_a_view_created_again_is_asked_about_by_name_from_its_activation(tmp_path: Path) -> None:
+    """Found by the ninth new-user trial: a view dropped and created again answered `show` by name
+    as of its new version's activation (before its file's modification time) with "dropped ... ask
+    as of an earlier time", while `uses` at that instant read the new view."""
+    root = tmp_path / "warehouse"
+    old = View(root, "db", "again", "f0000000-0000-4000-8000-000000000001")
+    old_file = old.commit(1000, "SELECT a FROM db.t")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with Store(db, replica_interval=None) as store:
+        store.write(Batch(removals=[Removal(str(old_file), 2000, "watch")]))
+    old_file.unlink()
+    new_file = View(root, "db", "again", "f0000000-0000-4000-8000-000000000002").commit(
+        3000, "SELECT a FROM db.t"
+    )
+    os.utime(new_file, ns=(3100 * 1_000_000, 3100 * 1_000_000))  # written after the version it holds
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        shown = api.show(conn, "db.again", 3050)
+        readers = [v["view_id"] for v in api.uses(conn, "db.t", 3050)["views"]]
+    assert shown["view_id"] == readers[0] == "f0000000-0000-4000-8000-000000000002"
