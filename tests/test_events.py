@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from viewlineage.indexer.parse.locations import normalize_location
 from viewlineage.indexer.sources.events import (
     EventDecodeError,
     EventKind,
@@ -216,3 +217,24 @@ def test_a_removal_names_the_version_it_deleted_for_good(
     }
     (event,) = decode_message(None, json.dumps({"Records": [record]}).encode()).events
     assert event.removed_version == removed_version
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "wh/db/dd/zz/../metadata/00000-x.metadata.json",
+        "wh/db/ee1/metadata/./00000-x.metadata.json",
+        "wh/db//ee2/metadata/00000-x.metadata.json",
+        "wh/db/ee3/metadata//00000-x.metadata.json",
+    ],
+)
+def test_an_object_key_is_kept_as_it_is(key: str) -> None:
+    """Found by the ninth adversarial trial: keys were cleaned as paths, so a delete of
+    `wh/db/dd/zz/../metadata/X`, another object in S3, removed `wh/db/dd/metadata/X` and dropped its view."""
+    record = {
+        "eventName": "ObjectRemoved:Delete",
+        "eventTime": "2026-11-21T10:00:00Z",
+        "s3": {"bucket": {"name": "lake"}, "object": {"key": key}},
+    }
+    (event,) = decode_message(None, json.dumps({"Records": [record]}).encode()).events
+    assert normalize_location(event.url) == f"s3://lake/{key}"  # as `consume` stores its removal

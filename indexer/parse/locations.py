@@ -35,21 +35,24 @@ def escape_undecodable(path: str) -> str:
 
 def normalize_location(location: str) -> str:
     """One spelling per object: `s3a://` and `s3n://` become `s3://`; `file:`, `file://` and
-    `file:///` URLs and bare paths become absolute POSIX paths without a scheme.
+    `file:///` URLs and bare paths become absolute POSIX paths without a scheme. An object store's
+    key is kept as it is (but a trailing `/`): `a/../b`, `a/./b` and `a//b` are other objects than
+    `b` and `a/b` there, so a delete of one must never remove another.
 
-    >>> normalize_location("s3a://bucket/wh//db/v/metadata/")
+    >>> normalize_location("s3a://bucket/wh/db/v/metadata/")
     's3://bucket/wh/db/v/metadata'
+    >>> normalize_location("s3://bucket/wh/db/zz/../metadata/x.json")
+    's3://bucket/wh/db/zz/../metadata/x.json'
     >>> normalize_location("file:/tmp/wh/./v")
     '/tmp/wh/v'
     """
     location = escape_undecodable(location.strip())
     for scheme in _S3_SCHEMES:
         if location.startswith(scheme):
-            bucket_and_key = location[len(scheme) :]
-            return "s3://" + _clean_path(bucket_and_key).lstrip("/")
+            return "s3://" + _key(location[len(scheme) :])
     if "://" in location and not location.startswith("file://"):
         scheme, _, rest = location.partition("://")
-        return f"{scheme.lower()}://{_clean_path(rest).lstrip('/')}"
+        return f"{scheme.lower()}://{_key(rest)}"
     if location.startswith("file:"):
         location = location[len("file:") :]
         if location.startswith("//") and not location.startswith("///"):
@@ -59,6 +62,11 @@ def normalize_location(location: str) -> str:
                 raise ValueError(f"remote file URL not supported: file://{location[2:]}")
             location = "/" + rest
     return _clean_path(location if location.startswith("/") else posixpath.join(os.getcwd(), location))
+
+
+def _key(bucket_and_key: str) -> str:
+    """An object store's bucket and key as they are, without a trailing `/` (a prefix's)."""
+    return bucket_and_key.rstrip("/") if bucket_and_key.strip("/") else bucket_and_key
 
 
 def _clean_path(path: str) -> str:
