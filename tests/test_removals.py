@@ -279,3 +279,21 @@ def test_a_drop_a_re_list_found_says_its_time_is_the_latest_it_can_be(tmp_path: 
         "then or before)",
         "prod.db.kept": "dropped at version 1: its newest metadata file was removed",
     }
+
+
+def test_a_file_put_back_after_a_re_list_found_it_gone_is_there_again(tmp_path: Path) -> None:
+    """Found by the ninth adversarial trial: `index`, the view's file deleted, `index` (1 removed),
+    the file put back, `index` (already indexed): the view stayed dropped for good."""
+    root = tmp_path / "warehouse"
+    path = View(root, "db", "back", "e8000000-0000-4000-8000-000000000001").commit(1000, "SELECT a FROM db.t")
+    kept = path.read_bytes()
+    db = tmp_path / "store.duckdb"
+    settings = settings_for(db, f"{root}=prod")
+    index_locations([str(root)], settings)
+    path.unlink()
+    assert index_locations([str(root)], settings).removed == 1
+    path.write_bytes(kept)
+    index_locations([str(root)], settings)
+    with open_reader(db) as conn:
+        assert api.show(conn, "db.back")["view_id"] == "e8000000-0000-4000-8000-000000000001"
+        assert api.history(conn, "db.back")["dropped_at"] is None

@@ -216,6 +216,7 @@ def watch_directory(
             unlisted, now_ms = [error.location for error in reader.unlisted], int(time.time() * 1000)
             for location in store.gone(root, pa.array(listed, pa.string()), unlisted):
                 removals.put(Removal(location, now_ms, "reconcile"))
+            store.relisted(pa.array(listed, pa.string()))
             store.publish_replica(force=True)
             health.log("watching", root=root, store=settings.db)
             if on_ready is not None:

@@ -144,6 +144,8 @@ def index_locations(
             for root, table in zip(roots, listings, strict=True)
             for location in store.gone(root, table.column("location"), unlisted)
         ]
+        for table in listings:  # a file an earlier listing found gone, put back since
+            store.relisted(table.column("location").combine_chunks())
         indexer = Indexer(store, config, pool)
         indexer.stats.unlisted = [str(error) for reader in readers for error in reader.unlisted]
         indexer.stats.listed = sum(table.num_rows for table in listings)
@@ -222,6 +224,7 @@ def gap_batch(
     store = indexer.store
     assert store is not None, "reconciling needs the store"
     listed = {item.location: item for item in reader.list(prefix)}
+    store.relisted(pa.array(list(listed), pa.string()))
     known = store.indexed(listed)
     reads = list(read_all([(reader, item) for loc, item in listed.items() if loc not in known], settings))
     batch = indexer.build_batch(reads)
