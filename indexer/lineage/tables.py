@@ -140,11 +140,11 @@ def _extract(request: LineageRequest, config: LineageConfig) -> Lineage:
     except (ParseError, TokenError) as exc:
         return Lineage(request.dialect, (), (_parse_error_finding(exc),))
     queries = [statement for statement in statements if statement is not None]
-    if len(queries) != 1:  # none reads nothing knowable; several are no view an engine would run
+    if len(queries) != 1:  # none reads nothing knowable; several are no view an engine would run, so
+        # what each reads is no read of the view's (its lineage is unknown, not these tables)
         problem = "no statement" if not queries else f"{len(queries)} statements, where a view has one query"
-        resolver.findings.append(
-            Finding("sql-parse-error", Severity.ERROR, f"the SQL holds {problem}", "1:1")
-        )
+        finding = Finding("sql-parse-error", Severity.ERROR, f"the SQL holds {problem}", "1:1")
+        return Lineage(request.dialect, (), (finding,))
     for statement in queries:
         if not isinstance(statement, exp.Query):
             resolver.findings.append(
