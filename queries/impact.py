@@ -222,6 +222,8 @@ class _Reader:
     stored_types: tuple[str | None, ...]
     """The view's stored column types (Spark's spelling, by position): what engines check its
     query's output types against."""
+    spelled: tuple[str, ...]
+    """`columns` as the view's schema spells them (`CustID`, `Full Name`)."""
     floor: int = 0
     """The surest match any use of its reads can be (an index into `MATCHES`): `tied-file` when this
     is the version a file tied with its file in force made current."""
@@ -271,7 +273,7 @@ class _Reader:
             self.columns[i] == name for i, name in enumerate(outputs) if name in self.columns
         )
         if lined_up and output.lower() in outputs:
-            return self.columns[outputs.index(output.lower())]
+            return self.spelled[outputs.index(output.lower())]
         return output
 
 
@@ -631,6 +633,7 @@ def _analysed(
                 known,
                 resolved,
                 tuple(_spark_type(kind) for _, kind in stored),
+                tuple(column for column, _ in stored),
                 floor,
                 _SHARED if head["shared"] else 0,
             )

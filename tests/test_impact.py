@@ -1170,3 +1170,25 @@ def test_a_view_reading_a_stale_view_is_stale_only_if_its_own_types_stop_fitting
         widened = impact(conn, "sales.orders", parse_change(None, None, "amount=double"))
     assert widened["stale_schemas"] == ["prod.analytics.copied", "prod.sales.clean"]
     assert widened["views"] == ["prod.analytics.copied", "prod.analytics.revenue", "prod.sales.clean"]
+
+
+def test_outputs_are_named_as_the_view_s_schema_spells_them(tmp_path: Path) -> None:
+    """Found by the ninth new-user trial: `impact` printed `custid` and `full name` for the view's
+    columns `CustID` and `Full Name`."""
+    root = tmp_path / "warehouse"
+    Table(
+        root, "crm", "customers", "ab900000-0000-4000-8000-000000000001",
+        schema=schema_of(("customer_id", "int"), ("name", "string")),
+    ).commit(500, 1)  # fmt: skip
+    View(
+        root, "crm", "custview", "ab900000-0000-4000-8000-000000000002",
+        schema=schema_of(("CustID", "int"), ("Full Name", "string")),
+    ).commit(1000, "SELECT customer_id AS CustID, name AS `Full Name` FROM customers")  # fmt: skip
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        outputs = [
+            [u["output"] for u in impact(conn, "crm.customers", parse_change(column, None, None))["uses"]]
+            for column in ("customer_id", "name")
+        ]
+    assert outputs == [["CustID"], ["Full Name"]]
