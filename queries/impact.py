@@ -519,7 +519,18 @@ def _checked(change: Change, fields: dict[tuple[str, ...], str], table: str) -> 
     """The changed column's type, after checking the change makes sense on this schema."""
     if change.column not in fields:
         known = ", ".join(dotted(list(path)) for path in sorted(fields) if len(path) == 1)
-        raise UsageError(f"{table} has no column {'.'.join(change.column)!r} at that time (columns: {known})")
+        # A nested field is named by its whole path: a list's element, a map's key or value included.
+        nested = [
+            ".".join(path)
+            for path in sorted(fields)
+            if len(path) > len(change.column)
+            and path[0] == change.column[0]
+            and path[-1] == change.column[-1]
+        ]
+        hint = f"; did you mean {', '.join(nested)}?" if nested else ""
+        raise UsageError(
+            f"{table} has no column {'.'.join(change.column)!r} at that time (columns: {known}){hint}"
+        )
     if change.kind == RENAME and (*change.column[:-1], change.target) in fields:
         raise UsageError(f"{table} already has a column {change.target!r}")
     kind = fields[change.column]

@@ -1192,3 +1192,35 @@ def test_outputs_are_named_as_the_view_s_schema_spells_them(tmp_path: Path) -> N
             for column in ("customer_id", "name")
         ]
     assert outputs == [["CustID"], ["Full Name"]]
+
+
+ITEMS = {
+    "type": "list",
+    "element-id": 3,
+    "element-required": False,
+    "element": {
+        "type": "struct",
+        "fields": [
+            {"id": 4, "name": "sku", "required": False, "type": "string"},
+            {"id": 5, "name": "q", "required": False, "type": "int"},
+        ],
+    },
+}
+
+
+def test_a_nested_field_named_short_of_its_path_is_refused_with_the_path(tmp_path: Path) -> None:
+    """Found by the ninth new-user trial: `--change-type items.q=bigint` on a list of structs was
+    refused listing the top-level columns only, with no word of `items.element.q`."""
+    root = tmp_path / "warehouse"
+    Table(
+        root, "sales", "orders", "aba00000-0000-4000-8000-000000000001",
+        schema=schema_of(("id", "long"), ("items", ITEMS)),
+    ).commit(500, 1)  # fmt: skip
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn, pytest.raises(UsageError) as refused:
+        impact(conn, "sales.orders", parse_change(None, None, "items.q=bigint"))
+    assert str(refused.value) == (
+        "prod.sales.orders has no column 'items.q' at that time (columns: id, items); "
+        "did you mean items.element.q?"
+    )
