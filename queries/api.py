@@ -883,7 +883,12 @@ def run_sql(conn: duckdb.DuckDBPyConnection, text: str, max_rows: int | None = N
     except duckdb.Error as exc:
         # One line: DuckDB's message spans several (a hint, the statement, a caret under the error).
         lines = [line.strip() for line in str(exc).splitlines() if line.strip().strip("^")]
-        raise UsageError(f"SQL failed: {' '.join(lines)}") from exc
+        # A replica is attached under its file's name: the store's is what the user knows.
+        database = conn.execute("SELECT current_database()").fetchone()
+        text = " ".join(lines)
+        if database is not None:
+            text = text.replace(f'database "{database[0]}"', "the store")
+        raise UsageError(f"SQL failed: {text}") from exc
     return [dict(zip(columns, row, strict=True)) for row in rows]
 
 

@@ -1018,8 +1018,11 @@ def quarantine(context: click.Context, limit: int | None, offset: int, fmt: str)
 @click.pass_context
 @handle_errors
 def sql(context: click.Context, query: str, fmt: str, sql_max_rows: int | None) -> None:
-    """Run QUERY on a read-only, sandboxed connection (no file or network access)."""
+    """Run QUERY on a read-only, sandboxed connection (no file or network access); `-` reads it
+    from standard input."""
     most = _query_settings(context, sql_max_rows=sql_max_rows).sql_max_rows
+    if query == "-":
+        query = sys.stdin.read()
     rows = _ask(context, lambda conn: api.run_sql(conn, query, most))
     if len(rows) > most:
         rows = rows[:most]

@@ -341,6 +341,19 @@ def test_sql_takes_one_statement(sample_store: Path, sql: str, message: str) -> 
     assert (result.exit_code, result.stderr) == (2, message)
 
 
+def test_sql_reads_standard_input_and_names_the_store_not_its_file(sample_store: Path) -> None:
+    """Found by the ninth new-user trial: `sql -` parsed `-` as SQL (the duckdb CLI reads standard
+    input), and a refused write named the replica's internal database ("01795814052331661793")."""
+    piped = CliRunner().invoke(cli, ["sql", "-", "--db", str(sample_store)], input="SELECT 42 AS answer\n")
+    assert (piped.exit_code, piped.stdout) == (0, "answer\n------\n42\n")
+    refused = CliRunner().invoke(cli, ["sql", "CREATE TABLE x AS SELECT 1", "--db", str(sample_store)])
+    assert (refused.exit_code, refused.stderr) == (
+        2,
+        'error: SQL failed: Invalid Input Error: Cannot execute statement of type "CREATE" on the store '
+        "which is attached in read-only mode!\n",
+    )
+
+
 def test_short_names_suggestions_and_one_change_at_a_time(sample_store: Path) -> None:
     """Found by a new user: `impact event_agg` (a view's short name) said "name the table with its
     namespace"; `show evnt_agg` suggested nothing (only whole names were compared); a repeated
