@@ -460,7 +460,7 @@ def _outputs_gone_stale(
     # does not fit the stored type of the output it flows into.
     outputs = [name.lower() for name in reader.lineage.outputs]
     if not any(
-        use.kind == "projected"
+        use.kind in ("projected", "aggregate")  # `max(c)` and `min(c)` keep its type
         and use.output is not None
         and use.output.lower() in outputs
         and _match(use.table, target.key, catalogs) is not None
@@ -487,7 +487,7 @@ def _outputs_gone_stale(
     return [
         (".".join(use.path), certainty)
         for use in typed.uses
-        if use.kind == "projected"
+        if use.kind in ("projected", "aggregate")
         and use.output in stale
         and (certainty := reader.match(use.table, target.key, catalogs)) is not None
     ]

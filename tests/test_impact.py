@@ -1224,3 +1224,31 @@ def test_a_nested_field_named_short_of_its_path_is_refused_with_the_path(tmp_pat
         "prod.sales.orders has no column 'items.q' at that time (columns: id, items); "
         "did you mean items.element.q?"
     )
+
+
+def test_a_max_of_a_widened_column_is_already_broken(tmp_path: Path) -> None:
+    """Found by the ninth new-user trial: after `amount` float -> double, Spark refused a view of
+    `max(o.amount)` ("Cannot up cast max_amount from DOUBLE to FLOAT"), which `impact` had predicted
+    as stale but did not list as already broken: `max` and `min` keep their argument's type."""
+    root = tmp_path / "warehouse"
+    table = Table(
+        root, "sales", "orders", "abb00000-0000-4000-8000-000000000001",
+        schema=schema_of(("id", "int"), ("amount", "float")),
+    )  # fmt: skip
+    table.commit(500, 1)
+    sql = "SELECT max(amount) AS max_amount, min(amount) AS min_amount, sum(amount) AS total FROM orders"
+    View(
+        root, "sales", "top", "abb00000-0000-4000-8000-000000000002",
+        schema=schema_of(("max_amount", "float"), ("min_amount", "float"), ("total", "double")),
+    ).commit(1000, sql)  # fmt: skip
+    table.schema = schema_of(("id", "int"), ("amount", "double"))
+    table.commit(2000, 2)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        predicted = impact(conn, "sales.orders", parse_change(None, None, "amount=double"), 1500)
+        after = impact(conn, "sales.orders", parse_change("id", None, None))
+    assert predicted["stale_schemas"] == ["prod.sales.top"]
+    assert [(row["view"], row["column"], row["kind"]) for row in after["already_broken"]] == [
+        ("prod.sales.top", "amount", "stored-type")
+    ]

@@ -265,9 +265,11 @@ def _output_types(
 
 
 def _direct(scope: Scope, projection: exp.Expr) -> bool:
-    """Whether a projection is a table's column as it is: a column of the table, or of a derived
-    table, CTE or PIVOT's grouping columns that is one in turn."""
+    """Whether a projection is a table's column as it is, or of its type: a column of the table, or
+    of a derived table, CTE or PIVOT's grouping columns that is one in turn; or its `max`/`min`."""
     column = projection.this if isinstance(projection, exp.Alias) else projection
+    if isinstance(column, exp.Max | exp.Min) and not column.expressions:  # one argument: its type
+        column = column.this
     if not isinstance(column, exp.Column):
         return False
     alias, pivot = column.table, _pivot(scope, column.table)
