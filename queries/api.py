@@ -53,22 +53,21 @@ def _versions_rows(
 ) -> dict[int, dict[str, Any]]:
     """Versions from their `versions` rows, with their schemas and SQL, by version id: two lookups
     for all of them (a view may hold 10,000 versions)."""
-    hashes = [v["version_hash"] for v in versions]
+    schema_filter, schema_keys = _keyed(sorted({v["schema_hash"] for v in versions if v["schema_hash"]}))
     schemas = {
         row["schema_hash"]: row["columns"]
         for row in query_rows(
-            conn,
-            "SELECT schema_hash, columns FROM schemas WHERE schema_hash IN (SELECT unnest(?::VARCHAR[]))",
-            [sorted({v["schema_hash"] for v in versions if v["schema_hash"] is not None})],
+            conn, f"SELECT schema_hash, columns FROM schemas WHERE schema_hash {schema_filter}", [schema_keys]
         )
     }
+    version_filter, version_keys = _keyed([v["version_hash"] for v in versions])
     representations: dict[str, list[dict[str, Any]]] = {}
     for r in query_rows(
         conn,
-        """
+        f"""
         SELECT version_hash, ordinal, type, dialect, dialect_raw, sql, document FROM representations
-        WHERE version_hash IN (SELECT unnest(?::VARCHAR[])) ORDER BY version_hash, ordinal""",
-        [hashes],
+        WHERE version_hash {version_filter} ORDER BY version_hash, ordinal""",
+        [version_keys],
     ):
         representations.setdefault(r["version_hash"], []).append(
             {"type": r["type"], "dialect": r["dialect"], "dialect_raw": r["dialect_raw"], "sql": r["sql"]}
@@ -92,6 +91,12 @@ def _versions_rows(
         }
         for v in versions
     }
+
+
+def _keyed(keys: list[str]) -> tuple[str, str | list[str]]:
+    """A filter on a key column for `keys`, and its parameter: one key is a point lookup through
+    the column's index (`show`); many are one scan (`history`)."""
+    return ("= ?", keys[0]) if len(keys) == 1 else ("IN (SELECT unnest(?::VARCHAR[]))", keys)
 
 
 RELISTED = "reconcile"

@@ -54,15 +54,15 @@ def _lives(conn: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> dict[
     found = query_rows(
         conn,
         """
-        WITH found AS (SELECT unnest(?1) AS id)
+        WITH found AS (SELECT unnest(?1) AS id, unnest(?2) AS kind)
         SELECT id, (SELECT min(commit_ms) FROM view_files WHERE view_id = id) AS first_ms,
                (SELECT dropped_ms FROM view_drop(id)) AS dropped_ms
-        FROM found WHERE ?2 @> [id]
+        FROM found WHERE kind = 'view'
         UNION ALL
         SELECT id, (SELECT min(commit_ms) FROM table_files WHERE table_id = id),
                (SELECT dropped_ms FROM table_drop(id))
-        FROM found WHERE NOT ?2 @> [id]""",
-        [[row["id"] for row in rows], [row["id"] for row in rows if row["kind"] == "view"]],
+        FROM found WHERE kind = 'table'""",
+        [[row["id"] for row in rows], [row["kind"] for row in rows]],
     )
     return {
         row["id"]: {"first_committed_at": iso(row["first_ms"]), "dropped_at": iso(row["dropped_ms"])}

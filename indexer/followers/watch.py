@@ -214,9 +214,10 @@ def watch_directory(
             # A stored file the listing lacks was deleted while no one watched: removed as of now,
             # the latest it can have gone (as `index` finds it).
             unlisted, now_ms = [error.location for error in reader.unlisted], int(time.time() * 1000)
-            for location in store.gone(root, pa.array(listed, pa.string()), unlisted):
+            held = pa.array(listed, pa.string())
+            for location in store.gone(root, held, unlisted):
                 removals.put(Removal(location, now_ms, "reconcile"))
-            store.relisted(pa.array(listed, pa.string()))
+            store.relisted(held)
             store.publish_replica(force=True)
             health.log("watching", root=root, store=settings.db)
             if on_ready is not None:
