@@ -153,6 +153,14 @@ def uses(sql: str) -> list[tuple[str, str, str, str | None]]:
             "WITH EVENTS AS (SELECT x AS kind FROM other) SELECT kind FROM events",
             [("other", "x", "projected", "kind")],
         ),
+        (  # `struct(*)` passes every column (the ninth new-user trial); `count(*)` reads none
+            "SELECT struct(*) AS s, count(*) AS n FROM other",
+            [("other", "id", "projected", "s"), ("other", "x", "projected", "s")],
+        ),
+        (  # `t.*` in a function: that source's columns only, through a CTE's outputs
+            "WITH c AS (SELECT x AS y FROM other) SELECT e.id, hash(c.*) AS h FROM events e, c",
+            [("events", "id", "projected", "id"), ("other", "x", "projected", "h")],
+        ),
         (
             "SELECT e.id, x.n FROM events e, LATERAL (SELECT e.amount * 2 AS n) x",
             [("events", "amount", "projected", "n"), ("events", "id", "projected", "id")],

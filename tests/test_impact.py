@@ -1072,6 +1072,27 @@ def test_a_view_projecting_a_generator_s_aliases_leaves_impact_working(tmp_path:
     )
 
 
+def test_a_view_passing_star_to_a_function_uses_every_column(tmp_path: Path) -> None:
+    """Found by the ninth new-user trial: a view of `struct(*)` was missing from `impact`, though
+    dropping any column of its table changes its stored struct (Spark refuses it)."""
+    root = tmp_path / "warehouse"
+    columns = schema_of(("order_id", "long"), ("amount", "double"))
+    Table(root, "sales", "orders", "ab300000-0000-4000-8000-000000000001", schema=columns).commit(500, 1)
+    View(
+        root, "scratch", "packed", "ab300000-0000-4000-8000-000000000002",
+        schema=schema_of(("row", "string"), ("n", "long")),
+    ).commit(1000, "SELECT struct(*) AS row, count(*) AS n FROM prod.sales.orders GROUP BY 1")  # fmt: skip
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        dropped = impact(conn, "sales.orders", parse_change("amount", None, None))
+    assert sorted((u["view"], u["column"], u["kind"], u["output"]) for u in dropped["uses"]) == [
+        ("prod.scratch.packed", "amount", "group-by", None),
+        ("prod.scratch.packed", "amount", "projected", "row"),
+    ]
+    assert dropped["views"] == ["prod.scratch.packed"]
+
+
 def test_a_pivot_s_columns_carry_a_type_change_to_its_stored_schema(tmp_path: Path) -> None:
     """Found by the eighth new-user trial on Spark: after `customer_id` int -> bigint, Spark refused
     a PIVOT view ("Cannot up cast ... customer_id from BIGINT to INT"), but `impact` had found the

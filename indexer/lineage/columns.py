@@ -201,18 +201,19 @@ def _analyse(
     star_tables: dict[TableKey, None] = {}
     for scope in traverse_scope(statement):  # before qualify replaces each `*` by columns
         select = scope.expression
-        if not isinstance(select, exp.Select) or not any(p.is_star for p in select.expressions):
+        if not isinstance(select, exp.Select):
             continue
-        select.meta[_NAMED] = {p.alias_or_name for p in select.expressions if not p.is_star}
-        for projection in select.expressions:
-            if projection.is_star:
-                alias = projection.table if isinstance(projection, exp.Column) else ""  # `t.*`, or `*`
-                starred = [scope.sources.get(alias)] if alias else scope.sources.values()
-                star_tables.update(
-                    (placeholders[source.name], None)
-                    for source in starred
-                    if isinstance(source, exp.Table) and source.name in placeholders
-                )
+        stars = [p for p in select.expressions if p.is_star]
+        if stars:
+            select.meta[_NAMED] = {p.alias_or_name for p in select.expressions if not p.is_star}
+        for star in stars + _argument_stars(select):
+            alias = star.table if isinstance(star, exp.Column) else ""  # `t.*`, or `*`
+            starred = [scope.sources.get(alias)] if alias else scope.sources.values()
+            star_tables.update(
+                (placeholders[source.name], None)
+                for source in starred
+                if isinstance(source, exp.Table) and source.name in placeholders
+            )
     mapped = MappingSchema(mapping, dialect=request.dialect)
     qualified = qualify(
         statement,
@@ -223,6 +224,8 @@ def _analyse(
         quote_identifiers=False,
         identify=False,
     )
+    for scope in traverse_scope(qualified):
+        _expand_argument_stars(scope, mapping)
     walker = _Walker(placeholders, renames, schemas_known=not unknown)
     scopes = traverse_scope(qualified)
     root = scopes[-1]
@@ -239,6 +242,48 @@ def _analyse(
         tuple(pinned),
         *(_output_types(root, mapped, request.dialect) if typed else ((), ())),
     )
+
+
+def _argument_stars(select: exp.Select) -> list[exp.Expr]:
+    """The `*` and `t.*` a select passes to functions (`struct(*)`, `hash(t.*)`): Spark gives each
+    column of the sources as an argument. `count(*)` counts rows and reads no column."""
+    stars: list[exp.Expr] = []
+    for star in select.find_all(exp.Star):
+        argument = star.parent if isinstance(star.parent, exp.Column) else star
+        function = argument.parent
+        inside = star.find_ancestor(exp.Select) is select
+        if inside and isinstance(function, exp.Func) and not isinstance(function, exp.Count):
+            stars.append(argument)
+    return stars
+
+
+def _expand_argument_stars(scope: Scope, mapping: Mapping[str, object]) -> None:
+    """Spells out each `*` a function is passed as the columns it stands for, so that they are
+    traced as any column is; a source of unknown schema gives none (its columns are unseen)."""
+    select = scope.expression
+    if not isinstance(select, exp.Select):
+        return
+    for star in _argument_stars(select):
+        alias = star.table if isinstance(star, exp.Column) else ""
+        columns: list[exp.Expr] = []
+        for name, source in scope.sources.items():
+            if alias and name != alias:
+                continue
+            if isinstance(source, Scope):
+                names = _output_names(source)
+            else:
+                known = mapping.get(source.name) if isinstance(source, exp.Table) else None
+                names = list(known) if isinstance(known, dict) else []
+            columns += [exp.column(column, table=name) for column in names]
+        function, key = star.parent, star.arg_key
+        if function is None or key is None or not columns:
+            continue
+        arguments = function.args.get(key)
+        if isinstance(arguments, list):
+            at = next(i for i, argument in enumerate(arguments) if argument is star)
+            function.set(key, [*arguments[:at], *columns, *arguments[at + 1 :]])
+        else:  # a function of one argument: still each column is read
+            star.replace(columns[0] if len(columns) == 1 else exp.Tuple(expressions=columns))
 
 
 def _output_types(
