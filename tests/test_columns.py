@@ -161,6 +161,18 @@ def uses(sql: str) -> list[tuple[str, str, str, str | None]]:
             "WITH c AS (SELECT x AS y FROM other) SELECT e.id, hash(c.*) AS h FROM events e, c",
             [("events", "id", "projected", "id"), ("other", "x", "projected", "h")],
         ),
+        (  # a LATERAL VIEW's outputs: posexplode's position carries no column, stack's go row by row
+            "SELECT p, v, k, w FROM events LATERAL VIEW posexplode(array(amount)) e AS p, v "
+            "LATERAL VIEW stack(1, kind, id) s AS k, w",
+            [
+                ("events", "amount", "other", None),
+                ("events", "amount", "projected", "v"),
+                ("events", "id", "other", None),
+                ("events", "id", "projected", "w"),
+                ("events", "kind", "other", None),
+                ("events", "kind", "projected", "k"),
+            ],
+        ),
         (
             "SELECT e.id, x.n FROM events e, LATERAL (SELECT e.amount * 2 AS n) x",
             [("events", "amount", "projected", "n"), ("events", "id", "projected", "id")],

@@ -228,14 +228,16 @@ def test_impact_command(impact_store: Path) -> None:
 
 SPARK_CASES: dict[str, tuple[str, str, int, list[Use]]] = {
     # event_agg's 13th version (the last step) aggregates a CTE column derived from kind;
-    # event_tags explodes it in a LATERAL VIEW. The view's schema names event_agg's unnamed outputs.
+    # event_tags explodes it in a LATERAL VIEW into `tag`. The view's schema names event_agg's unnamed
+    # outputs.
     "a CTE and a lateral view": (
         "prod.db.events",
         "drop kind",
         39,
         [
             (1, "event_agg", "prod.db.events", "kind", "aggregate", "distinct_kinds"),
-            (1, "event_tags", "prod.db.events", "kind", "other", None),
+            (1, "event_tags", "prod.db.events", "kind", "projected", "tag"),  # what posexplode gives
+            (1, "event_tags", "prod.db.events", "kind", "other", None),  # its argument
             # event_agg no longer runs, so neither does any view reading it, whichever columns
             (2, "prod.acme.finance.revenue_by_region", "prod.db.event_agg", "*", "fails", None),
             (2, "big_days", "prod.db.event_agg", "*", "fails", None),
@@ -312,6 +314,7 @@ def test_a_table_views_read_but_whose_metadata_was_never_indexed(
     # not a maybe; its readers join it with tables whose schemas are unknown.
     assert [(u["depth"], u["view"], u["reads"], u["column"], u["kind"]) for u in answer["uses"]] == [
         (1, "prod.db.event_agg", "prod.db.events", "kind", "aggregate"),
+        (1, "prod.db.event_tags", "prod.db.events", "kind", "projected"),
         (1, "prod.db.event_tags", "prod.db.events", "kind", "other"),
         (2, "prod.acme.finance.revenue_by_region", "prod.db.event_agg", "distinct_kinds", "unknown"),
         (2, "prod.db.big_days", "prod.db.event_agg", "distinct_kinds", "unknown"),
@@ -1004,6 +1007,43 @@ def test_a_view_an_earlier_type_change_broke_is_already_broken(tmp_path: Path) -
         {"view": "prod.db.star", "view_id": "ca200000-0000-4000-8000-000000000002", "column": "qty",
          "kind": "stored-type", "match": "exact"},
     ]  # fmt: skip
+
+
+def test_second_ctes_lateral_views_and_struct_fields_an_earlier_change_broke(tmp_path: Path) -> None:
+    """Found by the ninth new-user trial, checked against Spark: after `RENAME COLUMN name TO nm`,
+    Spark refused a view reading `name` in its second CTE and one exploding it in a LATERAL VIEW, and
+    after widening a struct's field, a view projecting that field; `already_broken` missed all three."""
+    root = tmp_path / "warehouse"
+    struct = {"type": "struct", "fields": [{"id": 3, "name": "a", "required": False, "type": "int"}]}
+    table = Table(
+        root, "ops", "t8", "ab400000-0000-4000-8000-000000000001",
+        schema=schema_of(("id", "long"), ("name", "string"), ("s", struct)),
+    )  # fmt: skip
+    table.commit(500, 1)
+    views = {
+        "second_cte": ("WITH a AS (SELECT id FROM ops.t8), b AS (SELECT id, name FROM ops.t8) "
+                       "SELECT b.name FROM b", schema_of(("name", "string"))),
+        "lateral": ("SELECT id, v FROM ops.t8 LATERAL VIEW explode(array(name)) e AS v",
+                    schema_of(("id", "long"), ("v", "string"))),
+        "field": ("SELECT s.a AS a FROM ops.t8", schema_of(("a", "int"))),
+    }  # fmt: skip
+    for i, (name, (sql, stored)) in enumerate(views.items(), 2):
+        View(root, "ops", name, f"ab400000-0000-4000-8000-00000000000{i}", schema=stored).commit(1000, sql)
+    widened = {"type": "struct", "fields": [{"id": 3, "name": "a", "required": False, "type": "long"}]}
+    table.schema = schema_of(("id", "long"), ("nm", "string"), ("s", widened))
+    table.commit(2000, 2)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        before = impact(conn, "ops.t8", parse_change("id", None, None), 1500)
+        after = impact(conn, "ops.t8", parse_change("id", None, None), 3000)
+    assert before["already_broken"] == []
+    assert [(b["view"], b["column"], b["kind"]) for b in after["already_broken"]] == [
+        ("prod.ops.field", "s.a", "stored-type"),
+        ("prod.ops.lateral", "name", "other"),
+        ("prod.ops.lateral", "name", "projected"),
+        ("prod.ops.second_cte", "name", "projected"),
+    ]
 
 
 def test_a_use_that_cannot_be_told_says_why(tmp_path: Path) -> None:

@@ -310,10 +310,13 @@ def _output_types(
 
 
 def _direct(scope: Scope, projection: exp.Expr) -> bool:
-    """Whether a projection is a table's column as it is, or of its type: a column of the table, or
-    of a derived table, CTE or PIVOT's grouping columns that is one in turn; or its `max`/`min`."""
+    """Whether a projection is a table's column (or a struct field of one) as it is, or of its type:
+    a column of the table, or of a derived table, CTE or PIVOT's grouping columns that is one in
+    turn; or its `max`/`min`."""
     column = projection.this if isinstance(projection, exp.Alias) else projection
     if isinstance(column, exp.Max | exp.Min) and not column.expressions:  # one argument: its type
+        column = column.this
+    while isinstance(column, exp.Dot):  # a struct's field (`c.s.a`): the field's own type
         column = column.this
     if not isinstance(column, exp.Column):
         return False
@@ -353,6 +356,15 @@ def _branches(scope: Scope) -> list[Scope]:
     return [scope] if isinstance(scope.expression, exp.Select) else []
 
 
+def _generates(source: object) -> bool:
+    """Whether a source is a `LATERAL VIEW` generator's rows (not a `LATERAL` subquery's)."""
+    return (
+        isinstance(source, Scope)
+        and isinstance(source.expression, exp.Lateral)
+        and not isinstance(source.expression.this, exp.Subquery)
+    )
+
+
 def _select(scope: Scope) -> exp.Select:
     select = scope.expression
     assert isinstance(select, exp.Select), "only SELECT scopes are branches"
@@ -389,15 +401,22 @@ def _projection_at(select: exp.Select, position: int) -> exp.Expr:
 
 def _generated_into(projection: exp.Expr, column: exp.Expr) -> range | tuple[int, ...]:
     """Which of a projection's outputs (by position among them) `column`, inside it, flows into:
-    `stack(n, a1, b1, a2, b2) AS (x, y)` lays its values out row by row (a1 and a2 into x); another
-    generator's (`explode(m) AS (k, v)`, `inline`) may go into each."""
+    one, unless it is a generator's `AS (k, v)`."""
     if not isinstance(projection, exp.Aliases):
         return (0,)
-    width = len(projection.expressions)
-    if isinstance(projection.this, exp.Stack):
-        for i, value in enumerate(projection.this.expressions):
+    return _generator_outputs(projection.this, len(projection.expressions), column)
+
+
+def _generator_outputs(generator: exp.Expr, width: int, column: exp.Expr) -> range | tuple[int, ...]:
+    """Which of a generator's `width` outputs `column`, inside it, flows into: `stack(n, a1, b1, a2,
+    b2) AS (x, y)` lays its values out row by row (a1 and a2 into x); `posexplode` puts none into its
+    position; another generator's (`explode(m) AS (k, v)`, `inline`) may go into each."""
+    if isinstance(generator, exp.Stack):
+        for i, value in enumerate(generator.expressions):
             if value is column or any(inner is column for inner in value.find_all(exp.Column)):
                 return (i % width,)
+    if isinstance(generator, exp.Posexplode) and width > 1:
+        return range(1, width)
     return range(width)
 
 
@@ -525,6 +544,20 @@ class _Walker:
         for table, path, aggregated, named in self._resolve(scope, own, seen, pivoted=True):
             yield table, path + _path(column)[1:], aggregated, named
 
+    def _generated(
+        self, scope: Scope, lateral: exp.Expr, column: exp.Column, seen: set[tuple[int, str]]
+    ) -> Iterator[tuple[TableKey, tuple[str, ...], bool, bool]]:
+        """The base columns behind an output of a `LATERAL VIEW` generator (`explode(items) t AS
+        item`): the columns of the generator's arguments that flow into it, as a whole (`item.q`
+        reads `items`), seen from the query whose FROM the generator follows."""
+        names = [alias.name for alias in lateral.args["alias"].columns] if lateral.args.get("alias") else []
+        if column.name not in names:
+            return
+        position = names.index(column.name)
+        for inner in lateral.this.find_all(exp.Column):
+            if position in _generator_outputs(lateral.this, len(names), inner):
+                yield from self._resolve(scope, inner, seen)
+
     def _outputs(self, scope: Scope, root: Scope) -> Outputs | None:
         if scope in _branches(root):
             names = _output_names(root)
@@ -579,12 +612,15 @@ class _Walker:
             for inner in aliased[0].find_all(exp.Column) if aliased else ():
                 if inner is not column and inner.table:
                     yield from self._resolve(scope, inner, seen)
-            if aliased or len(scope.sources) != 1 or (scope.is_subquery and not self.schemas_known):
+            # A CTE sees the CTEs before it as sources, and a LATERAL VIEW's alias is not where a
+            # column is looked for: what counts is what the query's FROM and JOINs name.
+            selected = [name for name, (_, found) in scope.selected_sources.items() if not _generates(found)]
+            if aliased or len(selected) != 1 or (scope.is_subquery and not self.schemas_known):
                 return
             # A column no known schema placed, in a query of one source: the engine looks for it
             # there first, so that is what the view uses (and fails on, if the source's schema lacks
             # it). A subquery's may be an outer query's (correlated), unless no schema is unknown.
-            alias = next(iter(scope.sources))
+            alias = selected[0]
         source, outer = scope.sources.get(alias), scope
         while source is None and alias and outer.parent is not None:  # a correlated subquery's
             outer = outer.parent  # reference to an enclosing query's table
@@ -599,6 +635,9 @@ class _Walker:
         if not isinstance(source, Scope) or (id(source), column.name) in seen:
             return
         seen = seen | {(id(source), column.name)}
+        if _generates(source):
+            yield from self._generated(outer, source.expression, column, seen)
+            return
         names = _output_names(source)
         for branch in _branches(source):
             select = _select(branch)
