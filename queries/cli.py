@@ -889,9 +889,11 @@ def impact(
             f"decimal to a wider precision); {len(result['views'])} view(s) use it"
         )
     if result["stale_schemas"]:
+        assumed = len(result["stale_schemas_assumed"])
         verdict += (
             f", {len(result['stale_schemas'])} of them in an output column whose stored type goes stale "
-            "(engines refuse such a view until it is re-created)"
+            "(engines refuse such a view until it is re-created"
+            + (f"; {assumed} of them assumed: a type that cannot be inferred)" if assumed else ")")
         )
     if result["uncertain"]:
         verdict += f", {result['uncertain']} of them matched uncertainly (see `match`)"

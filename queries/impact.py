@@ -14,7 +14,7 @@ import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 from sqlglot import exp
@@ -331,7 +331,7 @@ def impact(
         if change.kind == CHANGE_TYPE and change.target is not None
         else None
     )
-    uses, by_position, stale = _walk(readers, target, catalogs, change.kind, going_stale)
+    uses, by_position, stale, assumed = _walk(readers, target, catalogs, change.kind, going_stale)
     for use in uses:  # the table's columns as its schema spells them (the analysis case-folds)
         if use["reads"] == name and (path := tuple(use["column"].split("."))) in spelled:
             use["column"] = ".".join(spelled[path])
@@ -357,6 +357,9 @@ def impact(
     # A view's stored schema keeps each output column's type: engines refuse a view whose query
     # now gives one it cannot up-cast to (Spark: "Cannot up cast", Trino: "View is stale").
     result["stale_schemas"] = sorted(stale)
+    # Of those, the views listed only because an output's type could not be inferred (or the
+    # analysis failed): a guess on the safe side.
+    result["stale_schemas_assumed"] = sorted(assumed)
     result["uncertain"] = len({use["view"] for use in uses if use["match"] != "exact"})
     resolved_views = {use["view"] for use in uses if use["kind"] != "unknown"}
     result["unresolved"] = len(set(result["views"]) - resolved_views)
@@ -796,8 +799,8 @@ def _walk(
     start: _Object,
     catalogs: frozenset[str],
     change: str,
-    going_stale: Callable[[_Reader, _Object], frozenset[str] | None] | None = None,
-) -> tuple[list[dict[str, Any]], set[str], set[str]]:
+    going_stale: Callable[[_Reader, _Object], _Staleness | None] | None = None,
+) -> tuple[list[dict[str, Any]], set[str], set[str], set[str]]:
     """Breadth first from the changed column: each use of it, then each use of the output columns it
     flows into. A view that uses a dropped or renamed column in any way fails as a whole, and so does
     every view that reads it, whichever columns; a retyped one fails every view reading one whose
@@ -806,11 +809,13 @@ def _walk(
     the column through `*`s, and Spark reads a view's columns by position (`_Reader.missing_outputs`);
     and the views whose stored schema a type change leaves stale: of each view reading the
     table, or a view output the column flows into, the outputs `going_stale` names (all it
-    carries the column into, when it cannot tell)."""
+    carries the column into, when it cannot tell), and of those the views only assumed stale: no
+    output of theirs is stale but one whose type cannot be inferred."""
     breaks, retyped = change in (DROP, RENAME), change == CHANGE_TYPE
     uses: list[dict[str, Any]] = []
     by_position: set[str] = set()
     stale: set[str] = set()
+    surely_stale: set[str] = set()
     queue = deque([(start, 1)])
     visited: set[tuple[TableKey, tuple[str, ...]]] = set()
     while queue:
@@ -844,10 +849,14 @@ def _walk(
                 column = ".".join(read)
                 output = reader.output_name(use.output) if use.output is not None else None
                 goes_stale = (
-                    retyped and use.output is not None and (fitting is None or use.output.lower() in fitting)
+                    retyped
+                    and use.output is not None
+                    and (fitting is None or use.output.lower() in fitting.stale)
                 )
                 if goes_stale:
                     stale.add(reader.name)
+                    if fitting is not None and (use.output or "").lower() not in fitting.assumed:
+                        surely_stale.add(reader.name)
                 uses.append(
                     {
                         **_row(reader, source, depth, column, use.kind, output, certainty),
@@ -896,42 +905,83 @@ def _walk(
             u["output"] or "",
         ),
     )
-    return ordered, by_position - {use["view"] for use in ordered}, stale
+    return ordered, by_position - {use["view"] for use in ordered}, stale, stale - surely_stale
+
+
+class _Staleness(NamedTuple):
+    """Of a view's outputs (as the SQL names them, case-folded), those whose stored type a type
+    change leaves stale, and those among them only assumed to be: their type cannot be inferred."""
+
+    stale: frozenset[str]
+    assumed: frozenset[str]
 
 
 def _outputs_going_stale(
     reader: _Reader, source: _Object, catalogs: frozenset[str], change: Change
-) -> frozenset[str] | None:
-    """The outputs (as the SQL names them) of a view reading `source` (the table, or a view an
-    output of which the column flows into, as that view will type it once re-created) whose type,
-    with the column retyped, may no longer up-cast to the view's stored type; None when that cannot
-    be told (a nested field). An output stays fitting only if its type up-casts to the stored one
-    and either it is the column as it is, or sqlglot infers the same type for it before and after
-    the change: an inferred type that changes may be off by the engine's own rules (Spark widens a
-    decimal's `sum` by 10 digits), so it counts as stale, as does a type that cannot be inferred.
-    A view's output the column flows into is taken to have the column's new type."""
-    if len(source.column) != 1 or change.target is None:
+) -> _Staleness | None:
+    """The outputs of a view reading `source` (the table, or a view an output of which the column
+    flows into, as that view will type it once re-created) whose type, with the column retyped, may
+    no longer up-cast to the view's stored type; None when the analysis fails. An output stays
+    fitting only if its type up-casts to the stored one and either it is the column as it is, or
+    sqlglot infers the same type for it before and after the change: an inferred type that changes
+    may be off by the engine's own rules (Spark widens a decimal's `sum` by 10 digits), so it counts
+    as stale, as does (assumed) a type that cannot be inferred. A view's output the column flows
+    into is taken to have the column's new type."""
+    if change.target is None:
         return None
     new_type = iceberg_type_sql(change.target)
     retyped = {
-        key: [(name, new_type if name.lower() == source.column[0] else kind) for name, kind in columns]
+        key: [(name, _retyped(kind, source.column, new_type) if name.lower() == source.column[0] else kind)
+              for name, kind in columns]
         if _match(key, source.key, catalogs) is not None
         else columns
         for key, columns in reader.schemas.items()
-    }
+    }  # fmt: skip
     before = column_lineage(reader.request, LineageConfig(), reader.schemas, reader.resolved, typed=True)
     after = column_lineage(reader.request, LineageConfig(), retyped, reader.resolved, typed=True)
     if any(finding.code in ANALYSIS_FAILED for finding in (*before.findings, *after.findings)):
         return None
     stored = dict(enumerate(reader.stored_types))  # by position, as engines line them up
     old = dict(enumerate(before.output_types))
-    return frozenset(
-        output.lower()
-        for position, (output, kind, direct) in enumerate(
-            zip(after.outputs, after.output_types, after.direct_outputs, strict=True)
-        )
-        if not (_up_casts(kind, stored.get(position)) and (direct or old.get(position) == kind))
+    outputs = list(zip(after.outputs, after.output_types, after.direct_outputs, strict=True))
+    return _Staleness(
+        frozenset(
+            output.lower()
+            for position, (output, kind, direct) in enumerate(outputs)
+            if not (_up_casts(kind, stored.get(position)) and (direct or old.get(position) == kind))
+        ),
+        frozenset(output.lower() for output, kind, _ in outputs if kind is None),
     )
+
+
+def _retyped(kind: str, path: tuple[str, ...], new_type: str) -> str:
+    """A column's Spark type with the field at `path` (below the column; `element`, `key` and
+    `value` step into arrays and maps) of `new_type`."""
+    if len(path) == 1:
+        return new_type
+    built = exp.DataType.build(kind, dialect="spark")
+    node = built
+    for step in path[1:]:
+        child = _field_type(node, step)
+        if child is None:
+            return kind  # not a field of it: the analysis sees the column as it is
+        node = child
+    node.replace(exp.DataType.build(new_type, dialect="spark"))
+    return built.sql("spark")
+
+
+def _field_type(kind: exp.DataType, step: str) -> exp.DataType | None:
+    """The type of a struct's field `step`, an array's `element`, a map's `key` or `value`."""
+    members = kind.expressions
+    if kind.is_type(exp.DataType.Type.STRUCT):
+        for member in members:
+            if isinstance(member, exp.ColumnDef) and member.name.lower() == step.lower():
+                found = member.args.get("kind")
+                return found if isinstance(found, exp.DataType) else None
+        return None
+    wanted = {"element": 0} if kind.is_type(exp.DataType.Type.ARRAY) else {"key": 0, "value": 1}
+    at = wanted.get(step.lower()) if kind.is_type(exp.DataType.Type.ARRAY, exp.DataType.Type.MAP) else None
+    return members[at] if at is not None and at < len(members) else None
 
 
 _WIDER = {

@@ -1046,6 +1046,54 @@ def test_second_ctes_lateral_views_and_struct_fields_an_earlier_change_broke(tmp
     ]
 
 
+def test_stale_schemas_of_nested_fields_are_inferred_and_guesses_say_so(tmp_path: Path) -> None:
+    """Found by the ninth new-user trial: for a nested field (and a LATERAL VIEW's output)
+    `stale_schemas` listed every view carrying the column, unlabelled. The field is retyped inside
+    its struct or array now, and a view listed because a type cannot be inferred is labelled."""
+    root = tmp_path / "warehouse"
+    struct = {
+        "type": "struct",
+        "fields": [
+            {"id": 4, "name": "a", "required": False, "type": "int"},
+            {"id": 5, "name": "b", "required": False, "type": "string"},
+        ],
+    }
+    xs = {"type": "list", "element-id": 6, "element": "int", "element-required": False}
+    columns = schema_of(("id", "long"), ("s", struct), ("xs", xs))
+    Table(root, "db", "t", "ab500000-0000-4000-8000-000000000001", schema=columns).commit(500, 1)
+    views = {
+        "field": ("SELECT s.a AS a FROM db.t", schema_of(("a", "int"))),
+        "other_field": ("SELECT s.b AS b, s.a + 1 > 2 AS big FROM db.t",
+                        schema_of(("b", "string"), ("big", "boolean"))),
+        "exploded": ("SELECT id, v FROM db.t LATERAL VIEW explode(xs) e AS v",
+                     schema_of(("id", "long"), ("v", "int"))),
+        "udf": ("SELECT my_udf(s.a) AS u FROM db.t", schema_of(("u", "string"))),
+    }  # fmt: skip
+    for i, (name, (sql, stored)) in enumerate(views.items(), 2):
+        View(root, "db", name, f"ab500000-0000-4000-8000-00000000000{i}", schema=stored).commit(1000, sql)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        field = impact(conn, "db.t", parse_change(None, None, "s.a=long"))
+        element = impact(conn, "db.t", parse_change(None, None, "xs.element=long"))
+    assert (field["views"], field["stale_schemas"], field["stale_schemas_assumed"]) == (
+        ["prod.db.field", "prod.db.other_field", "prod.db.udf"],
+        ["prod.db.field", "prod.db.udf"],
+        ["prod.db.udf"],
+    )
+    assert (element["views"], element["stale_schemas"], element["stale_schemas_assumed"]) == (
+        ["prod.db.exploded"],
+        ["prod.db.exploded"],
+        [],
+    )
+    text = CliRunner().invoke(cli, ["impact", "db.t", "--change-type", "s.a=long", "--db", str(db)])
+    assert text.stdout.splitlines()[0] == (
+        "change-type prod.db.t.s.a (int -> long): Iceberg promotes it without rewriting data; 3 view(s) use "
+        "it, 2 of them in an output column whose stored type goes stale (engines refuse such a view until "
+        "it is re-created; 1 of them assumed: a type that cannot be inferred)"
+    )
+
+
 def test_a_use_that_cannot_be_told_says_why(tmp_path: Path) -> None:
     """A view whose columns could not be analysed (a UNION of 600 queries nests too deeply for
     sqlglot) was `unknown` with no reason, and the analysis error read `RecursionError: maximum
