@@ -1094,6 +1094,25 @@ def test_stale_schemas_of_nested_fields_are_inferred_and_guesses_say_so(tmp_path
     )
 
 
+def test_arithmetic_of_a_double_and_a_decimal_stays_double(tmp_path: Path) -> None:
+    """Found by the ninth new-user trial: sqlglot types `d - p` (double minus decimal) as the decimal,
+    so widening `p` listed a view of it in `stale_schemas`; Spark types it DOUBLE and keeps the view."""
+    root = tmp_path / "warehouse"
+    columns = schema_of(("d", "double"), ("p", "decimal(10, 2)"))
+    Table(root, "db", "t", "ab600000-0000-4000-8000-000000000001", schema=columns).commit(500, 1)
+    View(root, "db", "net", "ab600000-0000-4000-8000-000000000002", schema=schema_of(("x", "double"))).commit(
+        1000, "SELECT d - p AS x FROM db.t"
+    )
+    View(
+        root, "db", "kept", "ab600000-0000-4000-8000-000000000003", schema=schema_of(("p", "decimal(10, 2)"))
+    ).commit(1000, "SELECT p FROM db.t")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        widened = impact(conn, "db.t", parse_change(None, None, "p=decimal(12,2)"))
+    assert (widened["views"], widened["stale_schemas"]) == (["prod.db.kept", "prod.db.net"], ["prod.db.kept"])
+
+
 def test_a_use_that_cannot_be_told_says_why(tmp_path: Path) -> None:
     """A view whose columns could not be analysed (a UNION of 600 queries nests too deeply for
     sqlglot) was `unknown` with no reason, and the analysis error read `RecursionError: maximum

@@ -18,7 +18,7 @@ import orjson
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
-from sqlglot.optimizer.annotate_types import annotate_types
+from sqlglot.optimizer.annotate_types import TypeAnnotator
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import MappingSchema
@@ -240,7 +240,7 @@ def _analyse(
         tuple(resolver.findings),
         tuple(star_tables),
         tuple(pinned),
-        *(_output_types(root, mapped, request.dialect) if typed else ((), ())),
+        *(_output_types(root, mapped) if typed else ((), ())),
     )
 
 
@@ -286,15 +286,13 @@ def _expand_argument_stars(scope: Scope, mapping: Mapping[str, object]) -> None:
             star.replace(columns[0] if len(columns) == 1 else exp.Tuple(expressions=columns))
 
 
-def _output_types(
-    root: Scope, schema: MappingSchema, dialect: str
-) -> tuple[tuple[str | None, ...], tuple[bool, ...]]:
+def _output_types(root: Scope, schema: MappingSchema) -> tuple[tuple[str | None, ...], tuple[bool, ...]]:
     """The types of the root's outputs (its first branch's projections), as sqlglot infers them,
     and whether each is a table's column as it is (`ColumnLineage.direct_outputs`)."""
     branches = _branches(root)
     if not branches:
         return (), ()
-    annotate_types(root.expression, schema=schema, dialect=dialect)
+    TypeAnnotator(schema=schema, binary_coercions=_COERCIONS).annotate(root.expression)
     types: list[str | None] = []
     direct: list[bool] = []
     for projection in _select(branches[0]).expressions:
@@ -307,6 +305,22 @@ def _output_types(
         types.append(kind.sql("spark") if known and kind is not None else None)
         direct.append(len(branches) == 1 and _direct(branches[0], projection))
     return tuple(types), tuple(direct)
+
+
+def _to_double(_left: exp.Expr, _right: exp.Expr) -> exp.DType:
+    return exp.DType.DOUBLE
+
+
+_COERCIONS = {
+    **TypeAnnotator.BINARY_COERCIONS,
+    **{
+        pair: _to_double
+        for real in (exp.DType.DOUBLE, exp.DType.FLOAT)
+        for pair in ((real, exp.DType.DECIMAL), (exp.DType.DECIMAL, real))
+    },
+}
+"""sqlglot's coercions of binary operations, but arithmetic of a decimal and a floating point
+number gives a DOUBLE, as in Spark and Trino (sqlglot keeps the decimal's type)."""
 
 
 def _direct(scope: Scope, projection: exp.Expr) -> bool:
