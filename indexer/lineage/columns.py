@@ -52,8 +52,9 @@ class ColumnUse:
     output: str | None
     """The output column it flows into (projected, aggregated, windowed), else None."""
     starred: bool = False
-    """Whether the output column is one a `*` gives, through `*`s only from the table: no name in
-    the SQL names it, so the view's column keeps its place (and its stored name) if it is renamed."""
+    """Whether the output column is one a `*` gives (or a field of one a `struct(*)` gives), through
+    `*`s only from the table: no name in the SQL names it, so the view's column keeps its place (and
+    its stored name) if it is renamed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,6 +276,8 @@ def _expand_argument_stars(scope: Scope, mapping: Mapping[str, object]) -> None:
                 known = mapping.get(source.name) if isinstance(source, exp.Table) else None
                 names = list(known) if isinstance(known, dict) else []
             columns += [exp.column(column, table=name) for column in names]
+        for column in columns:  # no name in the SQL names them: a renamed one keeps its place
+            column.meta[_STAR_ARGUMENT] = True
         function, key = star.parent, star.arg_key
         if function is None or key is None or not columns:
             continue
@@ -349,6 +352,8 @@ def _direct(scope: Scope, projection: exp.Expr) -> bool:
     return isinstance(source, exp.Table)
 
 
+_STAR_ARGUMENT = "viewlineage_star_argument"
+"""Meta key on a column spelled out from a `*` passed to a function (`struct(*)`)."""
 _NAMED = "viewlineage_named_outputs"
 """Meta key on a SELECT with a `*`: the outputs its SQL names itself, as opposed to the `*`'s."""
 
@@ -517,9 +522,10 @@ class _Walker:
                 inner = kind
                 kind, flows = outputs(projection, kind, column)
                 kind = inner if kind == PROJECTED else kind  # aggregated or windowed where it is read
-                starred = not _named_output(select, projection) and scope in _branches(root)
-            else:
-                flows, starred = (None,), False
+                by_place = not _named_output(select, projection) or column.meta.get(_STAR_ARGUMENT, False)
+                starred = by_place and scope in _branches(root)
+            else:  # a `*` a function is passed, in a filter or GROUP BY, reads by position as well
+                flows, starred = (None,), column.meta.get(_STAR_ARGUMENT, False) and scope in _branches(root)
             for table, path, aggregated, named in self._resolve(scope, column, set()):
                 final = AGGREGATE if aggregated and kind == PROJECTED else kind
                 self.uses.extend(
