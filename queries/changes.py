@@ -11,7 +11,7 @@ import duckdb
 from viewlineage.indexer.errors import UsageError
 from viewlineage.queries.names import iso, names_an_id, query_rows, resolve_view
 
-KINDS = ("created", "replaced", "rolled-back", "property-only", "dropped")
+KINDS = ("created", "first-known", "replaced", "rolled-back", "property-only", "dropped")
 MAX_PAGE = 500
 
 

@@ -733,8 +733,9 @@ def diff_command(context: click.Context, view: str, before: int | None, after: i
 def changes_command(
     context: click.Context, /, since: str | None, until: str | None, fmt: str, **filters: Any
 ) -> None:
-    """Changes to views across the warehouse, newest first: created, replaced, rolled back,
-    property-only, dropped; with counts per kind, day, namespace, engine and dialect."""
+    """Changes to views across the warehouse, newest first: created (or first-known, when the files
+    of its start were deleted), replaced, rolled back, property-only, dropped; with counts per kind,
+    day, namespace, engine and dialect."""
     answer = _ask(context, lambda conn: changes.changes(conn, _as_of(since), _as_of(until), **filters))
     output_for(fmt, rows="changes").result(answer)
 

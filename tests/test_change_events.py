@@ -152,7 +152,8 @@ def test_changes_filter_count_and_page(sample_store: Path) -> None:
     [
         (
             {"kind": "renamed"},
-            "kind is one of created, replaced, rolled-back, property-only, dropped, not 'renamed'",
+            "kind is one of created, first-known, replaced, rolled-back, property-only, dropped, "
+            "not 'renamed'",
         ),
         ({"limit": 0}, "limit is 1 to 500, not 0"),
         (
@@ -239,9 +240,45 @@ def test_a_version_current_for_the_first_time_is_no_rollback_whatever_its_id(tmp
         rows = conn.execute(
             "SELECT changed_ms, kind, summary FROM change_events ORDER BY changed_ms"
         ).fetchall()
-    assert rows == [
-        (1000, "created", "created at version -3"),
+    assert rows == [  # its first file (00000) is gone, and -3 is not version 1: a start unknown
+        (
+            1000,
+            "first-known",
+            "version -3 current: the earliest known, as the metadata files of what came before were deleted",
+        ),
         (2000, "replaced", "version 5 replaced version -3"),
         (3000, "replaced", "version 2 replaced version 5"),
         (4000, "rolled-back", "version 5 current again, after version 2"),
     ]
+
+
+def test_a_view_whose_first_files_expired_says_its_start_is_unknown(tmp_path: Path) -> None:
+    """Found by the ninth new-user trial: a view whose first metadata files were deleted (Iceberg
+    keeps only the last log entries) was "created" at its oldest version still listed, though the
+    file's sequence number (00003) shows that the view is older. Its start is unknown now; a view
+    whose log still lists version 1, or whose first file is indexed, was created then."""
+    root = tmp_path / "warehouse"
+    old = View(root, "db", "old", "ce000000-0000-4000-8000-000000000041")
+    for ms in (1000, 2000, 3000):
+        old.commit(ms, f"SELECT {ms} AS x")
+    del old.versions[:2], old.log[:2]  # expired from the metadata
+    for written in sorted(root.rglob("*.metadata.json")):
+        written.unlink()
+    old.commit(3500)  # 00003: no longer lists versions 1 and 2
+    old.properties["owner"] = "ann"
+    old.commit(4000)
+    kept = View(root, "db", "kept", "ce000000-0000-4000-8000-000000000042")
+    kept.commit(1500, "SELECT 1 AS x")
+    kept.commit(2500, "SELECT 2 AS x")
+    (Path(kept.location) / "metadata" / f"00000-{kept.uuid}.metadata.json").unlink()  # log still has 1
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=lake"))
+    with open_reader(db) as conn:
+        rows = conn.execute("SELECT changed_ms, view, kind, summary FROM change_events ORDER BY 1").fetchall()
+    assert rows == [
+        (1500, "lake.db.kept", "created", "created at version 1"),
+        (2500, "lake.db.kept", "replaced", "version 2 replaced version 1"),
+        (3000, "lake.db.old", "first-known",
+         "version 3 current: the earliest known, as the metadata files of what came before were deleted"),
+        (4000, "lake.db.old", "property-only", "properties owner changed, version 3 kept"),
+    ]  # fmt: skip

@@ -1,5 +1,9 @@
 -- change_events: one row per change to a view, across the warehouse, for audit dashboards:
 --   created       its first version was made current (version-log time)
+--   first-known   the earliest version its indexed files show was made current, but what came
+--                 before was not kept: the log entry is not of version 1 and the view's first
+--                 metadata file (sequence 0) is not indexed, so older files were deleted
+--                 (Iceberg keeps the last `version.history.num-entries` log entries)
 --   replaced      a version not current before was made current
 --   rolled-back   a version current before was made current again
 --   property-only a commit changed properties and kept the current version (file commit time;
@@ -29,6 +33,7 @@ activated AS (
     FROM activations
     WINDOW w AS (PARTITION BY view_id ORDER BY timestamp_ms, version_id)
 ),
+first_files AS (SELECT DISTINCT view_id FROM view_files WHERE sequence_number = 0),
 misplaced AS (SELECT DISTINCT location FROM file_findings WHERE code = 'location-mismatch'),
 removed AS (SELECT DISTINCT location FROM removals),
 committed AS (
@@ -62,7 +67,9 @@ introduced AS (
 ),
 events AS (
     SELECT a.view_id, a.at_ms,
-           CASE WHEN a.previous_version_id IS NULL THEN 'created'
+           CASE WHEN a.previous_version_id IS NULL AND (a.version_id = 1 OR a.view_id IN (SELECT view_id FROM first_files))
+                THEN 'created'
+                WHEN a.previous_version_id IS NULL THEN 'first-known'
                 WHEN a.current_before THEN 'rolled-back'
                 ELSE 'replaced' END AS kind,
            a.version_id, a.previous_version_id, i.changed_properties
@@ -86,6 +93,8 @@ SELECT e.at_ms AS changed_ms, epoch_ms_time(e.at_ms) AS changed_at, e.view_id, l
         WHERE r.version_hash = v.version_hash AND r.dialect IS NOT NULL) AS dialects,
        CASE e.kind
            WHEN 'created' THEN 'created at version ' || e.version_id
+           WHEN 'first-known' THEN 'version ' || e.version_id || ' current: the earliest known, as the metadata '
+                                   || 'files of what came before were deleted'
            WHEN 'replaced' THEN 'version ' || e.version_id || ' replaced version ' || e.previous_version_id
                                 || coalesce('; properties ' || array_to_string(e.changed_properties, ', ') || ' changed', '')
            WHEN 'rolled-back' THEN 'version ' || e.version_id || ' current again, after version ' || e.previous_version_id

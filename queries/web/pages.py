@@ -22,6 +22,7 @@ from starlette.staticfiles import StaticFiles
 
 from viewlineage.indexer.errors import StoreError
 from viewlineage.queries import graph
+from viewlineage.queries.changes import KINDS
 from viewlineage.queries.output import cell
 from viewlineage.queries.web import api
 
@@ -209,7 +210,7 @@ class Pages:
             "Activity",
             {"changes": changes},
             filters=dict(filters),
-            kinds=_KINDS,
+            kinds=KINDS,
             page_size=PAGE_SIZE,
             page_url=lambda to: f"/?{urlencode([*filters, ('offset', str(to))])}",
             filter_link=lambda field: lambda row: f"/?{urlencode({**dict(filters), field: row[field]})}",
@@ -421,8 +422,8 @@ def _result_link(row: dict[str, Any]) -> str:
 
 _CHANGES = {"drop": "drop_column", "rename": "rename_column", "type": "change_type"}
 """The page's change choices and the `/api/impact` parameter each is."""
-_KINDS = ("created", "replaced", "rolled-back", "property-only", "dropped")
-_KIND_COLOURS = ("#4c78a8", "#72b7b2", "#f58518", "#b279a2", "#e45756")
+_KIND_COLOURS = ("#4c78a8", "#9d755d", "#72b7b2", "#f58518", "#b279a2", "#e45756")
+"""A colour for each kind of change (`changes.KINDS`), in the chart and its legend."""
 
 
 def _given(request: Request, names: Sequence[str]) -> tuple[tuple[str, str], ...]:
@@ -499,6 +500,6 @@ def _activity_chart(by_day: list[dict[str, Any]]) -> dict[str, Any]:
     colour = {
         "field": "kind",
         "type": "nominal",
-        "scale": {"domain": list(_KINDS), "range": list(_KIND_COLOURS)},
+        "scale": {"domain": list(KINDS), "range": list(_KIND_COLOURS)},
     }
     return _daily_chart(by_day, {"type": "bar"}, {"y": changes, "color": colour}, height=220)
