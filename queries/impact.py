@@ -201,6 +201,9 @@ class _Object:
     whole: str | None = None
     """Set when the question is about the whole view, not a column (`column` is `*`): `fails` (it
     uses a dropped or renamed column, so no query of it runs) or `unknown` (it may use the column)."""
+    new_type: str | None = None
+    """For a type change, the Spark type the column takes: the change's for the table's, and for a
+    view's output the type inferred for it once the view is re-created; None if not inferred."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,7 +327,13 @@ def impact(
         )[0]["shared"]
     )
     target = _Object(
-        (catalog, tuple(parts[:-1]), parts[-1]), name, change.column, (), True, _SHARED if shared else 0
+        (catalog, tuple(parts[:-1]), parts[-1]),
+        name,
+        change.column,
+        (),
+        True,
+        _SHARED if shared else 0,
+        new_type=iceberg_type_sql(change.target) if change.target is not None else None,
     )
     going_stale = (
         (lambda reader, source: _outputs_going_stale(reader, source, catalogs, change))
@@ -827,7 +836,13 @@ def _walk(
             if source.whole is not None:
                 whole = _whole_use(reader, source, depth, catalogs, source.whole)
                 if whole is not None:
-                    if not any(u["view_id"] == reader.view_id and u["reads"] == source.name for u in uses):
+                    # A use of a retyped column need not fail the view: one failing whole says so.
+                    if not any(
+                        u["view_id"] == reader.view_id
+                        and u["reads"] == source.name
+                        and (not retyped or source.whole == "unknown" or u["kind"] == source.whole)
+                        for u in uses
+                    ):
                         uses.append(whole)
                     queue.append((_whole(reader, whole, source.whole), depth + 1))
                 continue
@@ -839,7 +854,14 @@ def _walk(
                 if (match := reader.match(use.table, source.key, catalogs)) is not None
                 and _reads(use, source.column)
             ]
-            if change == RENAME and reader.spark and matched and all(use.starred for use, _ in matched):
+            # Spark reads a view's columns by position, and up-casts a struct field by field by
+            # position: a rename breaks no use that does not name the column (`*`, the struct).
+            if (
+                change == RENAME
+                and reader.spark
+                and matched
+                and all(use.starred or len(use.path) < len(source.column) for use, _ in matched)
+            ):
                 by_position.add(reader.name)
                 continue
             # Of a view reading the table itself, which outputs' types no longer fit (None: unknown).
@@ -868,7 +890,14 @@ def _walk(
                     below = (output.lower(), *wanted[len(read) :])  # takes the question no further
                     via = (*source.via, f"{source.name}.{'.'.join(wanted)}")
                     onward = max(certainty, reader.onward)
-                    queue.append((_Object(reader.key, reader.name, below, via, known, onward), depth + 1))
+                    # A view's output the column flows into takes the type inferred for it.
+                    new_type = fitting.types.get(use.output.lower()) if fitting and use.output else None
+                    queue.append(
+                        (
+                            _Object(reader.key, reader.name, below, via, known, onward, new_type=new_type),
+                            depth + 1,
+                        )
+                    )
             # A dropped or renamed column fails the view; a retyped one carried into an output
             # leaves its stored schema stale, which engines refuse when any reader resolves it.
             if len(uses) > found and (breaks or reader.name in stale):
@@ -914,6 +943,8 @@ class _Staleness(NamedTuple):
 
     stale: frozenset[str]
     assumed: frozenset[str]
+    types: dict[str, str | None]
+    """Each output's type with the change, as inferred (None: not inferred)."""
 
 
 def _outputs_going_stale(
@@ -921,15 +952,15 @@ def _outputs_going_stale(
 ) -> _Staleness | None:
     """The outputs of a view reading `source` (the table, or a view an output of which the column
     flows into, as that view will type it once re-created) whose type, with the column retyped, may
-    no longer up-cast to the view's stored type; None when the analysis fails. An output stays
-    fitting only if its type up-casts to the stored one and either it is the column as it is, or
-    sqlglot infers the same type for it before and after the change: an inferred type that changes
-    may be off by the engine's own rules (Spark widens a decimal's `sum` by 10 digits), so it counts
-    as stale, as does (assumed) a type that cannot be inferred. A view's output the column flows
-    into is taken to have the column's new type."""
-    if change.target is None:
+    no longer up-cast to the view's stored type; None when the analysis fails or the type `source`
+    takes was not inferred. An output stays fitting only if its type up-casts to the stored one and
+    either it is the column as it is, or sqlglot infers the same type for it before and after the
+    change: an inferred type that changes may be off by the engine's own rules, so it counts as
+    stale, as does (assumed) a type that cannot be inferred. A view's output the column flows into
+    takes the type inferred for it (`_Object.new_type`)."""
+    new_type = source.new_type
+    if change.target is None or new_type is None:
         return None
-    new_type = iceberg_type_sql(change.target)
     retyped = {
         key: [(name, _retyped(kind, source.column, new_type) if name.lower() == source.column[0] else kind)
               for name, kind in columns]
@@ -951,6 +982,7 @@ def _outputs_going_stale(
             if not (_up_casts(kind, stored.get(position)) and (direct or old.get(position) == kind))
         ),
         frozenset(output.lower() for output, kind, _ in outputs if kind is None),
+        {output.lower(): kind for output, kind, _ in outputs},
     )
 
 

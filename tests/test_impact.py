@@ -1113,6 +1113,79 @@ def test_arithmetic_of_a_double_and_a_decimal_stays_double(tmp_path: Path) -> No
     assert (widened["views"], widened["stale_schemas"]) == (["prod.db.kept", "prod.db.net"], ["prod.db.kept"])
 
 
+def test_what_spark_did_in_the_tenth_trial(tmp_path: Path) -> None:
+    """Found by the tenth new-user trial, each checked on Spark 3.5:
+    - a view reading a view that goes stale, and using the column itself, was listed with its use
+      only, not as failing (Spark refused it);
+    - after widening `amount` to decimal(12,2), a view of `v_daily.total` (`SUM(amount)`, stored
+      decimal(20,2)) still fails once v_daily is re-created: Spark's sum widens a decimal by 10
+      digits, and `stale_schemas` took the view's output to be of the column's type;
+    - a renamed struct field broke, said `impact`, views projecting the whole struct or exploding
+      the array; Spark up-casts structs field by field by position, and they kept working."""
+    root = tmp_path / "warehouse"
+    ship = {
+        "type": "struct",
+        "fields": [
+            {"id": 10, "name": "city", "required": False, "type": "string"},
+            {"id": 11, "name": "zip", "required": False, "type": "string"},
+        ],
+    }
+    item = {"type": "struct", "fields": [{"id": 13, "name": "sku", "required": False, "type": "string"}]}
+    items = {"type": "list", "element-id": 12, "element": item, "element-required": False}
+    orders = schema_of(
+        ("order_id", "long"),
+        ("customer_id", "int"),
+        ("amount", "decimal(10, 2)"),
+        ("ship", ship),
+        ("items", items),
+    )
+    Table(root, "sales", "orders", "ab700000-0000-4000-8000-000000000001", schema=orders).commit(500, 1)
+    customers = schema_of(("customer_id", "int"), ("region", "string"))
+    Table(root, "crm", "customers", "ab700000-0000-4000-8000-000000000002", schema=customers).commit(500, 2)
+    views = {
+        ("crm", "cust_orders"): ("SELECT c.customer_id, o.amount FROM crm.customers c "
+                                 "JOIN sales.orders o ON c.customer_id = o.customer_id",
+                                 schema_of(("customer_id", "int"), ("amount", "decimal(10, 2)"))),
+        ("crm", "region_rank"): ("SELECT c.region, count(*) AS cnt FROM crm.cust_orders v "
+                                 "JOIN crm.customers c ON v.customer_id = c.customer_id GROUP BY c.region",
+                                 schema_of(("region", "string"), ("cnt", "long"))),
+        ("sales", "daily"): ("SELECT sum(amount) AS total FROM sales.orders",
+                             schema_of(("total", "decimal(20, 2)"))),
+        ("sales", "top_days"): ("SELECT total FROM sales.daily", schema_of(("total", "decimal(20, 2)"))),
+        ("sales", "ship"): ("SELECT order_id, ship.zip AS zip, ship FROM sales.orders",
+                            schema_of(("order_id", "long"), ("zip", "string"), ("ship", ship))),
+        ("sales", "exploded"): ("SELECT order_id, explode(items) AS it FROM sales.orders",
+                                schema_of(("order_id", "long"), ("it", item))),
+        ("sales", "skus"): ("SELECT order_id, it.sku FROM sales.orders LATERAL VIEW explode(items) t AS it",
+                            schema_of(("order_id", "long"), ("sku", "string"))),
+    }  # fmt: skip
+    for i, ((namespace, name), (sql, stored)) in enumerate(views.items(), 3):
+        View(root, namespace, name, f"ab700000-0000-4000-8000-00000000000{i}", schema=stored).commit(
+            1000, sql
+        )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        widened_id = impact(conn, "crm.customers", parse_change(None, None, "customer_id=long"))
+        widened_amount = impact(conn, "sales.orders", parse_change(None, None, "amount=decimal(12,2)"))
+        city = impact(conn, "sales.orders", parse_change(None, "ship.city=town", None))
+        sku = impact(conn, "sales.orders", parse_change(None, "items.element.sku=code", None))
+    assert [(u["depth"], u["view"], u["reads"], u["kind"]) for u in widened_id["uses"]] == [
+        (1, "prod.crm.cust_orders", "prod.crm.customers", "projected"),
+        (1, "prod.crm.cust_orders", "prod.crm.customers", "join-key"),
+        (1, "prod.crm.region_rank", "prod.crm.customers", "join-key"),
+        (2, "prod.crm.region_rank", "prod.crm.cust_orders", "fails"),  # column `*`: sorted first
+        (2, "prod.crm.region_rank", "prod.crm.cust_orders", "join-key"),
+    ]
+    assert widened_amount["stale_schemas"] == [
+        "prod.crm.cust_orders",
+        "prod.sales.daily",
+        "prod.sales.top_days",
+    ]
+    assert (city["views"], city["by_position"]) == ([], ["prod.sales.ship"])
+    assert (sku["views"], sku["by_position"]) == (["prod.sales.skus"], ["prod.sales.exploded"])
+
+
 def test_a_use_that_cannot_be_told_says_why(tmp_path: Path) -> None:
     """A view whose columns could not be analysed (a UNION of 600 queries nests too deeply for
     sqlglot) was `unknown` with no reason, and the analysis error read `RecursionError: maximum

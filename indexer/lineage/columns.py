@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.annotate_types import TypeAnnotator
 from sqlglot.optimizer.qualify import qualify
@@ -295,7 +296,10 @@ def _output_types(root: Scope, schema: MappingSchema) -> tuple[tuple[str | None,
     branches = _branches(root)
     if not branches:
         return (), ()
-    TypeAnnotator(schema=schema, binary_coercions=_COERCIONS).annotate(root.expression)
+    rules = _type_rules(schema.dialect or Dialect())
+    TypeAnnotator(schema=schema, expression_metadata=rules, binary_coercions=_COERCIONS).annotate(
+        root.expression
+    )
     types: list[str | None] = []
     direct: list[bool] = []
     for projection in _select(branches[0]).expressions:
@@ -324,6 +328,55 @@ _COERCIONS = {
 }
 """sqlglot's coercions of binary operations, but arithmetic of a decimal and a floating point
 number gives a DOUBLE, as in Spark and Trino (sqlglot keeps the decimal's type)."""
+
+
+Digits = Callable[[int, int], tuple[int, int]]
+"""(precision, scale) of a decimal argument -> of the aggregate's result."""
+
+
+def _decimal_aggregate(
+    original: Mapping[str, Any], digits: Digits
+) -> Callable[[TypeAnnotator, exp.Expr], None]:
+    """An annotator of `sum` or `avg` that types it as sqlglot does (`original`), but a decimal's
+    as the engine does, at most 38 digits."""
+
+    def annotate(annotator: TypeAnnotator, aggregate: exp.Expr) -> None:
+        if "annotator" in original:
+            original["annotator"](annotator, aggregate)
+        else:
+            annotator._set_type(aggregate, original.get("returns", exp.DType.UNKNOWN))
+        argument = aggregate.this.type if aggregate.this is not None else None
+        if argument is not None and argument.is_type(exp.DType.DECIMAL) and len(argument.expressions) == 2:
+            precision, scale = digits(*(int(part.name) for part in argument.expressions))
+            annotator._set_type(
+                aggregate, exp.DataType.build(f"DECIMAL({min(precision, 38)}, {min(scale, 38)})")
+            )
+
+    return annotate
+
+
+_SPARK_DIGITS: dict[type[exp.Expr], Digits] = {
+    exp.Sum: lambda p, s: (p + 10, s),
+    exp.Avg: lambda p, s: (p + 4, s + 4),
+}
+_DECIMAL_DIGITS: dict[str, dict[type[exp.Expr], Digits]] = {
+    "spark": _SPARK_DIGITS,
+    "spark2": _SPARK_DIGITS,
+    "databricks": _SPARK_DIGITS,
+    "hive": _SPARK_DIGITS,
+    "trino": {exp.Sum: lambda p, s: (38, s), exp.Avg: lambda p, s: (p, s)},
+}
+"""By dialect: how `sum` and `avg` type a decimal (sqlglot keeps the argument's type; Spark's
+`sum` widens it by 10 digits, Trino's to 38), so that a view's stored types are compared with
+the engine's."""
+
+
+def _type_rules(dialect: Dialect) -> dict[type[exp.Expr], Any]:
+    """sqlglot's typing rules of the dialect, with its engine's for decimal aggregates."""
+    rules = dict(dialect.EXPRESSION_METADATA)
+    for kind, digits in _DECIMAL_DIGITS.get(type(dialect).__name__.lower(), {}).items():
+        rules[kind] = {"annotator": _decimal_aggregate(rules.get(kind, {}), digits)}
+    return rules
 
 
 def _direct(scope: Scope, projection: exp.Expr) -> bool:
@@ -568,15 +621,24 @@ class _Walker:
         self, scope: Scope, lateral: exp.Expr, column: exp.Column, seen: set[tuple[int, str]]
     ) -> Iterator[tuple[TableKey, tuple[str, ...], bool, bool]]:
         """The base columns behind an output of a `LATERAL VIEW` generator (`explode(items) t AS
-        item`): the columns of the generator's arguments that flow into it, as a whole (`item.q`
-        reads `items`), seen from the query whose FROM the generator follows."""
+        item`): the columns of the generator's arguments that flow into it, seen from the query whose
+        FROM the generator follows. An explode of a column gives its elements (`item.q` reads
+        `items.element.q`), or a map's keys and values; other arguments flow in as a whole."""
         names = [alias.name for alias in lateral.args["alias"].columns] if lateral.args.get("alias") else []
         if column.name not in names:
             return
-        position = names.index(column.name)
-        for inner in lateral.this.find_all(exp.Column):
-            if position in _generator_outputs(lateral.this, len(names), inner):
-                yield from self._resolve(scope, inner, seen)
+        position, generator = names.index(column.name), lateral.this
+        for inner in generator.find_all(exp.Column):
+            if position not in _generator_outputs(generator, len(names), inner):
+                continue
+            below: tuple[str, ...] = ()
+            if isinstance(generator, exp.Explode | exp.Posexplode) and generator.this is inner:
+                slots = len(names) - isinstance(generator, exp.Posexplode)  # after posexplode's position
+                at = position - (len(names) - slots)
+                element = ("element",) if slots == 1 else ("key", "value")[at : at + 1]
+                below = (*element, *_path(column)[1:])
+            for table, path, aggregated, named in self._resolve(scope, inner, seen):
+                yield table, path + below, aggregated, named
 
     def _outputs(self, scope: Scope, root: Scope) -> Outputs | None:
         if scope in _branches(root):
