@@ -485,16 +485,18 @@ def _outputs_gone_stale(
     typed = column_lineage(reader.request, LineageConfig(), reader.schemas, reader.resolved, typed=True)
     if any(finding.code in ANALYSIS_FAILED for finding in typed.findings):
         return []
-    stale = {
+    stored = dict(enumerate(reader.stored_types))
+    branches = dict(enumerate(typed.branch_types))
+    stale = {  # a set operation's output is at least as wide as each branch's column
         output
         for position, (output, kind, direct) in enumerate(
             zip(typed.outputs, typed.output_types, typed.direct_outputs, strict=True)
         )
-        if direct
-        and kind is not None
-        and position < len(reader.stored_types)
-        and reader.stored_types[position] is not None
-        and not _up_casts(kind, reader.stored_types[position])
+        if stored.get(position) is not None
+        and any(
+            not _up_casts(each, stored[position])
+            for each in ([kind] if direct and kind is not None else []) + list(branches.get(position, ()))
+        )
     }
     return [
         (".".join(use.path), certainty)

@@ -1186,6 +1186,36 @@ def test_what_spark_did_in_the_tenth_trial(tmp_path: Path) -> None:
     assert (sku["views"], sku["by_position"]) == (["prod.sales.skus"], ["prod.sales.exploded"])
 
 
+def test_a_union_branch_projecting_a_widened_column_is_already_broken(tmp_path: Path) -> None:
+    """Found by the tenth new-user trial: after `amount` decimal(10,2) -> (12,2), Spark refused a
+    `UNION ALL` view whose first branch projects `amount` (stored decimal(10,2)): the union's type
+    is at least as wide as that branch's. `already_broken` missed it (only single SELECTs counted)."""
+    root = tmp_path / "warehouse"
+    orders = Table(
+        root, "sales", "orders", "ab800000-0000-4000-8000-000000000001",
+        schema=schema_of(("order_id", "long"), ("amount", "decimal(10, 2)")),
+    )  # fmt: skip
+    orders.commit(500, 1)
+    returns = schema_of(("order_id", "long"), ("amount", "decimal(10, 2)"))
+    Table(root, "sales", "returns", "ab800000-0000-4000-8000-000000000002", schema=returns).commit(500, 2)
+    View(
+        root, "sales", "all_amounts", "ab800000-0000-4000-8000-000000000003",
+        schema=schema_of(("order_id", "long"), ("amount", "decimal(10, 2)")),
+    ).commit(1000, "SELECT order_id, amount FROM sales.orders UNION ALL "
+                   "SELECT order_id, -amount FROM sales.returns")  # fmt: skip
+    orders.schema = schema_of(("order_id", "long"), ("amount", "decimal(12, 2)"))
+    orders.commit(2000, 3)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        before = impact(conn, "sales.orders", parse_change("order_id", None, None), 1500)
+        after = impact(conn, "sales.orders", parse_change("order_id", None, None), 3000)
+    assert before["already_broken"] == []
+    assert [(b["view"], b["column"], b["kind"]) for b in after["already_broken"]] == [
+        ("prod.sales.all_amounts", "amount", "stored-type")
+    ]
+
+
 def test_a_use_that_cannot_be_told_says_why(tmp_path: Path) -> None:
     """A view whose columns could not be analysed (a UNION of 600 queries nests too deeply for
     sqlglot) was `unknown` with no reason, and the analysis error read `RecursionError: maximum

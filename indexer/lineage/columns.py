@@ -78,6 +78,9 @@ class ColumnLineage:
     direct_outputs: tuple[bool, ...] = ()
     """With `typed`: whether each output is a table's column as it is (`t.c`, `c AS x`, a `*`'s),
     whose type is the column's own rather than inferred."""
+    branch_types: tuple[tuple[str, ...], ...] = ()
+    """With `typed`, of a set operation (`UNION ALL`): per output, the types of the branches whose
+    projection there is a table's column as it is. The output's type is at least as wide as each."""
 
 
 def iceberg_type_sql(kind: Any) -> str:
@@ -242,7 +245,7 @@ def _analyse(
         tuple(resolver.findings),
         tuple(star_tables),
         tuple(pinned),
-        *(_output_types(root, mapped) if typed else ((), ())),
+        *(_output_types(root, mapped) if typed else ((), (), ())),
     )
 
 
@@ -290,12 +293,15 @@ def _expand_argument_stars(scope: Scope, mapping: Mapping[str, object]) -> None:
             star.replace(columns[0] if len(columns) == 1 else exp.Tuple(expressions=columns))
 
 
-def _output_types(root: Scope, schema: MappingSchema) -> tuple[tuple[str | None, ...], tuple[bool, ...]]:
+def _output_types(
+    root: Scope, schema: MappingSchema
+) -> tuple[tuple[str | None, ...], tuple[bool, ...], tuple[tuple[str, ...], ...]]:
     """The types of the root's outputs (its first branch's projections), as sqlglot infers them,
-    and whether each is a table's column as it is (`ColumnLineage.direct_outputs`)."""
+    whether each is a table's column as it is (`ColumnLineage.direct_outputs`), and of a set
+    operation, the types of the branches' that are (`ColumnLineage.branch_types`)."""
     branches = _branches(root)
     if not branches:
-        return (), ()
+        return (), (), ()
     rules = _type_rules(schema.dialect or Dialect())
     TypeAnnotator(schema=schema, expression_metadata=rules, binary_coercions=_COERCIONS).annotate(
         root.expression
@@ -307,11 +313,27 @@ def _output_types(root: Scope, schema: MappingSchema) -> tuple[tuple[str | None,
             types += [None] * len(projection.expressions)
             direct += [False] * len(projection.expressions)
             continue
-        kind = projection.type
-        known = kind is not None and not kind.is_type(exp.DataType.Type.UNKNOWN)
-        types.append(kind.sql("spark") if known and kind is not None else None)
+        types.append(_spelled(projection.type))
         direct.append(len(branches) == 1 and _direct(branches[0], projection))
-    return tuple(types), tuple(direct)
+    if len(branches) == 1:
+        return tuple(types), tuple(direct), ()
+    branch_types = tuple(
+        tuple(
+            spelled
+            for branch in branches
+            if position < len(_select(branch).expressions)
+            and _direct(branch, projection := _select(branch).expressions[position])
+            and (spelled := _spelled(projection.type)) is not None
+        )
+        for position in range(len(types))
+    )
+    return tuple(types), tuple(direct), branch_types
+
+
+def _spelled(kind: exp.DataType | None) -> str | None:
+    """An inferred type in Spark's spelling; None if not inferred."""
+    known = kind is not None and not kind.is_type(exp.DataType.Type.UNKNOWN)
+    return kind.sql("spark") if known and kind is not None else None
 
 
 def _to_double(_left: exp.Expr, _right: exp.Expr) -> exp.DType:
