@@ -882,7 +882,11 @@ def impact(
         output_for(fmt, rows="uses").result(result)
         return
     verdict = f"{len(result['views'])} view(s) affected"
-    if result["safe"]:
+    if change.kind == "change-type" and result["is_view"]:
+        verdict = (
+            f"a view's column, retyped when the view is re-created; {len(result['views'])} view(s) use it"
+        )
+    elif result["safe"]:
         verdict = f"Iceberg promotes it without rewriting data; {len(result['views'])} view(s) use it"
     elif change.kind == "change-type" and result["column_type"] is not None:
         verdict = (
@@ -915,8 +919,9 @@ def impact(
         verdict += f"; {len(result['lineage_unknown'])} view(s) of unknown lineage could use it too"
     if result["by_position"]:
         verdict += (
-            f"; {len(result['by_position'])} Spark view(s) project it only through `*`, which Spark reads "
-            f"by position, and keep working: {', '.join(result['by_position'])}"
+            f"; {len(result['by_position'])} Spark view(s) project it only through `*` (or the struct "
+            "holding it), which Spark reads by position, and keep working: "
+            + ", ".join(result["by_position"])
         )
     if result["tied"]:
         verdict += (
@@ -930,7 +935,9 @@ def impact(
         )
     column_type = result["column_type"] or "type unknown: the table's metadata is not indexed"
     if result["target"] is not None:
-        column_type += f" -> {result['target']}"
+        column_type += (
+            f" -> {result['target']}" if change.kind == "change-type" else f", to {result['target']}"
+        )
     click.echo(f"{change.kind} {result['table']}.{result['column']} ({column_type}): {verdict}")
     output_for(fmt).result(
         [
@@ -954,7 +961,10 @@ def impact(
         click.echo("lineage unknown:")
         output_for(fmt).result(result["lineage_unknown"])
     if result["already_broken"]:
-        click.echo(f"already broken: they read columns {result['table']} does not have (renamed or dropped):")
+        click.echo(
+            f"already broken: they read columns {result['table']} no longer has (renamed or dropped), "
+            "or whose type no longer fits their stored schema (kind stored-type: retyped):"
+        )
         output_for(fmt).result(result["already_broken"])
     if result["tied"]:
         click.echo("tied: their file in force ties with others (which holds each view is a guess):")

@@ -353,9 +353,9 @@ def impact(
         "column": dotted(list(spelled.get(change.column, change.column))),
         "column_type": column_type,
         "target": change.target,
-        "safe": (
+        "safe": (  # Iceberg promotes a table's column; a view's is retyped by re-creating the view
             promotion_is_safe(column_type, change.target or "")
-            if change.kind == CHANGE_TYPE and column_type is not None
+            if change.kind == CHANGE_TYPE and column_type is not None and not is_view
             else False
         ),
         "table_indexed": table_id is not None,

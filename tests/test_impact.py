@@ -347,6 +347,23 @@ def test_a_view_s_column_has_an_impact_too_and_names_say_what_they_are(sample_st
         (1, "prod.db.big_days", "event_count", "projected"),
         (1, "prod.db.big_days", "event_count", "filter"),
     ]
+    # Found by the tenth new-user trial: a view's column was "promoted by Iceberg without rewriting data"
+    retyped = CliRunner().invoke(
+        cli,
+        [
+            "impact",
+            "prod.db.event_agg",
+            "--change-type",
+            "event_count=decimal(20,0)",
+            "--db",
+            str(sample_store),
+        ],
+    )
+    assert retyped.stdout.splitlines()[0] == (
+        "change-type prod.db.event_agg.event_count (long -> decimal(20,0)): a view's column, retyped when "
+        "the view is re-created; 2 view(s) use it, 1 of them in an output column whose stored type goes "
+        "stale (engines refuse such a view until it is re-created)"
+    )
     as_table = CliRunner().invoke(cli, ["table", "prod.db.event_agg", "--db", str(sample_store)])
     assert as_table.stderr == (
         "error: no table 'prod.db.event_agg' in the store; prod.db.event_agg is a view "
@@ -524,7 +541,8 @@ def test_views_an_earlier_rename_broke_are_listed(tmp_path: Path) -> None:
     text = CliRunner().invoke(cli, ["impact", "crm.customers", "--drop-column", "level", "--db", str(db)])
     assert text.stdout.splitlines()[0] == "drop-column prod.crm.customers.level (string): 0 view(s) affected"
     assert text.stdout.splitlines()[2:] == [
-        "already broken: they read columns prod.crm.customers does not have (renamed or dropped):",
+        "already broken: they read columns prod.crm.customers no longer has (renamed or dropped), or whose "
+        "type no longer fits their stored schema (kind stored-type: retyped):",
         "view            view_id                               column  kind       match",
         "--------------  ------------------------------------  ------  ---------  -----",
         "prod.crm.gold   c3000000-0000-4000-8000-000000000002  tier    filter     exact",
@@ -723,7 +741,7 @@ def test_time_travel_reads_and_columns_named_with_a_dot(tmp_path: Path) -> None:
     assert spelled["column"] == "Order_Id"
     text = CliRunner().invoke(cli, ["impact", "sales.orders", "--rename-column", "price=p", "--db", str(db)])
     assert text.stdout.splitlines()[0] == (
-        "rename-column prod.sales.orders.price (float -> p): 1 view(s) affected; 1 view(s) read it by "
+        "rename-column prod.sales.orders.price (float, to p): 1 view(s) affected; 1 view(s) read it by "
         "time travel or a tag, in that snapshot's schema, and are not affected: prod.sales.v_tt"
     )
     narrowed = CliRunner().invoke(
@@ -810,8 +828,9 @@ def test_spark_views_projecting_a_renamed_column_through_stars_keep_working(tmp_
     ]  # fmt: skip
     text = CliRunner().invoke(cli, ["impact", "exp.t", "--rename-column", "b=bb", "--db", str(db)])
     assert text.stdout.splitlines()[0] == (
-        "rename-column prod.exp.t.b (string -> bb): 2 view(s) affected; 2 Spark view(s) project it only "
-        "through `*`, which Spark reads by position, and keep working: prod.exp.v_cte_star, prod.exp.v_star; "
+        "rename-column prod.exp.t.b (string, to bb): 2 view(s) affected; 2 Spark view(s) project it only "
+        "through `*` (or the struct holding it), which Spark reads by position, and keep working: "
+        "prod.exp.v_cte_star, prod.exp.v_star; "
         "1 view(s) read it by time travel or a tag, in that snapshot's schema, and are not affected: "
         "prod.exp.v_tt_star"
     )
