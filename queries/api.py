@@ -714,11 +714,21 @@ def uses(
             f"no table or view {table!r} in the store, and no stored SQL reads one of that name{hint.text}",
             hint.names,
         )
+    named = tables_named(conn, table, as_of_ms)  # an indexed table of the name: was it dropped?
+    drop = (
+        query_rows(conn, "SELECT dropped_ms, source FROM table_drop(?)", [named[0]["table_id"]])
+        if len(named) == 1
+        else []
+    )
+    dropped = drop[0] if drop and drop[0]["dropped_ms"] <= at else None
     return {
         "table": dotted([catalog, *reference]),
         "as_of_ms": as_of_ms,
         "as_of": iso(as_of_ms),
         "transitive": transitive,
+        "dropped_ms": dropped["dropped_ms"] if dropped else None,
+        "dropped_at": iso(dropped["dropped_ms"]) if dropped else None,
+        "dropped_source": dropped["source"] if dropped else None,
         "views": views,
         "uncertain": len({view["view_id"] for view in views if view["match"] != "exact"}),
         "lineage_unknown": lineage_unknown(conn, at, transitive),

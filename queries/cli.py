@@ -632,6 +632,13 @@ def uses(context: click.Context, table: str, as_of: str | None, transitive: bool
     """The views that read TABLE."""
     answer = _ask(context, lambda conn: api.uses(conn, table, _as_of(as_of), transitive))
     output_for(fmt, rows="views").result(answer)
+    if answer["dropped_at"] and fmt != "json":
+        click.echo(
+            f"warning: table {answer['table']} was dropped at {answer['dropped_at']}"
+            f"{api.drop_note(answer['dropped_source'])} (its newest metadata file was removed): "
+            "the views listed read a table that no longer exists",
+            err=True,
+        )
 
 
 @cli.command()

@@ -8,11 +8,13 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from click.testing import CliRunner
 
 from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.pipeline.rows import Batch, QuarantinedFile, Removal
 from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries import api
+from viewlineage.queries.cli import cli
 from viewlineage.sinks.readers import open_reader
 from viewlineage.sinks.store import Store
 
@@ -297,3 +299,30 @@ def test_a_file_put_back_after_a_re_list_found_it_gone_is_there_again(tmp_path: 
     with open_reader(db) as conn:
         assert api.show(conn, "db.back")["view_id"] == "e8000000-0000-4000-8000-000000000001"
         assert api.history(conn, "db.back")["dropped_at"] is None
+
+
+def test_uses_of_a_dropped_table_says_it_was_dropped(tmp_path: Path) -> None:
+    """Found by the tenth new-user trial: after `DROP TABLE ... PURGE`, `uses` listed the views
+    reading the table as exact matches with no word of the drop, while `table` and `impact` refused
+    the name as dropped."""
+    root = tmp_path / "warehouse"
+    table = Table(root, "db", "t", "e7000000-0000-4000-8000-000000000011", schema=schema_of(("a", "long")))
+    newest = table.commit(1000, 1)
+    View(root, "db", "v", "e7000000-0000-4000-8000-000000000012").commit(1500, "SELECT a FROM db.t")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with Store(db, replica_interval=None) as store:
+        store.write(Batch(removals=[Removal(str(newest), 3000, "watch")]))
+    with open_reader(db) as conn:
+        before, after = api.uses(conn, "db.t", 2000), api.uses(conn, "db.t")
+    assert (before["dropped_at"], [v["view"] for v in before["views"]]) == (None, ["prod.db.v"])
+    assert (after["dropped_at"], after["dropped_source"], [v["view"] for v in after["views"]]) == (
+        "1970-01-01T00:00:03.000Z",
+        "watch",
+        ["prod.db.v"],
+    )
+    text = CliRunner().invoke(cli, ["uses", "db.t", "--db", str(db)])
+    assert text.stderr == (
+        "warning: table prod.db.t was dropped at 1970-01-01T00:00:03.000Z (its newest metadata file was "
+        "removed): the views listed read a table that no longer exists\n"
+    )
