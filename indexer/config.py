@@ -288,8 +288,20 @@ def parse_catalog_map(entries: tuple[str, ...]) -> tuple[CatalogMapEntry, ...]:
         prefix, sep, catalog = entry.rpartition("=")
         if not sep or not prefix or not catalog:
             raise UsageError(f"--catalog-map expects PREFIX=CATALOG, got {entry!r}")
-        parsed.append(CatalogMapEntry(normalize_location(prefix).rstrip("/"), catalog.strip().lower()))
+        parsed.append(CatalogMapEntry(normalize_location(prefix).rstrip("/"), _catalog_name(catalog, entry)))
     return tuple(parsed)
+
+
+def _catalog_name(text: str, entry: str) -> str:
+    """A catalog name as a mapping gives it: one identifier, case-folded as engines fold it."""
+    name = text.strip().lower()
+    if "." in name or not name:
+        raise UsageError(
+            f"the catalog {text.strip()!r} in {entry!r} is not one name: a catalog is one identifier "
+            "(`lake`), and names below it are paths under PREFIX (map the directory that holds its "
+            "namespaces: PREFIX=lake)"
+        )
+    return name
 
 
 def parse_catalog_aliases(entries: tuple[str, ...]) -> dict[tuple[str, str], str]:
@@ -302,7 +314,7 @@ def parse_catalog_aliases(entries: tuple[str, ...]) -> dict[tuple[str, str], str
             raise UsageError(
                 f"--catalog-alias expects DIALECT:NAME=CATALOG with a known dialect, got {entry!r}"
             )
-        aliases[(canonical, name.strip().lower())] = catalog.strip().lower()
+        aliases[(canonical, name.strip().lower())] = _catalog_name(catalog, entry)
     return aliases
 
 

@@ -55,3 +55,18 @@ def test_lineage_is_memoised_across_runs_and_dialect_drift_is_found(tmp_path: Pa
             "GROUP BY ALL ORDER BY ALL"
         ).fetchall()
     assert codes == [("dialect-drift", 2), ("unknown-dialect", 2)]
+
+
+@pytest.mark.parametrize(
+    ("option", "entry"),
+    [
+        ("catalog_map", "/wh/ext=lake.ext"),
+        ("catalog_alias", "trino:iceberg=lake.ext"),
+        ("catalog_map", "/wh= "),
+    ],
+)
+def test_a_catalog_is_one_name(tmp_path: Path, option: str, entry: str) -> None:
+    """Found by the tenth new-user trial: `--catalog-map wh/ext=lake.ext` named a table
+    `"lake.ext".partners`, which `table lake.ext.partners` then did not find."""
+    with pytest.raises(UsageError, match=r"is not one name: a catalog is one identifier"):
+        load_settings(None, {}, {"db": str(tmp_path / "x.duckdb"), option: (entry,)}).parse_config()
