@@ -9,7 +9,7 @@ Edges point the way data flows: `source` is read by `target`.
 from __future__ import annotations
 
 import json
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -306,8 +306,13 @@ def _mermaid_label(text: str) -> str:
 
 
 def edge_rows(graph: dict[str, Any]) -> dict[str, Any]:
-    """The graph as a record whose `edges` name their ends (for text, csv and markdown)."""
-    names = {node["id"]: node["name"] for node in graph["nodes"]}
+    """The graph as a record whose `edges` name their ends (for text, csv and markdown): two views
+    of one name (one dropped, one created again at its path) are told apart by their uuid's start."""
+    held = Counter(node["name"] for node in graph["nodes"])
+    names = {
+        node["id"]: node["name"] if held[node["name"]] == 1 else f"{node['name']} ({node['id'][:8]})"
+        for node in graph["nodes"]
+    }
     edges = [
         {"source": names[edge["source"]], "target": names[edge["target"]]}
         | {key: value for key, value in edge.items() if key not in ("source", "target")}

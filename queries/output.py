@@ -268,8 +268,9 @@ def _csv_cell(value: Any, key: str) -> str:
 
 def _markdown_cell(text: str) -> str:
     """A cell's text as Markdown that renders it as it is: renderers pass HTML through (a name
-    holding `<img onerror=...>`), so `&`, `<` and `>` are entities; `|` ends a cell; a newline a row."""
-    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    holding `<img onerror=...>`), so `&` and `<` (which opens every tag) are entities, and `>` stays
+    readable (`a > b`); `|` ends a cell; a newline a row."""
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;")
     return escaped.replace("|", "\\|").replace("\n", "<br>")
 
 

@@ -236,3 +236,25 @@ def test_mermaid_labels_hold_no_html(tmp_path: Path) -> None:
         '  n0["db.base"]',
         '  n1("lake.db.#60;img src=x onerror=alert(1)#62;")',
     ]
+
+
+def test_a_view_created_again_at_its_path_is_told_apart_in_text(tmp_path: Path) -> None:
+    """Found by the tenth new-user trial: `graph --compare` around a view dropped and created again
+    at its path listed the same "added" and "removed" edge in text; only JSON's ids told them apart."""
+    root = tmp_path / "warehouse"
+    Table(root, "db", "t", "9c000000-0000-4000-8000-000000000001").commit(500, 1)
+    first = View(root, "db", "v", "9c100000-0000-4000-8000-000000000002").commit(1000, "SELECT * FROM db.t")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=lake"))
+    with Store(db, replica_interval=None) as writer:
+        writer.write(Batch(removals=[Removal(str(first), 2000, "watch")]))
+    View(root, "db", "v", "9c200000-0000-4000-8000-000000000003").commit(3000, "SELECT * FROM db.t")
+    index_locations([str(root)], settings_for(db, f"{root}=lake"))
+    text = CliRunner().invoke(
+        cli, ["graph", "db.t", "--as-of", "3500ms", "--compare", "1500ms", "--format", "csv", "--db", str(db)]
+    )
+    assert [line.split(",")[:2] + line.split(",")[-1:] for line in text.stdout.splitlines()] == [
+        ["source", "target", "change"],
+        ["lake.db.t", "lake.db.v (9c100000)", "removed"],
+        ["lake.db.t", "lake.db.v (9c200000)", "added"],
+    ]
