@@ -186,6 +186,9 @@ format_option = click.option(
 EXIT_QUARANTINED = 3
 """The exit status of `index --fail-on-quarantine` when the run quarantined files, and of `reindex
 --fail-on-quarantine` when the store holds quarantined files."""
+progress_option = click.option(
+    "--progress/--no-progress", default=None, help="Progress bar [default: on a terminal]."
+)
 fail_on_quarantine_option = click.option(
     "--fail-on-quarantine",
     is_flag=True,
@@ -250,7 +253,7 @@ def _print_summary(stats: IndexStats, fmt: str) -> None:
 @click.argument("locations", nargs=-1, required=True)
 @setting_options(*_INDEXING)
 @summary_format_option
-@click.option("--progress/--no-progress", default=None, help="Progress bar [default: on a terminal].")
+@progress_option
 @fail_on_quarantine_option
 @click.pass_context
 @handle_errors
@@ -268,24 +271,38 @@ def index(
 
     settings = settings_from(context, **flags)
     indexing_process(settings)
-    show_bar = sys.stderr.isatty() if progress is None else progress
-    bar: Any = None
-
-    def on_listed(count: int) -> None:
-        nonlocal bar
-        if show_bar:
-            bar = click.progressbar(length=count, label="indexing", file=sys.stderr)
-            bar.__enter__()
-
-    try:
-        stats = index_locations(locations, settings, on_listed, lambda n: bar.update(n) if bar else None)
-    finally:
-        if bar is not None:
-            bar.__exit__(None, None, None)
+    with _ProgressBar(progress, "indexing") as bar:
+        stats = index_locations(locations, settings, bar.listed, bar.advanced)
     _print_summary(stats, fmt)
     if stats.listed == 0:
         click.echo(f"warning: no metadata file (*.metadata.json) under {', '.join(locations)}", err=True)
     _exit_on_quarantine(context, stats.quarantined, fail_on_quarantine)
+
+
+class _ProgressBar:
+    """A progress bar on stderr once the number of files is known: shown on a terminal, or as
+    `--progress/--no-progress` says."""
+
+    def __init__(self, show: bool | None, label: str) -> None:
+        self.show = sys.stderr.isatty() if show is None else show
+        self.label = label
+        self.bar: Any = None
+
+    def listed(self, count: int) -> None:
+        if self.show:
+            self.bar = click.progressbar(length=count, label=self.label, file=sys.stderr)
+            self.bar.__enter__()
+
+    def advanced(self, files: int) -> None:
+        if self.bar is not None:
+            self.bar.update(files)
+
+    def __enter__(self) -> _ProgressBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
 
 
 def _exit_on_quarantine(context: click.Context, quarantined: int, fail_on_quarantine: bool) -> None:
@@ -512,11 +529,18 @@ def backfill(
 )
 @setting_options(*_INDEXING)
 @summary_format_option
+@progress_option
 @fail_on_quarantine_option
 @click.pass_context
 @handle_errors
 def reindex_command(
-    context: click.Context, /, fmt: str, change_catalogs: bool, fail_on_quarantine: bool, **flags: Any
+    context: click.Context,
+    /,
+    fmt: str,
+    change_catalogs: bool,
+    progress: bool | None,
+    fail_on_quarantine: bool,
+    **flags: Any,
 ) -> None:
     """Rebuild every derived row from the raw documents in the store, with the catalog map and
     aliases the store was built with (every writer reuses them; --change-catalogs replaces them)."""
@@ -526,7 +550,8 @@ def reindex_command(
     settings = settings_from(context, **flags)
     indexing_process(settings)
     before = recorded_settings(settings.db)
-    stats = reindex(settings, change_naming=change_catalogs)
+    with _ProgressBar(progress, "reindexing") as bar:
+        stats = reindex(settings, change_naming=change_catalogs, on_listed=bar.listed, progress=bar.advanced)
     if change_catalogs and before != settings.naming():
         was = naming_options(before) if before else "none recorded"
         click.echo(

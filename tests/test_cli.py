@@ -567,3 +567,17 @@ def test_a_name_that_is_not_utf8_is_a_usage_error(sample_store: Path, command: s
         "error: '\\udcff' is not valid UTF-8 text (a location whose name is not UTF-8 is given with those "
         "bytes as %XX)\n",
     )
+
+
+def test_reindex_shows_its_progress_as_index_does(tmp_path: Path, sample_warehouse: Path) -> None:
+    """Found by the ninth adversarial trial: `reindex` had no `--progress/--no-progress` and showed
+    no progress at all, though a rebuild of a large store takes minutes."""
+    db = str(tmp_path / "store.duckdb")
+    mapped = ["--catalog-map", f"{sample_warehouse}=prod", "--db", db]
+    indexed = CliRunner().invoke(cli, ["index", str(sample_warehouse), "--no-progress", *mapped])
+    assert (indexed.exit_code, indexed.stderr) == (0, "")
+    shown = CliRunner().invoke(cli, ["reindex", "--progress", "--db", db])
+    hidden = CliRunner().invoke(cli, ["reindex", "--no-progress", "--db", db])
+    # click draws the bar on a terminal; elsewhere it writes its label once
+    assert (shown.exit_code, shown.stderr) == (0, "reindexing\n")
+    assert (hidden.exit_code, hidden.stderr) == (0, "")

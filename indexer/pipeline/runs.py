@@ -236,9 +236,18 @@ def gap_batch(
     return batch, outcomes
 
 
-def reindex(settings: Settings, *, change_naming: bool = False) -> IndexStats:
+def reindex(
+    settings: Settings,
+    *,
+    change_naming: bool = False,
+    on_listed: Callable[[int], None] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> IndexStats:
     """Rebuild every derived row from the stored documents, with the current configuration and the
-    store's catalog map and aliases (`change_naming`: with those of `settings`, recorded instead)."""
+    store's catalog map and aliases (`change_naming`: with those of `settings`, recorded instead).
+    `on_listed` hears how many files the store holds, `progress` of each batch rebuilt."""
+    if progress is not None:
+        progress = _one_at_a_time(progress)
     settings = with_store_naming(settings, change=change_naming)
     faults = Faults.from_environ()  # crash-safety tests stop the rebuild between its steps
     with Store(
@@ -247,6 +256,14 @@ def reindex(settings: Settings, *, change_naming: bool = False) -> IndexStats:
         config = with_roots(settings.parse_config(), store.roots())
         store.clear_derived(_named(settings, store.recorded_settings(), change_naming).naming())
         faults.point("reindex-cleared")
+        if on_listed is not None:
+            on_listed(store.holds()["files"])
+
+        def batch_stored(files: int) -> None:
+            faults.point("reindex-batch")
+            if progress is not None:
+                progress(files)
+
         reads = (
             FileRead(location, document, modified_ms, source)
             for chunk in store.stored_documents(settings.batch_files)
@@ -257,7 +274,7 @@ def reindex(settings: Settings, *, change_naming: bool = False) -> IndexStats:
             indexer.ingest(
                 reads,
                 settings.batch_files,
-                lambda files: faults.point("reindex-batch"),
+                batch_stored,
                 include_source=False,
                 batch_bytes=settings.batch_bytes,
             )
