@@ -139,11 +139,16 @@ class Readers:
             ) from None
         if self.store_without_replica and _written_since_replica(self.path):
             # Locked: a writer runs and publishes newer replicas; incomplete: the replica is what
-            # there is meanwhile (`open_reader` says so).
-            with contextlib.suppress(duckdb.IOException, StoreError):
+            # there is meanwhile, and the answers say so.
+            try:
                 store = _read_only(self.path, self.path, self.memory_limit)
+            except RebuildPending as pending:
                 replica.close()
-                return store
+                return _replica_meanwhile(self.path, pending, self.memory_limit)
+            except (duckdb.IOException, StoreError):
+                return replica
+            replica.close()
+            return store
         return replica
 
 
@@ -212,6 +217,11 @@ def recorded_in(conn: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, ...]]:
     return {name: tuple(entries) for name, entries in conn.execute("FROM recorded_settings").fetchall()}
 
 
+STORE_NOTICE: contextvars.ContextVar[str | None] = contextvars.ContextVar("store_notice", default=None)
+"""Set, in the thread that opened a reader, when its answers come from a replica older than the
+store's incomplete rebuild: what the CLI warns of, which a server says beside each answer."""
+
+
 def _replica_meanwhile(path: Path, pending: RebuildPending, memory_limit: str) -> duckdb.DuckDBPyConnection:
     """The last replica, while the store's derived rows are incomplete (a killed `reindex`, or a
     writer that stopped before deriving its views' spans), with a warning that says so."""
@@ -221,11 +231,11 @@ def _replica_meanwhile(path: Path, pending: RebuildPending, memory_limit: str) -
         raise StoreError(f"{pending}; it has no replica to answer from meanwhile") from None
     published = datetime.fromtimestamp(replica_path(path).resolve().stat().st_mtime, UTC)
     age = _age(datetime.now(UTC) - published)
-    warnings.warn(
-        f"{pending}. Answering from its replica of {published:%Y-%m-%dT%H:%M:%SZ} ({age} old), from before.",
-        StoreWarning,
-        stacklevel=3,
+    notice = (
+        f"{pending}. Answering from its replica of {published:%Y-%m-%dT%H:%M:%SZ} ({age} old), from before."
     )
+    STORE_NOTICE.set(notice)
+    warnings.warn(notice, StoreWarning, stacklevel=3)
     return replica
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import importlib
 import os
 import random
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +28,14 @@ from viewlineage.indexer.pipeline.rows import Batch
 from viewlineage.indexer.pipeline.runs import index_locations, reindex, with_roots
 from viewlineage.indexer.sources.read import LocalReader
 from viewlineage.queries import mviews
+from viewlineage.queries.web.api import NOTICE_HEADER
 from viewlineage.sinks.readers import open_reader
 from viewlineage.sinks.store import Store
 
 from .conftest import settings_for
 from .generate import generate
 from .stores import snapshot
+from .test_service import serve_process
 
 
 def index_in_order(files: list[Path], root: Path, db: Path, batch: int = 37) -> None:
@@ -327,6 +331,18 @@ def test_after_a_killed_index_queries_answer_from_the_last_replica_and_say_how_o
         r"indexes of \d+ views; .* Answering from its replica of \S+Z \(\d+ s old\), from before\.\n",
         answered.stderr,
     ), answered.stderr
+    # Found by the ninth adversarial trial: `serve` answered from that replica without a word.
+    with serve_process(db) as url:
+        with urllib.request.urlopen(f"{url}search?q=v") as response:
+            notice = response.headers[NOTICE_HEADER]
+        with urllib.request.urlopen(url.replace("/api/", "/search?q=v")) as response:
+            page = response.read().decode()
+    assert re.fullmatch(
+        r"store \S+: its last writer stopped before deriving the point-in-time indexes of \d+ views; .* "
+        r"Answering from its replica of \S+Z \(\d+ s old\), from before\.",
+        notice,
+    ), notice
+    assert f'<p class="notice" id="store-notice" role="status">{html.escape(notice)}</p>' in page
     finished = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert finished.returncode == 0, finished.stderr
     clean = tmp_path / "clean.duckdb"

@@ -25,7 +25,7 @@ import difflib
 import json
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, overload
 
 import duckdb
@@ -35,7 +35,7 @@ from viewlineage.queries import api, changes, diff, graph, mviews, search, table
 from viewlineage.queries import impact as impact_module
 from viewlineage.queries.names import parse_time
 from viewlineage.queries.output import csv_text, main_rows
-from viewlineage.sinks.readers import answered_within
+from viewlineage.sinks.readers import STORE_NOTICE, answered_within
 
 Reader = Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
 """Opens a connection for one request and closes it after."""
@@ -259,13 +259,19 @@ class Answer:
     document: Any
     csv: str | None = None
     """With `format=csv`, the table asked for as CSV."""
+    notice: str | None = None
+    """Why the answer may be out of date (`STORE_NOTICE`), sent as the header `NOTICE_HEADER`."""
+
+
+NOTICE_HEADER = "x-viewlineage-notice"
 
 
 def answer(reader: Reader, timeout: float, name: str, items: Sequence[tuple[str, str]]) -> Answer:
     """What answers `GET /api/<name>?<items>` within `timeout` seconds."""
+    STORE_NOTICE.set(None)
     try:
         with reader() as conn:
-            return answer_on(conn, timeout, name, items)
+            return replace(answer_on(conn, timeout, name, items), notice=STORE_NOTICE.get())
     except StoreError as exc:
         return Answer(503, {"error": str(exc)})
     except duckdb.OutOfMemoryException as exc:  # opening the store, before the question's own limit

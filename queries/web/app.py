@@ -45,12 +45,18 @@ def web_app(
     def query(request: Request) -> Response:
         name, items = request.path_params["name"], request.query_params.multi_items()
         answered = api.answer(reader, timeout, name, items)
+        # A header is the one place every answer has (a CSV, a JSON list) for a notice
+        notice = {api.NOTICE_HEADER: answered.notice} if answered.notice else {}
         if answered.csv is not None:
             rows = request.query_params.get("rows", "")
             part = f"-{rows}" if rows.replace("_", "").isalnum() else ""  # the table asked for, by name
             disposition = f'attachment; filename="{name}{part}.csv"'
-            return Response(answered.csv, media_type="text/csv", headers={"content-disposition": disposition})
-        return json_response(answered.status, answered.document)
+            return Response(
+                answered.csv, media_type="text/csv", headers={"content-disposition": disposition, **notice}
+            )
+        response = json_response(answered.status, answered.document)
+        response.headers.update(notice)
+        return response
 
     def healthz(request: Request) -> Response:
         ok, document = health()

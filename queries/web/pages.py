@@ -25,6 +25,7 @@ from viewlineage.queries import graph
 from viewlineage.queries.changes import KINDS
 from viewlineage.queries.output import cell
 from viewlineage.queries.web import api
+from viewlineage.sinks.readers import STORE_NOTICE
 
 HealthCheck = Callable[[], tuple[bool, dict[str, Any]]]
 """Whether the process is healthy, and the JSON document `/healthz` answers."""
@@ -162,6 +163,7 @@ class Pages:
         answers: dict[str, Any] = {}
         refused: dict[str, str] = {}
         refusal = None
+        STORE_NOTICE.set(None)
         try:
             with self.reader() as conn:
                 for key, question in questions.items():
@@ -188,6 +190,7 @@ class Pages:
             refused=refused,
             refusal=refusal,
             questions=questions,
+            notice=STORE_NOTICE.get(),
             **context,
         )
         return HTMLResponse(page, status_code=refusal.status if refusal else 200)
