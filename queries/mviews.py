@@ -495,12 +495,28 @@ def _source_state(
 def _source_table(
     conn: duckdb.DuckDBPyConnection, source: dict[str, Any], mv_catalog: str | None
 ) -> tuple[str | None, str]:
+    """The indexed table a refresh's source record names: by uuid, else location, else name; with
+    why not when none or several can be told. A table found by location or name whose uuid is not
+    the one recorded is another table than the refresh read (one dropped and created again)."""
     if source["uuid"]:
         rows = query_rows(
             conn, "SELECT DISTINCT table_id FROM table_files WHERE table_uuid = ?", [source["uuid"]]
         )
         if rows:
             return rows[0]["table_id"], ""
+    found, why = _source_table_by_name(conn, source, mv_catalog)
+    if not source["uuid"] or found is None:
+        return found, why
+    held = query_rows(conn, "SELECT DISTINCT table_uuid FROM table_files WHERE table_id = ?", [found])
+    return None, (
+        f"the refresh read {source['identifier']} as table {source['uuid']}, which no indexed table is; "
+        f"{source['identifier']} is table {', '.join(str(row['table_uuid']) for row in held)}"
+    )
+
+
+def _source_table_by_name(
+    conn: duckdb.DuckDBPyConnection, source: dict[str, Any], mv_catalog: str | None
+) -> tuple[str | None, str]:
     if source["location"]:
         at_location = _tables_at_location(conn, source["location"])
         if len(at_location) == 1:

@@ -311,3 +311,27 @@ def test_unknown_states_name_their_actual_cause(tmp_path: Path) -> None:
     assert never["reasons"] == [
         f"no refresh to check: no metadata file of its storage table {root}/db/never_written was indexed"
     ]
+
+
+def test_a_source_recorded_under_another_uuid_is_not_fresh(tmp_path: Path) -> None:
+    """Found by the ninth adversarial trial: a refresh state whose source `uuid` no indexed table
+    has, but whose name and snapshot match the table now at that name, was FRESH: that table is
+    not the one the refresh read (one dropped and created again reuses the name, not the uuid)."""
+    root = tmp_path / "warehouse"
+    Table(root, "db", "events", "e5000000-0000-4000-8000-000000000011").commit(1000, S1)
+    view = View(root, "db", "mv", "e5000000-0000-4000-8000-000000000012")
+    view.commit(
+        600, "SELECT * FROM db.events", **{"storage-table": {"namespace": ["db"], "name": "mv_storage"}}
+    )
+    read = {"type": "table", "name": "events", "namespace": ["db"], "snapshot-id": S1,
+            "uuid": "e5000000-0000-4000-8000-0000000000ff"}  # fmt: skip
+    state = {"view-version-id": 1, "refresh-start-timestamp-ms": 0, "source-states": [read]}
+    storage = Table(root, "db", "mv_storage", "e5000000-0000-4000-8000-000000000013")
+    storage.commit(2000, 201, "overwrite", **{"refresh-state": json.dumps(state)})
+    db = _indexed(root)
+    [source] = status(db, "db.mv", 3000)["sources"]
+    assert (source["state"], source["reason"]) == (
+        "UNKNOWN",
+        "the refresh read db.events as table e5000000-0000-4000-8000-0000000000ff, which no indexed table "
+        "is; db.events is table e5000000-0000-4000-8000-000000000011",
+    )
