@@ -406,7 +406,9 @@ def _status(conn: duckdb.DuckDBPyConnection, mv: Materialized, at: int) -> dict[
         "SELECT * FROM mv_refresh_sources WHERE refresh_hash = ? ORDER BY ordinal",
         [refresh["refresh_hash"]],
     ):
-        checked = _source_state(conn, source, mv.catalog, at)
+        # Only the refresh-state format records namespace and name apart; the others write them
+        # joined by dots, so a name holding a dot is split by guesswork.
+        checked = _source_state(conn, source, mv.catalog, at, dotted=mv.format != "refresh-state")
         states.append(checked["state"])
         if checked["state"] != FRESH:
             reasons.append(checked["reason"])
@@ -428,7 +430,7 @@ def _status(conn: duckdb.DuckDBPyConnection, mv: Materialized, at: int) -> dict[
 
 
 def _source_state(
-    conn: duckdb.DuckDBPyConnection, source: dict[str, Any], mv_catalog: str | None, at: int
+    conn: duckdb.DuckDBPyConnection, source: dict[str, Any], mv_catalog: str | None, at: int, dotted: bool
 ) -> dict[str, Any]:
     recorded = {
         "source": source["identifier"],
@@ -447,7 +449,7 @@ def _source_state(
         return _view_source_state(conn, source, recorded, at)
     if source["snapshot_id"] is None:
         return {**recorded, "state": UNKNOWN, "reason": f"no snapshot of {source['identifier']} was recorded"}
-    table_id, why = _source_table(conn, source, mv_catalog)
+    table_id, why = _source_table(conn, source, mv_catalog, dotted)
     if table_id is None:
         return {**recorded, "state": UNKNOWN, "reason": why}
     ref = recorded["ref"]
@@ -493,7 +495,7 @@ def _source_state(
 
 
 def _source_table(
-    conn: duckdb.DuckDBPyConnection, source: dict[str, Any], mv_catalog: str | None
+    conn: duckdb.DuckDBPyConnection, source: dict[str, Any], mv_catalog: str | None, dotted: bool
 ) -> tuple[str | None, str]:
     """The indexed table a refresh's source record names: by uuid, else location, else name; with
     why not when none or several can be told. A table found by location or name whose uuid is not
@@ -504,7 +506,7 @@ def _source_table(
         )
         if rows:
             return rows[0]["table_id"], ""
-    found, why = _source_table_by_name(conn, source, mv_catalog)
+    found, why = _source_table_by_name(conn, source, mv_catalog, dotted)
     if not source["uuid"] or found is None:
         return found, why
     held = query_rows(conn, "SELECT DISTINCT table_uuid FROM table_files WHERE table_id = ?", [found])
@@ -515,13 +517,23 @@ def _source_table(
 
 
 def _source_table_by_name(
-    conn: duckdb.DuckDBPyConnection, source: dict[str, Any], mv_catalog: str | None
+    conn: duckdb.DuckDBPyConnection, source: dict[str, Any], mv_catalog: str | None, dotted: bool
 ) -> tuple[str | None, str]:
+    """`dotted`: the source was recorded as one dotted identifier, so each way of splitting it into
+    namespace levels and a name (Trino's `tpch.a.b` is table `a.b` of schema `tpch`, or table `b`
+    of `tpch.a`) is tried, and more than one table answering is ambiguous."""
     if source["location"]:
         at_location = _tables_at_location(conn, source["location"])
         if len(at_location) == 1:
             return at_location[0], ""
-    candidates = _tables_named(conn, source["catalog"] or mv_catalog, [*source["namespace"], source["name"]])
+    catalog = source["catalog"] or mv_catalog
+    pieces = str(source["identifier"]).split(".")
+    readings = (
+        [[*pieces[:i], ".".join(pieces[i:])] for i in range(1, len(pieces))]
+        if dotted and not source["catalog"] and len(pieces) > 2
+        else [[*source["namespace"], source["name"]]]
+    )
+    candidates = sorted({table for parts in readings for table in _tables_named(conn, catalog, parts)})
     if len(candidates) == 1:
         return candidates[0], ""
     if candidates:

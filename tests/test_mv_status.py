@@ -335,3 +335,24 @@ def test_a_source_recorded_under_another_uuid_is_not_fresh(tmp_path: Path) -> No
         "the refresh read db.events as table e5000000-0000-4000-8000-0000000000ff, which no indexed table "
         "is; db.events is table e5000000-0000-4000-8000-000000000011",
     )
+
+
+def test_a_trino_source_whose_name_holds_a_dot(tmp_path: Path) -> None:
+    """Found by the ninth adversarial trial: Trino writes `dependsOnTables` as `schema.table=id`,
+    unquoted, and `tpch.a.b` was taken for table `b` of namespace `tpch.a`. Every split is tried:
+    the one table that answers is the source; two that answer make the state UNKNOWN."""
+    root = tmp_path / "warehouse"
+    Table(root, "tpch", "a.b", "e5000000-0000-4000-8000-000000000021").commit(1000, S1)
+    trino = Table(root, "tpch", "mv_dot", "e5000000-0000-4000-8000-000000000022")
+    trino.commit(1200, 301, "append", dependsOnTables=f"tpch.a.b={S1}", dependsOnTableFunctions="false")
+    db = _indexed(root)
+    [one] = status(db, "tpch.mv_dot", 2000)["sources"]
+    assert (one["state"], one["table_id"]) == ("FRESH", "e5000000-0000-4000-8000-000000000021")
+    Table(root, "tpch/a", "b", "e5000000-0000-4000-8000-000000000023").commit(1100, S2)
+    db = _indexed(root)
+    [two] = status(db, "tpch.mv_dot", 2000)["sources"]
+    assert (two["state"], two["reason"]) == (
+        "UNKNOWN",
+        "tpch.a.b names 2 indexed tables: e5000000-0000-4000-8000-000000000021, "
+        "e5000000-0000-4000-8000-000000000023",
+    )
