@@ -1506,3 +1506,40 @@ def test_a_max_of_a_widened_column_is_already_broken(tmp_path: Path) -> None:
     assert [(row["view"], row["column"], row["kind"]) for row in after["already_broken"]] == [
         ("prod.sales.top", "amount", "stored-type")
     ]
+
+
+def test_trino_table_functions_read_their_tables_or_say_the_lineage_is_unknown(tmp_path: Path) -> None:
+    """Found by the tenth adversarial trial: views reading `db.events` through Trino table functions
+    were "lineage known, reads nothing", missing from `uses`, `impact` and `lineage_unknown`."""
+    root = tmp_path / "warehouse"
+    columns = schema_of(("id", "long"), ("kind", "string"))
+    Table(root, "db", "events", "ab900000-0000-4000-8000-000000000001", schema=columns).commit(500, 1)
+    views = {
+        "excluded": "SELECT * FROM TABLE(exclude_columns(input => TABLE(db.events), "
+        "columns => DESCRIPTOR(kind)))",
+        "changes": "SELECT id FROM TABLE(system.table_changes(schema_name => 'db', table_name => 'events'))",
+        "passed": "SELECT * FROM TABLE(system.query(query => 'select * from db.events'))",
+    }
+    for i, (name, sql) in enumerate(views.items(), 2):
+        trino = [{"type": "sql", "sql": sql, "dialect": "trino"}]
+        View(root, "db", name, f"ab900000-0000-4000-8000-00000000000{i}").commit(
+            1000, sql, representations=trino
+        )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        read = api.uses(conn, "db.events")
+        dropped = impact(conn, "db.events", parse_change("kind", None, None))
+    assert [v["view"] for v in read["views"]] == ["prod.db.changes", "prod.db.excluded"]
+    assert [(v["view"], v["reason"]) for v in read["lineage_unknown"]] == [
+        (
+            "prod.db.passed",
+            "table-function: TABLE(system.query(query => 'select * from db.events')) is a table function "
+            "whose reads are not known: the view's lineage is unknown",
+        )
+    ]
+    assert [(u["view"], u["kind"]) for u in dropped["uses"]] == [
+        ("prod.db.changes", "unknown"),
+        ("prod.db.excluded", "unknown"),
+    ]
+    assert [v["view"] for v in dropped["lineage_unknown"]] == ["prod.db.passed"]

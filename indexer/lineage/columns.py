@@ -163,12 +163,16 @@ def _analyse(
     tables = {id(source): source for scope in traverse_scope(statement) for source in scope.sources.values()
               if isinstance(source, exp.Table)}  # fmt: skip
     for table in tables.values():  # as table lineage finds them: CTE names and functions are not tables
-        if not isinstance(table.this, exp.Identifier | exp.Dot):
-            continue
         before = len(resolver.references)
         resolver.add(table)
         if len(resolver.references) == before:
             continue
+        if not isinstance(table.this, exp.Identifier | exp.Dot) and not _names_one_table(table.this):
+            message = (
+                f"{table.sql(request.dialect)[:200]} passes a table to a table function, whose columns "
+                "are not traced"
+            )
+            return ColumnLineage((), (), (), (Finding("column-analysis-error", Severity.ERROR, message),))
         ref: TableReference = resolver.references[-1]
         key: TableKey = resolved.get(ref.raw, (ref.catalog, ref.namespace, ref.name))
         if ref.suffix is not None:  # a metadata table (`db.t.snapshots`): none of the table's columns
@@ -291,6 +295,11 @@ def _expand_argument_stars(scope: Scope, mapping: Mapping[str, object]) -> None:
             function.set(key, [*arguments[:at], *columns, *arguments[at + 1 :]])
         else:  # a function of one argument: still each column is read
             star.replace(columns[0] if len(columns) == 1 else exp.Tuple(expressions=columns))
+
+
+def _names_one_table(function: exp.Expr) -> bool:
+    """Whether a table-valued function is `IDENTIFIER('db.t')`, which is that table."""
+    return isinstance(function, exp.Anonymous) and function.name.upper() == "IDENTIFIER"
 
 
 def _output_types(

@@ -3,8 +3,9 @@ dialect, the version's defaults, the view's catalog and `LineageConfig`.
 
 Tables are found through sqlglot's scopes, so CTE names (even one named like the table it reads),
 derived tables, lateral views and UNNEST are never mistaken for tables, and every subquery, join,
-set operation and correlated subquery is followed. Table-valued functions are not tables;
-`IDENTIFIER('db.t')` is. Iceberg metadata tables and branch, tag and time-travel forms read their
+set operation and correlated subquery is followed. Table-valued functions are not tables, but
+the tables passed to them are, and one whose reads cannot be told is a finding;
+`IDENTIFIER('db.t')` is a table. Iceberg metadata tables and branch, tag and time-travel forms read their
 base table, with the suffix or pin recorded.
 """
 
@@ -23,13 +24,20 @@ from viewlineage.indexer.lineage.config import LineageConfig
 from viewlineage.indexer.lineage.dialects import CASE_INSENSITIVE, sqlglot_spelling
 from viewlineage.indexer.spec.findings import Finding, Severity
 
-LINEAGE_RULES_VERSION = 5
+LINEAGE_RULES_VERSION = 6
+"""Bump when extraction or resolution changes: it is part of the memo key, so stored results of
+older rules are recomputed rather than reused."""
 FILE_FORMATS = frozenset({"parquet", "orc", "json", "csv", "text", "avro", "binaryfile", "delta", "hudi"})
 """Spark data sources a query reads files of by path (``parquet.`s3://bucket/path` ``)."""
 FILE_READERS = frozenset({"read_files", "read_parquet", "read_csv", "read_json"})
 """Table-valued functions that read files by path."""
-"""Bump when extraction or resolution changes: it is part of the memo key, so stored results of
-older rules are recomputed rather than reused."""
+GENERATORS = frozenset(
+    {"range", "sequence", "generateseries", "generate_series", "explode", "explode_outer", "_explodeouter",
+     "posexplode", "posexplode_outer", "posexplodeouter", "inline", "inline_outer", "inlineouter", "stack",
+     "json_tuple", "unnest", "values"}
+)  # fmt: skip
+"""Table-valued functions that make rows of their arguments and read no table (as named or as
+sqlglot's expression keys)."""
 
 METADATA_TABLES = frozenset(
     {
@@ -237,12 +245,13 @@ class _Resolver:
         return self.aliases.get(folded.lower(), folded)
 
     def add(self, table: exp.Table) -> None:
-        if not isinstance(table.this, exp.Identifier | exp.Dot):
-            parts = self._function_parts(table.this)
-            if parts is None:
-                return
-        else:
-            parts = [self._fold(part.name) for part in table.parts]
+        if isinstance(table.this, exp.Identifier | exp.Dot):
+            self._add_named(table, [self._fold(part.name) for part in table.parts])
+            return
+        for parts in self._function_reads(table.this):
+            self._add_named(table, parts)
+
+    def _add_named(self, table: exp.Table, parts: list[str]) -> None:
         if len(parts) == 2 and parts[0].lower() in FILE_FORMATS and "/" in parts[1]:
             # Spark's ``parquet.`s3://b/p` ``: files read directly, no catalog's table.
             self.findings.append(
@@ -301,6 +310,45 @@ class _Resolver:
                 )
             )
         self.references.append(TableReference(catalog, namespace, parts[-1], suffix, pin, source, raw))
+
+    def _function_reads(self, function: exp.Expression) -> list[list[str]]:
+        """The tables a table-valued function reads: `IDENTIFIER('db.t')` its table; Trino's
+        `TABLE(f(input => TABLE(db.t)))` each table passed, `TABLE(system.table_changes(schema_name
+        => 'db', table_name => 't'))` its table; none for a generator (`range`, `explode`). Any other
+        reads what cannot be told (`system.query` runs SQL in another database): a finding that
+        leaves the view's lineage unknown."""
+        inner = function
+        if isinstance(inner, exp.Anonymous) and inner.name.upper() == "TABLE" and inner.expressions:
+            inner = inner.expressions[0]  # Trino's TABLE(f(...))
+        called = inner.expression if isinstance(inner, exp.Dot) else inner
+        name = (called.name if isinstance(called, exp.Anonymous) else called.key).lower()
+        arguments = {
+            kwarg.this.name.lower(): kwarg.expression for kwarg in called.find_all(exp.Kwarg) if kwarg.this
+        }
+        passed = [
+            argument.expressions[0]
+            for argument in called.find_all(exp.Anonymous)
+            if argument is not called and argument.name.upper() == "TABLE" and argument.expressions
+        ]
+        if passed:
+            named = [exp.to_table(argument.sql(self.dialect), dialect=self.dialect) for argument in passed]
+            return [[self._fold(part.name) for part in table.parts] for table in named]
+        changes = [arguments.get(key) for key in ("schema_name", "table_name")]
+        if name == "table_changes" and all(isinstance(v, exp.Literal) and v.is_string for v in changes):
+            return [[self._fold(str(value.name)) for value in changes if value is not None]]
+        parts = self._function_parts(inner)
+        if parts is not None:
+            return [parts]
+        if name not in GENERATORS | FILE_READERS | {"identifier"}:
+            self.findings.append(
+                Finding(
+                    "table-function",
+                    Severity.WARNING,
+                    f"{function.sql(self.dialect)[:200]} is a table function whose reads are not known: "
+                    "the view's lineage is unknown",
+                )
+            )
+        return []
 
     def _function_parts(self, function: exp.Expression) -> list[str] | None:
         """A table name from `IDENTIFIER('db.t')`; None for any other table-valued function."""

@@ -77,6 +77,7 @@ CODES = frozenset(
         "sql-analysis-error",
         "sql-parse-error",
         "sql-too-long",
+        "table-function",
         "timestamp-out-of-range",
         "unknown-dialect",
         "unknown-representation-type",

@@ -176,7 +176,8 @@ FROM walk;
 
 -- lineage_unknown_as_of(t): the views current at t that could read anything, as far as the store
 -- knows, with why: no representation of their version gave lineage (its SQL does not parse or
--- holds no single query, names a table by an expression (`IDENTIFIER('db.' || x)`), its dialect is
+-- holds no single query, names a table by an expression (`IDENTIFIER('db.' || x)`), calls a table
+-- function whose reads are not known (`TABLE(system.query(...))`), its dialect is
 -- unknown, it is longer than max-sql-length, it is no SQL), or the version is not stored.
 CREATE OR REPLACE MACRO lineage_unknown_as_of(t) AS TABLE
 WITH heads AS MATERIALIZED (
@@ -195,7 +196,8 @@ representation_state AS (
                              || f.message
                       FROM lineage_findings f
                       WHERE f.lineage_key = r.lineage_key
-                        AND f.code IN ('sql-parse-error', 'sql-analysis-error', 'dynamic-identifier')
+                        AND f.code IN ('sql-parse-error', 'sql-analysis-error', 'dynamic-identifier',
+                                       'table-function')
                       ORDER BY f.ordinal LIMIT 1)
            END AS failure
     FROM representations r WHERE r.version_hash IN (SELECT version_hash FROM heads)
