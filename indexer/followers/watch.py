@@ -278,7 +278,12 @@ class _Loop:
             due = _expand_directories(_drain(paths, self.settings.batch_files), self.reader)
             if self.reader.unlisted:
                 self.health.unlisted(self.reader.unlisted)
-            removed = self._files_of(_drain(removals, self.settings.batch_files))
+            # A file deleted and written again before its removal is stored is back: its removal is past.
+            removed = [
+                removal
+                for removal in self._files_of(_drain(removals, self.settings.batch_files))
+                if _stat(removal.location) is None
+            ]
             now = time.monotonic()
             due.extend(
                 location

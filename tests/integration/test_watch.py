@@ -28,6 +28,7 @@ from viewlineage.sinks.readers import open_reader
 
 from ..conftest import CONFORMANCE, settings_for
 from ..generate import generate
+from ..metadata_files import View
 from ..refusals import refusing_environment
 from .consume_process import get_json
 from .watch_process import Watch
@@ -414,6 +415,32 @@ def test_a_file_moved_out_and_back_is_there_again(watched: tuple[Path, Watch], t
     watch.wait_until("SELECT count(*) FROM removals", 0)
     watch.wait_until("SELECT count(*) FROM views_as_of(4611686018427387904)", 1)
     assert watch.count("SELECT count(*) FROM files") == 2
+
+
+def test_a_file_deleted_and_written_again_at_once_is_there(
+    watched: tuple[Path, Watch], tmp_path: Path
+) -> None:
+    """Found by the tenth adversarial trial: `cp F; rm F; cp F` in quick succession, in directories
+    watched already, left the view dropped (4 times in 5) while its file was on disk: the removal
+    was stored after the file, which the store already held, was skipped as indexed."""
+    root, watch = watched
+    staged = [
+        View(tmp_path / "staged", "e", f"v{n}", f"ee000000-0000-4000-8000-00000000000{n}").commit(
+            1000, "SELECT 1 AS x"
+        )
+        for n in range(5)
+    ]
+    for n in range(5):
+        (root / "e" / f"v{n}" / "metadata").mkdir(parents=True)
+    time.sleep(2)  # watched by now
+    copies = [f"cp {source} {root / source.relative_to(tmp_path / 'staged')}" for source in staged]
+    # as the trial wrote them, gone and back in one batch
+    subprocess.run(
+        ["sh", "-c", "; ".join(f"{copy}; rm {copy.split()[-1]}; {copy}" for copy in copies)], check=True
+    )
+    time.sleep(2)  # the removals' events are handled by now
+    assert watch.count("SELECT count(*) FROM removals") == 0
+    assert watch.count("SELECT count(*) FROM views_as_of(4611686018427387904)") == 5
 
 
 def test_polling_counts_each_file_once(tmp_path: Path) -> None:
