@@ -133,7 +133,18 @@ def _live_state(conn: duckdb.DuckDBPyConnection, view: ResolvedView, as_of_ms: i
         when = "any time" if as_of_ms is None else iso(at)
         raise UsageError(f"view {view.name} had no active version at {when}")
     tied = tied_files(conn, [view.view_id], at)
-    return state | {"tied_files": tied[0]["tied_files"] if tied else []}
+    # Versions made current at the very instant of this one: which came last is the greater id's
+    # guess (the logs' order is not kept), so the answer says so.
+    same_instant = query_rows(
+        conn,
+        "SELECT DISTINCT version_id FROM activations "
+        "WHERE view_id = ? AND timestamp_ms = ? AND version_id <> ? ORDER BY 1",
+        [view.view_id, state["activated_ms"], state["active_version_id"]],
+    )
+    return state | {
+        "tied_files": tied[0]["tied_files"] if tied else [],
+        "tied_activations": [row["version_id"] for row in same_instant],
+    }
 
 
 def tied_files(conn: duckdb.DuckDBPyConnection, view_ids: list[str], at: int) -> list[dict[str, Any]]:
@@ -174,6 +185,7 @@ def show(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None)
         "properties_since": iso(state["commit_ms"]),
         "properties_since_source": state["commit_source"],
         "tied_files": state["tied_files"],
+        "tied_activations": state["tied_activations"],
         "materialized": mviews.view_materialization(
             conn,
             view.view_id,
@@ -528,6 +540,7 @@ def deps(
         "reads": reads,
         "uncertain": sum(read["match"] != "exact" for read in reads),
         "tied_files": state["tied_files"],
+        "tied_activations": state["tied_activations"],
         "lineage_unknown": unknown,
         "cycles": [
             {

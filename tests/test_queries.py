@@ -1055,7 +1055,11 @@ def test_a_version_log_that_leaves_the_current_version_open_is_a_finding(tmp_pat
         assert [(f["code"], f["position"]) for f in api.findings(conn, view="db.nolog")] == [
             ("empty-version-log", "$.version-log")
         ]
-        assert api.show(conn, "db.tied")["version_id"] == 2  # the greater id, and it says so
+        shown = api.show(conn, "db.tied")  # the greater id, and it says so (the tenth adversarial trial:
+        # only `findings` did, not `show` itself)
+        assert (shown["version_id"], shown["tied_activations"]) == (2, [1])
+        assert api.deps(conn, "db.tied")["tied_activations"] == [1]
+        assert api.show(conn, "db.tied", 1500)["tied_activations"] == []
         assert sorted((f["code"], f["message"]) for f in api.findings(conn, view="db.tied")) == [
             (
                 "activation-tie",
