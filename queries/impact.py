@@ -79,9 +79,11 @@ class Change:
 
 def parse_change(drop: str | None, rename: str | None, change_type: str | None) -> Change:
     """The one change asked for on the command line."""
-    given = [
-        (kind, text) for kind, text in ((DROP, drop), (RENAME, rename), (CHANGE_TYPE, change_type)) if text
-    ]
+    asked = ((DROP, drop), (RENAME, rename), (CHANGE_TYPE, change_type))
+    empty = [kind for kind, text in asked if text is not None and not text.strip()]
+    if empty:
+        raise UsageError(f"--{empty[0]} is empty: name a column (over HTTP: {empty[0].replace('-', '_')})")
+    given = [(kind, text) for kind, text in asked if text]
     if len(given) != 1:
         raise UsageError(
             "give exactly one of --drop-column, --rename-column, --change-type "

@@ -114,6 +114,21 @@ def test_event_names(event_name: str, kind: EventKind) -> None:
 
 
 @pytest.mark.parametrize(
+    ("value", "message"),
+    [  # found by the tenth adversarial trial: valid JSON was "neither JSON nor a filer notification"
+        (b"[]", "a JSON array, not an event (an object)"),
+        (b'"s"', "a JSON string, not an event (an object)"),
+        (b"null", "a JSON null, not an event (an object)"),
+        (b"\x00\x01", "neither JSON nor a SeaweedFS filer notification"),
+    ],
+)
+def test_what_is_not_an_event_says_what_it_is(value: bytes, message: str) -> None:
+    with pytest.raises(EventDecodeError) as caught:
+        decode_message(None, value)
+    assert (caught.value.reason, str(caught.value)) == ("unknown-event-format", message)
+
+
+@pytest.mark.parametrize(
     ("value", "reason"),
     [
         (b"", "empty-message"),

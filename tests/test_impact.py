@@ -224,6 +224,11 @@ def test_impact_command(impact_store: Path) -> None:
     )
     assert both.exit_code == 2
     assert "give exactly one of --drop-column, --rename-column, --change-type" in both.output
+    empty = runner.invoke(cli, ["--db", str(impact_store), "impact", "db.orders", "--drop-column", " "])
+    assert (empty.exit_code, empty.stderr) == (  # found by the tenth adversarial trial
+        2,
+        "error: --drop-column is empty: name a column (over HTTP: drop_column)\n",
+    )
 
 
 SPARK_CASES: dict[str, tuple[str, str, int, list[Use]]] = {

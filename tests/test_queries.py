@@ -1253,6 +1253,15 @@ def test_version_ids_no_stored_file_lists_are_a_finding(tmp_path: Path) -> None:
     document["versions"] = [v for v in document["versions"] if v["version-id"] in (1, 2, 6)]
     document["version-log"] = [e for e in document["version-log"] if e["version-id"] in (1, 2, 6)]
     write(files[-1], document, 6000)
+    # Found by the tenth adversarial trial: versions 1 and -2 gave "versions -1 to 0 never stored"
+    negative = View(root, "db", "negative", "ee000000-0000-4000-8000-000000000002")
+    negative.commit(1000, "SELECT 1 AS x")
+    negative.commit(2000, "SELECT 2 AS x")
+    newest = sorted((root / "db" / "negative" / "metadata").iterdir())[-1]
+    numbered = json.loads(newest.read_text())
+    numbered["versions"][1]["version-id"] = numbered["version-log"][1]["version-id"] = -2
+    numbered["current-version-id"] = -2
+    write(newest, numbered, 2000)
     db = tmp_path / "store.duckdb"
     index_locations([str(root)], settings_for(db, f"{root}=prod"))
     with open_reader(db) as conn:

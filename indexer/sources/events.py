@@ -176,12 +176,22 @@ def decode_message(key: bytes | None, value: bytes | None, timestamp_ms: int | N
         except orjson.JSONDecodeError as exc:
             raise EventDecodeError("not-json", f"not JSON: {exc}") from exc
         return _decode_json(document, "aws")
+    if key is None or not key.startswith(b"/"):  # no filer path: JSON of another kind (`[]`), or none
+        try:
+            other = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            raise EventDecodeError(
+                "unknown-event-format", "neither JSON nor a SeaweedFS filer notification"
+            ) from None
+        return _decode_json(other, "aws")
     return _decode_seaweedfs(key, value, timestamp_ms)
 
 
 def _decode_json(document: Any, source: str) -> Decoded:
     if not isinstance(document, dict):
-        raise EventDecodeError("unknown-event-format", f"a JSON {type(document).__name__}, not an event")
+        kinds = {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+        kind = kinds.get(type(document), "null")
+        raise EventDecodeError("unknown-event-format", f"a JSON {kind}, not an event (an object)")
     try:
         if document.get("Event") == "s3:TestEvent":
             return Decoded((), (Skipped("test-event", str(document.get("Bucket", ""))),))
@@ -305,9 +315,8 @@ def _filer_url(path: str) -> str | Skipped:
     return f"s3://{parts[2]}/{'/'.join(parts[3:])}"
 
 
-def _decode_seaweedfs(key: bytes | None, value: bytes, timestamp_ms: int | None) -> Decoded:
-    if not key or not key.startswith(b"/"):
-        raise EventDecodeError("unknown-event-format", "neither JSON nor a SeaweedFS filer notification")
+def _decode_seaweedfs(key: bytes, value: bytes, timestamp_ms: int | None) -> Decoded:
+    """A filer notification, its Kafka key the filer path (`/buckets/...`)."""
     try:
         notification: Any = EventNotification.FromString(value)
         path = key.decode()

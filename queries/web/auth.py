@@ -13,9 +13,8 @@ import hashlib
 import hmac
 import ipaddress
 from pathlib import Path
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -68,8 +67,31 @@ def protected(app: ASGIApp, host: str, token_file: Path | None) -> ASGIApp:
         # A page on another site can make a browser ask a loopback server under a name of its
         # own that resolves to 127.0.0.1 (DNS rebinding), and read the answer: only the machine's
         # own names are served.
-        return TrustedHostMiddleware(app, allowed_hosts=sorted({host, "127.0.0.1", "localhost", "::1"}))
+        return OwnNames(app, {host, "127.0.0.1", "localhost", "::1"})
     return TokenAuth(app, read_token(token_file))
+
+
+class OwnNames:
+    """ASGI middleware: requests naming a host other than `names` (the `Host` header) get a 400,
+    in the API's terms (`{"error": ...}`)."""
+
+    def __init__(self, app: ASGIApp, names: set[str]) -> None:
+        self.app = app
+        self.names = {name.lower().strip("[]") for name in names}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            asked = Request(scope).headers.get("host", "")
+            try:
+                name = urlsplit(f"//{asked}").hostname or ""
+            except ValueError:  # a malformed port or bracket
+                name = ""
+            if name not in self.names:
+                known = ", ".join(sorted(self.names))
+                error = {"error": f"this server answers to {known}, not {asked[:80]!r}"}
+                await Response(encode(error), 400, media_type="application/json")(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class TokenAuth:
