@@ -235,6 +235,8 @@ class _Reader:
     onward: int = 0
     """The surest match a read of this view can be: `shared-name` when another current view holds
     its name too (directories whose names differ only in case)."""
+    created_ms: int | None = None
+    """When the version was created (its `timestamp-ms`): the schemas it was typed against then."""
 
     def match(self, reference: TableKey, wanted: TableKey, catalogs: frozenset[str]) -> int | None:
         """How surely a reference of this reader names `wanted` (`_match`), at best its `floor`."""
@@ -377,7 +379,9 @@ def impact(
     result["lineage_unknown"] = [
         row for row in lineage_unknown(conn, at, transitive=True) if row["view_id"] != table_id
     ]
-    result["already_broken"] = [] if fields is None else _already_broken(readers, target, fields, catalogs)
+    result["already_broken"] = (
+        [] if fields is None else _already_broken(conn, readers, target, fields, catalogs)
+    )
     # A view an earlier change broke does not keep working by position: it is broken already.
     result["by_position"] = sorted(set(by_position) - {row["view"] for row in result["already_broken"]})
     # A reader whose file in force ties with another was analysed from a guessed one of them.
@@ -407,7 +411,11 @@ def _reads_pinned(reader: _Reader, target: _Object, catalogs: frozenset[str]) ->
 
 
 def _already_broken(
-    readers: list[_Reader], target: _Object, fields: dict[tuple[str, ...], str], catalogs: frozenset[str]
+    conn: duckdb.DuckDBPyConnection,
+    readers: list[_Reader],
+    target: _Object,
+    fields: dict[tuple[str, ...], str],
+    catalogs: frozenset[str],
 ) -> list[dict[str, Any]]:
     """Uses, by the views reading the table directly, of columns its schema at T does not have:
     engines resolve columns by name, so an earlier rename or drop already broke these views (and
@@ -446,7 +454,7 @@ def _already_broken(
                     "match": MATCHES[certainty],
                 },
             )
-        for column, certainty in _outputs_gone_stale(reader, target, fields, catalogs):
+        for column, certainty in _outputs_gone_stale(conn, reader, target, fields, catalogs):
             broken.setdefault(
                 (reader.name, reader.view_id, column, STORED_TYPE),
                 {
@@ -461,13 +469,18 @@ def _already_broken(
 
 
 def _outputs_gone_stale(
-    reader: _Reader, target: _Object, fields: dict[tuple[str, ...], str], catalogs: frozenset[str]
+    conn: duckdb.DuckDBPyConnection,
+    reader: _Reader,
+    target: _Object,
+    fields: dict[tuple[str, ...], str],
+    catalogs: frozenset[str],
 ) -> list[tuple[str, int]]:
-    """The table's columns (with how surely the read names the table) that the view projects as
-    they are into an output whose stored type their type at T (`fields`) no longer up-casts to: an
-    earlier type change broke the view. Only outputs that are the column itself count, whose type
-    is the column's own, not inferred. A view whose outputs no longer line up with its stored
-    columns is broken by that (`missing_outputs`), not by the types the shift compares."""
+    """The table's columns (with how surely the read names the table) that the view projects into
+    an output whose stored type their type at T (`fields`) no longer up-casts to: an earlier type
+    change broke the view. Outputs that are the column itself count, whose type is the column's
+    own, and computed ones whose inferred type is borne out (`_inferred_gone_stale`). A view whose
+    outputs no longer line up with its stored columns is broken by that (`missing_outputs`), not by
+    the types the shift compares."""
     if reader.missing_outputs() or len(reader.lineage.outputs) != len(reader.stored_types):
         return []
     # Typing the view's outputs costs a second analysis: only for a projected column whose type
@@ -500,13 +513,53 @@ def _outputs_gone_stale(
             for each in ([kind] if direct and kind is not None else []) + list(branches.get(position, ()))
         )
     }
+    computed, retyped = _inferred_gone_stale(conn, reader, typed)
     return [
         (".".join(use.path), certainty)
         for use in typed.uses
         if use.kind in ("projected", "aggregate")
-        and use.output in stale
+        and (use.output in stale or (use.output in computed and (use.table, use.path[0].lower()) in retyped))
         and (certainty := reader.match(use.table, target.key, catalogs)) is not None
     ]
+
+
+def _inferred_gone_stale(
+    conn: duckdb.DuckDBPyConnection, reader: _Reader, typed: ColumnLineage
+) -> tuple[set[str], set[tuple[TableKey, str]]]:
+    """The outputs computed from columns (`price * qty`) whose type, inferred from the schemas at T,
+    no longer up-casts to the stored one, where the inference is borne out: from the schemas read
+    when the version was created, it gives the very type the view stored (sqlglot's rules and the
+    engine's agree on that expression); and the columns read whose type changed since then."""
+    stored = dict(enumerate(reader.stored_types))
+    suspects = {
+        position
+        for position, (kind, direct) in enumerate(zip(typed.output_types, typed.direct_outputs, strict=True))
+        if not direct
+        and kind is not None
+        and stored.get(position) is not None
+        and not _up_casts(kind, stored[position])
+    }
+    if not suspects or reader.created_ms is None:
+        return set(), set()
+    then = {key: _schema_at(conn, key, reader.created_ms) for key in reader.schemas}
+    known = {key: columns for key, columns in then.items() if columns is not None}
+    if len(known) < len(then):
+        return set(), set()
+    created = column_lineage(reader.request, LineageConfig(), known, reader.resolved, typed=True)
+    if created.outputs != typed.outputs or any(f.code in ANALYSIS_FAILED for f in created.findings):
+        return set(), set()
+    retyped = {
+        (key, name.lower())
+        for key, columns in reader.schemas.items()
+        for name, kind in columns
+        if kind != dict(known[key]).get(name)
+    }
+    borne_out = {
+        typed.outputs[position]
+        for position in suspects
+        if position < len(created.output_types) and created.output_types[position] == stored[position]
+    }
+    return borne_out, retyped
 
 
 def _schema_of(
@@ -613,7 +666,7 @@ def _analysed(
     version = query_rows(
         conn,
         """
-        SELECT v.default_catalog, v.default_namespace, coalesce(s.columns, []) AS columns
+        SELECT v.default_catalog, v.default_namespace, coalesce(s.columns, []) AS columns, v.timestamp_ms
         FROM versions v LEFT JOIN schemas s ON s.schema_hash = v.schema_hash WHERE v.version_hash = ?""",
         [version_hash],
     )
@@ -663,6 +716,7 @@ def _analysed(
                 tuple(column for column, _ in stored),
                 floor,
                 _SHARED if head["shared"] else 0,
+                v["timestamp_ms"],
             )
         )
     return readers

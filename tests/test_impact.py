@@ -1240,6 +1240,36 @@ def test_a_union_branch_projecting_a_widened_column_is_already_broken(tmp_path: 
     ]
 
 
+def test_a_computed_output_an_earlier_widening_made_stale_is_already_broken(tmp_path: Path) -> None:
+    """Found by the tenth new-user trial: after `price` float -> double, Spark refused a view of
+    `price * qty` stored as FLOAT ("Cannot up cast gross from DOUBLE to FLOAT"); `already_broken`
+    counted only outputs that are a column as it is. A computed output counts when its inferred type
+    is borne out: from the schemas at the version's creation it infers the stored type itself."""
+    root = tmp_path / "warehouse"
+    orders = Table(
+        root, "sales", "orders", "aba00000-0000-4000-8000-000000000001",
+        schema=schema_of(("price", "float"), ("qty", "int"), ("note", "string")),
+    )  # fmt: skip
+    orders.commit(500, 1)
+    View(
+        root, "sales", "gross", "aba00000-0000-4000-8000-000000000002", schema=schema_of(("gross", "float"))
+    ).commit(1000, "SELECT price * qty AS gross FROM sales.orders")
+    View(  # stored as sqlglot would not infer it: no evidence, so not counted
+        root, "sales", "odd", "aba00000-0000-4000-8000-000000000003", schema=schema_of(("g", "decimal(9, 2)"))
+    ).commit(1000, "SELECT price * qty AS g FROM sales.orders")
+    orders.schema = schema_of(("price", "double"), ("qty", "int"), ("note", "string"))
+    orders.commit(2000, 2)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        before = impact(conn, "sales.orders", parse_change("note", None, None), 1500)
+        after = impact(conn, "sales.orders", parse_change("note", None, None), 3000)
+    assert before["already_broken"] == []
+    assert [(b["view"], b["column"], b["kind"]) for b in after["already_broken"]] == [
+        ("prod.sales.gross", "price", "stored-type"),  # not qty, whose type did not change
+    ]
+
+
 def test_a_use_that_cannot_be_told_says_why(tmp_path: Path) -> None:
     """A view whose columns could not be analysed (a UNION of 600 queries nests too deeply for
     sqlglot) was `unknown` with no reason, and the analysis error read `RecursionError: maximum
