@@ -36,7 +36,7 @@ def launched() -> Iterator[Browser]:
 
 
 class Visit:
-    """A page opened in a fresh tab, failing on any console error or failed request."""
+    """A page opened in a fresh tab, failing on any console error or warning, or failed request."""
 
     def __init__(self, browser: Browser, url: str, name: str, status: int = 200) -> None:
         """`status`: what the page itself answers (a page refusing its question, 400)."""
@@ -48,7 +48,7 @@ class Visit:
             "console",
             lambda m: (
                 self.problems.append(m.text)
-                if m.type == "error" and (status == 200 or not m.text.startswith(expected))
+                if m.type in ("error", "warning") and (status == 200 or not m.text.startswith(expected))
                 else None
             ),
         )

@@ -17,10 +17,11 @@ function drawGraph(target) {
     container: target,
     elements,
     layout: { name: "dagre", rankDir: "LR", nodeSep: 20, rankSep: 80 },
-    wheelSensitivity: 0.3,
     style: [
+      // A node as wide as its name (about 6.5 px a character at 11 px), as `width: "label"` did
       { selector: "node", style: { label: "data(label)", "font-size": 11, "text-valign": "center",
-          "text-halign": "center", width: "label", height: 24, padding: 8, "background-color": "#ddf4ff",
+          "text-halign": "center", width: (node) => Math.max(24, node.data("label").length * 6.5),
+          height: 24, padding: 8, "background-color": "#ddf4ff",
           "border-width": 1, "border-color": "#0969da", shape: "round-rectangle" } },
       { selector: "node.table", style: { shape: "rectangle", "background-color": "#f6f8fa", "border-color": "#59636e" } },
       { selector: "node.root", style: { "border-width": 3 } },
