@@ -366,7 +366,7 @@ def test_a_view_s_column_has_an_impact_too_and_names_say_what_they_are(sample_st
     )
     assert retyped.stdout.splitlines()[0] == (
         "change-type prod.db.event_agg.event_count (long -> decimal(20,0)): a view's column, retyped when "
-        "the view is re-created; 2 view(s) use it, 1 of them in an output column whose stored type goes "
+        "the view is re-created; 2 view(s) use it, 2 of them in an output column whose stored type goes "
         "stale (engines refuse such a view until it is re-created)"
     )
     as_table = CliRunner().invoke(cli, ["table", "prod.db.event_agg", "--db", str(sample_store)])
@@ -1268,6 +1268,43 @@ def test_a_computed_output_an_earlier_widening_made_stale_is_already_broken(tmp_
     assert [(b["view"], b["column"], b["kind"]) for b in after["already_broken"]] == [
         ("prod.sales.gross", "price", "stored-type"),  # not qty, whose type did not change
     ]
+
+
+def test_a_union_s_column_is_typed_from_every_branch(tmp_path: Path) -> None:
+    """Found by the eleventh new-user trial, checked on Spark: a UNION ALL column was typed from its
+    first branch, so widening a column of another branch missed the view (Spark: "Cannot up cast lvl
+    from BIGINT to INT"), and widening the first branch's to what another's was already listed one
+    that kept working. Spark widens the branches' types to a common one."""
+    root = tmp_path / "warehouse"
+    ints = schema_of(("device_id", "int"), ("level", "int"))
+    Table(root, "raw", "alerts", "abb00000-0000-4000-8000-000000000001", schema=ints).commit(500, 1)
+    readings = schema_of(("device_id", "int"), ("qty", "int"))
+    Table(root, "raw", "readings", "abb00000-0000-4000-8000-000000000002", schema=readings).commit(500, 2)
+    wide = schema_of(("qty", "long"))
+    Table(root, "raw", "wide", "abb00000-0000-4000-8000-000000000003", schema=wide).commit(500, 3)
+    views = {
+        "mixed": ("SELECT device_id, level AS lvl FROM raw.alerts UNION ALL "
+                  "SELECT device_id, qty FROM raw.readings",
+                  schema_of(("device_id", "int"), ("lvl", "int"))),
+        "third": ("SELECT device_id FROM raw.readings UNION ALL SELECT device_id FROM raw.readings "
+                  "UNION ALL SELECT device_id FROM raw.alerts", schema_of(("device_id", "int"))),
+        "widened": ("SELECT level AS lvl FROM raw.alerts UNION ALL SELECT qty FROM raw.wide",
+                    schema_of(("lvl", "long"))),
+    }  # fmt: skip
+    for i, (name, (sql, stored)) in enumerate(views.items(), 4):
+        View(root, "raw", name, f"abb00000-0000-4000-8000-00000000000{i}", schema=stored).commit(1000, sql)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        qty = impact(conn, "raw.readings", parse_change(None, None, "qty=long"))
+        device = impact(conn, "raw.alerts", parse_change(None, None, "device_id=long"))
+        level = impact(conn, "raw.alerts", parse_change(None, None, "level=long"))
+    assert qty["stale_schemas"] == ["prod.raw.mixed"]
+    assert device["stale_schemas"] == ["prod.raw.mixed", "prod.raw.third"]
+    assert (level["views"], level["stale_schemas"]) == (
+        ["prod.raw.mixed", "prod.raw.widened"],
+        ["prod.raw.mixed"],
+    )
 
 
 def test_a_use_that_cannot_be_told_says_why(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ filter on the base column behind it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -326,6 +327,11 @@ def _output_types(
         direct.append(len(branches) == 1 and _direct(branches[0], projection))
     if len(branches) == 1:
         return tuple(types), tuple(direct), ()
+    for position in range(len(types)):  # a set operation's column: the widest of its branches'
+        for branch in branches[1:]:
+            projections = _select(branch).expressions
+            other = _spelled(projections[position].type) if position < len(projections) else None
+            types[position] = _wider(types[position], other)
     branch_types = tuple(
         tuple(
             spelled
@@ -337,6 +343,40 @@ def _output_types(
         for position in range(len(types))
     )
     return tuple(types), tuple(direct), branch_types
+
+
+_INTEGRAL = ("TINYINT", "SMALLINT", "INT", "BIGINT")
+_INTEGRAL_DIGITS = {"TINYINT": 3, "SMALLINT": 5, "INT": 10, "BIGINT": 20}
+_DECIMAL = re.compile(r"^DECIMAL\((\d+), (\d+)\)$")
+
+
+def _wider(one: str | None, other: str | None) -> str | None:
+    """The type a set operation gives a column of these two branch types, as Spark widens them
+    (numbers to the later in its precedence, decimals to hold both's digits, a decimal and a
+    floating point number to DOUBLE); None when unknown."""
+    if one is None or other is None:
+        return None
+    if one == other:
+        return one
+    numeric = (*_INTEGRAL, "FLOAT", "DOUBLE")  # Spark's numeric precedence
+    if one in numeric and other in numeric:
+        return max(one, other, key=numeric.index)
+    first, second = _decimal_digits(one), _decimal_digits(other)
+    if first is not None and second is not None:
+        scale = max(first[1], second[1])
+        whole = max(first[0] - first[1], second[0] - second[1])
+        return f"DECIMAL({min(38, whole + scale)}, {scale})"
+    if {one, other} & {"FLOAT", "DOUBLE"} and (first or second):
+        return "DOUBLE"
+    return None
+
+
+def _decimal_digits(kind: str) -> tuple[int, int] | None:
+    """(precision, scale) of a decimal, or of the decimal an integer type widens to."""
+    if kind in _INTEGRAL_DIGITS:
+        return _INTEGRAL_DIGITS[kind], 0
+    match = _DECIMAL.match(kind)
+    return (int(match.group(1)), int(match.group(2))) if match else None
 
 
 def _spelled(kind: exp.DataType | None) -> str | None:
