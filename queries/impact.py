@@ -28,6 +28,7 @@ from viewlineage.indexer.lineage.columns import (
     column_lineage,
     iceberg_type_sql,
     schema_columns,
+    spark_type,
 )
 from viewlineage.indexer.lineage.config import LineageConfig
 from viewlineage.indexer.lineage.tables import LineageRequest
@@ -417,11 +418,10 @@ def _already_broken(
     fields: dict[tuple[str, ...], str],
     catalogs: frozenset[str],
 ) -> list[dict[str, Any]]:
-    """Uses, by the views reading the table directly, of columns its schema at T does not have:
-    engines resolve columns by name, so an earlier rename or drop already broke these views (and
-    no change to the column as it is now named affects them). Only views every schema of whose
-    reads is known: otherwise a column may be another table's."""
-    columns = {path[0] for path in fields}
+    """Uses, by the views reading the table directly, of columns or nested fields its schema at T
+    does not have: engines resolve them by name, so an earlier rename or drop already broke these
+    views (and no change to the column as it is now named affects them). Only views every schema
+    of whose reads is known: otherwise a column may be another table's."""
     broken: dict[tuple[str, str, str, str], dict[str, Any]] = {}
     for reader in readers:
         if reader.lineage.unknown_schemas or any(f.code in ANALYSIS_FAILED for f in reader.lineage.findings):
@@ -441,7 +441,7 @@ def _already_broken(
             )
         for use in reader.lineage.uses:
             certainty = reader.match(use.table, target.key, catalogs)
-            if certainty is None or use.path[0].lower() in columns or use.path[0] == "*":
+            if certainty is None or use.path[0] == "*" or not _missing(fields, use.path):
                 continue
             column = ".".join(use.path)
             broken.setdefault(
@@ -466,6 +466,17 @@ def _already_broken(
                 },
             )
     return [broken[key] for key in sorted(broken)]
+
+
+def _missing(fields: dict[tuple[str, ...], str], path: tuple[str, ...]) -> bool:
+    """Whether the schema (`fields`, by case-folded path) lacks a column or nested field a use
+    reads: the first step of its path that is not a field, below a struct, list or map that is."""
+    read = tuple(part.lower() for part in path)
+    read = read[:-1] if read[-1:] == ("*",) else read  # `s.*`: the struct s
+    for depth in range(1, len(read) + 1):
+        if read[:depth] not in fields:
+            return depth == 1 or fields[read[: depth - 1]] in ("struct", "list", "map")
+    return False
 
 
 def _outputs_gone_stale(
@@ -513,23 +524,23 @@ def _outputs_gone_stale(
             for each in ([kind] if direct and kind is not None else []) + list(branches.get(position, ()))
         )
     }
-    computed, retyped = _inferred_gone_stale(conn, reader, typed)
+    uses = [use for use in typed.uses if use.output in stale] + _inferred_gone_stale(conn, reader, typed)
     return [
         (".".join(use.path), certainty)
-        for use in typed.uses
+        for use in uses
         if use.kind in ("projected", "aggregate")
-        and (use.output in stale or (use.output in computed and (use.table, use.path[0].lower()) in retyped))
         and (certainty := reader.match(use.table, target.key, catalogs)) is not None
     ]
 
 
 def _inferred_gone_stale(
     conn: duckdb.DuckDBPyConnection, reader: _Reader, typed: ColumnLineage
-) -> tuple[set[str], set[tuple[TableKey, str]]]:
-    """The outputs computed from columns (`price * qty`) whose type, inferred from the schemas at T,
-    no longer up-casts to the stored one, where the inference is borne out: from the schemas read
-    when the version was created, it gives the very type the view stored (sqlglot's rules and the
-    engine's agree on that expression); and the columns read whose type changed since then."""
+) -> list[ColumnUse]:
+    """The uses, as the version was created, of columns retyped or dropped since, that flow into an
+    output computed from columns (`price * qty`, `struct(*)`) whose type, inferred from the schemas
+    at T, no longer up-casts to the stored one, where the inference is borne out: from the schemas
+    read when the version was created, it gives the very type the view stored (sqlglot's rules and
+    the engine's agree on that expression)."""
     stored = dict(enumerate(reader.stored_types))
     suspects = {
         position
@@ -540,26 +551,28 @@ def _inferred_gone_stale(
         and not _up_casts(kind, stored[position])
     }
     if not suspects or reader.created_ms is None:
-        return set(), set()
+        return []
     then = {key: _schema_at(conn, key, reader.created_ms) for key in reader.schemas}
     known = {key: columns for key, columns in then.items() if columns is not None}
     if len(known) < len(then):
-        return set(), set()
+        return []
     created = column_lineage(reader.request, LineageConfig(), known, reader.resolved, typed=True)
     if created.outputs != typed.outputs or any(f.code in ANALYSIS_FAILED for f in created.findings):
-        return set(), set()
-    retyped = {
+        return []
+    changed = {
         (key, name.lower())
-        for key, columns in reader.schemas.items()
+        for key, columns in known.items()
         for name, kind in columns
-        if kind != dict(known[key]).get(name)
+        if kind != dict(reader.schemas[key]).get(name)  # retyped, or gone
     }
     borne_out = {
         typed.outputs[position]
         for position in suspects
         if position < len(created.output_types) and created.output_types[position] == stored[position]
     }
-    return borne_out, retyped
+    return [
+        use for use in created.uses if use.output in borne_out and (use.table, use.path[0].lower()) in changed
+    ]
 
 
 def _schema_of(
@@ -1106,9 +1119,10 @@ def _column_type(fields: dict[tuple[str, ...], str], path: tuple[str, ...]) -> s
 
 
 def _spark_type(kind: str) -> str | None:
-    """A Spark type string in sqlglot's canonical spelling (`bigint` -> `BIGINT`); None if unparsable."""
+    """A Spark type string in sqlglot's canonical spelling (`bigint` -> `BIGINT`, struct fields
+    quoted only where they must be, as inferred types spell them); None if unparsable."""
     try:
-        return exp.DataType.build(kind, dialect="spark").sql("spark")
+        return spark_type(exp.DataType.build(kind, dialect="spark"))
     except SqlglotError:
         return None
 

@@ -1307,6 +1307,66 @@ def test_a_union_s_column_is_typed_from_every_branch(tmp_path: Path) -> None:
     )
 
 
+def test_a_renamed_nested_field_and_a_struct_of_star_that_lost_a_field_are_already_broken(
+    tmp_path: Path,
+) -> None:
+    """Found by the eleventh new-user trial, checked on Spark: after renaming `payload.element.v`,
+    a view reading `p.v` of `LATERAL VIEW posexplode(payload) t AS pos, p` failed ("No such struct
+    field v"), and after dropping `region`, a view of `struct(*)` ("Cannot up cast rec from STRUCT<1
+    fields> to STRUCT<2 fields>"); `already_broken` had neither."""
+    root = tmp_path / "warehouse"
+
+    def payload(name: str) -> dict[str, Any]:
+        field = {"id": 4, "name": name, "required": False, "type": "double"}
+        element = {"type": "struct", "fields": [field]}
+        return {"type": "list", "element-id": 3, "element": element, "element-required": False}
+
+    alerts = Table(
+        root, "raw", "alerts", "abc00000-0000-4000-8000-000000000001",
+        schema=schema_of(("device_id", "int"), ("payload", payload("v"))),
+    )  # fmt: skip
+    alerts.commit(500, 1)
+    sites = Table(
+        root, "ref", "sites", "abc00000-0000-4000-8000-000000000002",
+        schema=schema_of(("site_id", "int"), ("region", "string")),
+    )  # fmt: skip
+    sites.commit(500, 2)
+    View(
+        root,
+        "raw",
+        "posex",
+        "abc00000-0000-4000-8000-000000000003",
+        schema=schema_of(("pos", "int"), ("v", "double")),
+    ).commit(1000, "SELECT pos, p.v FROM raw.alerts LATERAL VIEW posexplode(payload) t AS pos, p")
+    record = {
+        "type": "struct",
+        "fields": [
+            {"id": 5, "name": "site_id", "required": False, "type": "int"},
+            {"id": 6, "name": "region", "required": False, "type": "string"},
+        ],
+    }
+    View(
+        root, "ref", "struct_all", "abc00000-0000-4000-8000-000000000004", schema=schema_of(("rec", record))
+    ).commit(1000, "SELECT struct(*) AS rec FROM ref.sites")  # fmt: skip
+    alerts.schema = schema_of(("device_id", "int"), ("payload", payload("w")))
+    alerts.commit(2000, 3)
+    sites.schema = schema_of(("site_id", "int"))
+    sites.commit(2000, 4)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        renamed = impact(conn, "raw.alerts", parse_change("device_id", None, None), 3000)
+        dropped = impact(conn, "ref.sites", parse_change("site_id", None, None), 3000)
+        before = impact(conn, "ref.sites", parse_change("site_id", None, None), 1500)
+    assert [(b["view"], b["column"], b["kind"]) for b in renamed["already_broken"]] == [
+        ("prod.raw.posex", "payload.element.v", "projected")
+    ]
+    assert [(b["view"], b["column"], b["kind"]) for b in dropped["already_broken"]] == [
+        ("prod.ref.struct_all", "region", "stored-type")
+    ]
+    assert before["already_broken"] == []
+
+
 def test_a_use_that_cannot_be_told_says_why(tmp_path: Path) -> None:
     """A view whose columns could not be analysed (a UNION of 600 queries nests too deeply for
     sqlglot) was `unknown` with no reason, and the analysis error read `RecursionError: maximum

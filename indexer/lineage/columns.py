@@ -380,9 +380,19 @@ def _decimal_digits(kind: str) -> tuple[int, int] | None:
 
 
 def _spelled(kind: exp.DataType | None) -> str | None:
-    """An inferred type in Spark's spelling; None if not inferred."""
-    known = kind is not None and not kind.is_type(exp.DataType.Type.UNKNOWN)
-    return kind.sql("spark") if known and kind is not None else None
+    """An inferred type in Spark's spelling, struct fields quoted only where they must be (as
+    `spark_type` spells stored types); None if not inferred."""
+    if kind is None or kind.is_type(exp.DataType.Type.UNKNOWN):
+        return None
+    return spark_type(kind)
+
+
+def spark_type(kind: exp.DataType) -> str:
+    """A type in Spark's spelling, its struct fields' names quoted only where they must be."""
+    spelled = kind.copy()
+    for field in spelled.find_all(exp.Identifier):
+        field.set("quoted", not exp.SAFE_IDENTIFIER_RE.match(field.name))
+    return spelled.sql("spark")
 
 
 def _to_double(_left: exp.Expr, _right: exp.Expr) -> exp.DType:
