@@ -46,7 +46,12 @@ def web_app(
         name, items = request.path_params["name"], request.query_params.multi_items()
         answered = api.answer(reader, timeout, name, items)
         # A header is the one place every answer has (a CSV, a JSON list) for a notice
-        notice = {api.NOTICE_HEADER: answered.notice} if answered.notice else {}
+        # (Header values are Latin-1: a store's path in other scripts is escaped, `\u5546`.)
+        notice = (
+            {api.NOTICE_HEADER: answered.notice.encode("ascii", "backslashreplace").decode()}
+            if answered.notice
+            else {}
+        )
         if answered.csv is not None:
             rows = request.query_params.get("rows", "")
             part = f"-{rows}" if rows.replace("_", "").isalnum() else ""  # the table asked for, by name
