@@ -260,8 +260,8 @@ def _csv_cell(value: Any, key: str) -> str:
         return json.dumps(value, default=str, ensure_ascii=False)
     text = cell(value, key, multiline=True)
     # A text a spreadsheet would take for a formula (`=cmd|...`, `@SUM(1)`) starts with `'`, as
-    # OWASP advises for CSV; numbers keep their sign.
-    if isinstance(value, str) and text[:1] in ("=", "+", "-", "@", "\t", "\r"):
+    # OWASP advises for CSV, a joined list of texts too; numbers keep their sign.
+    if isinstance(value, str | list) and text[:1] in ("=", "+", "-", "@", "\t", "\r"):
         return "'" + text
     return text
 

@@ -524,6 +524,11 @@ def test_what_files_say_reaches_no_terminal_and_no_spreadsheet_as_a_command() ->
     assert output.csv_text(
         [{"engine": "=cmd|' /C calc'!A0", "version": "@SUM(1)", "n": -5, "s": "plain"}]
     ) == ("engine,version,n,s\n'=cmd|' /C calc'!A0,'@SUM(1),-5,plain\n")
+    # Found by the eleventh adversarial trial: a list of texts (changed property keys, a path of
+    # names) was joined into a cell unguarded; numbers in a list stay JSON
+    assert output.csv_text([{"keys": ['=HYPERLINK("x")', "b"], "path": ["=2+5.v"], "ids": [-1, 2]}]) == (
+        'keys,path,ids\n"\'=HYPERLINK(""x""), b",\'=2+5.v,"[-1, 2]"\n'
+    )
 
 
 def test_a_quarantine_message_is_bounded() -> None:
