@@ -163,6 +163,12 @@ def handle_errors(function: F) -> F:
                 raise
             click.echo(f"error: {exc}", err=True)
             context.exit(2 if isinstance(exc, UsageError) else 1)
+        except OSError as exc:  # a path to write or read that the system refuses (`/proc/x`, a file)
+            if isinstance(exc, BrokenPipeError) or (context.obj and context.obj.get("debug")):
+                raise
+            where = f"{exc.filename}: " if exc.filename else ""
+            click.echo(f"error: {where}{exc.strerror or exc}", err=True)
+            context.exit(1)
 
     return wrapper  # type: ignore[return-value]
 

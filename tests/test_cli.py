@@ -586,3 +586,12 @@ def test_reindex_shows_its_progress_as_index_does(tmp_path: Path, sample_warehou
     # click draws the bar on a terminal; elsewhere it writes its label once
     assert (shown.exit_code, shown.stderr) == (0, "reindexing\n")
     assert (hidden.exit_code, hidden.stderr) == (0, "")
+
+
+def test_a_path_the_system_refuses_is_one_line(sample_store: Path, tmp_path: Path) -> None:
+    """Found by the eleventh adversarial trial: `publish /proc/x` and `backfill --out FILE` printed
+    a Python traceback."""
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    published = CliRunner().invoke(cli, ["publish", str(a_file / "out"), "--db", str(sample_store)])
+    assert (published.exit_code, published.stderr) == (1, f"error: {a_file / 'out'}: Not a directory\n")
