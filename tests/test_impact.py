@@ -1675,3 +1675,29 @@ def test_trino_table_functions_read_their_tables_or_say_the_lineage_is_unknown(t
         ("prod.db.excluded", "unknown"),
     ]
     assert [v["view"] for v in dropped["lineage_unknown"]] == ["prod.db.passed"]
+
+
+def test_a_query_passed_to_a_generator_is_a_read_whose_columns_are_unknown(tmp_path: Path) -> None:
+    """Found by the eleventh adversarial trial: `SELECT explode((SELECT collect_list(a) FROM db.t1))`
+    read nothing, said `deps` (lineage known), and `uses` and `impact` of db.t1 left the view out."""
+    root = tmp_path / "warehouse"
+    Table(root, "db", "t1", "abd00000-0000-4000-8000-000000000001", schema=schema_of(("a", "int"))).commit(
+        500, 1
+    )
+    View(root, "db", "v", "abd00000-0000-4000-8000-000000000002", schema=schema_of(("e", "int"))).commit(
+        1000, "SELECT explode((SELECT collect_list(a) FROM db.t1)) AS e"
+    )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        read = api.uses(conn, "db.t1")
+        dropped = impact(conn, "db.t1", parse_change("a", None, None))
+    assert [v["view"] for v in read["views"]] == ["prod.db.v"]
+    assert [(u["view"], u["kind"], u["reason"]) for u in dropped["uses"]] == [
+        (
+            "prod.db.v",
+            "unknown",
+            "the analysis of its columns failed: a query passed to a generator "
+            "(`explode((SELECT ...))`): its columns are not traced",
+        )
+    ]

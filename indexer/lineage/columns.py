@@ -27,7 +27,13 @@ from sqlglot.schema import MappingSchema
 
 from viewlineage.indexer.lineage.config import LineageConfig
 from viewlineage.indexer.lineage.dialects import sqlglot_spelling
-from viewlineage.indexer.lineage.tables import LineageRequest, TableReference, _Resolver, fold_cte_names
+from viewlineage.indexer.lineage.tables import (
+    LineageRequest,
+    TableReference,
+    _Resolver,
+    fold_cte_names,
+    unscoped_queries,
+)
 from viewlineage.indexer.spec.findings import Finding, Severity
 
 TableKey = tuple[str | None, tuple[str, ...], str]
@@ -155,6 +161,9 @@ def _analyse(
     except SqlglotError as exc:
         return ColumnLineage((), (), (), (Finding("sql-parse-error", Severity.ERROR, str(exc)[:200]),))
     fold_cte_names(statement, request.dialect)
+    if unscoped_queries(statement, traverse_scope(statement)):
+        message = "a query passed to a generator (`explode((SELECT ...))`): its columns are not traced"
+        return ColumnLineage((), (), (), (Finding("column-analysis-error", Severity.ERROR, message),))
     resolver = _Resolver(request, config)
     placeholders: dict[str, TableKey] = {}
     renames: dict[str, dict[str, str]] = {}

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, SqlglotError, TokenError
-from sqlglot.optimizer.scope import traverse_scope
+from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from viewlineage.indexer.lineage.config import LineageConfig
 from viewlineage.indexer.lineage.dialects import CASE_INSENSITIVE, sqlglot_spelling
 from viewlineage.indexer.spec.findings import Finding, Severity
 
-LINEAGE_RULES_VERSION = 6
+LINEAGE_RULES_VERSION = 7
 """Bump when extraction or resolution changes: it is part of the memo key, so stored results of
 older rules are recomputed rather than reused."""
 FILE_FORMATS = frozenset({"parquet", "orc", "json", "csv", "text", "avro", "binaryfile", "delta", "hudi"})
@@ -173,7 +173,7 @@ def _extract(request: LineageRequest, config: LineageConfig) -> Lineage:
             )
             continue
         seen: set[int] = set()
-        for scope in scopes:
+        for scope in [*scopes, *unscoped_queries(statement, scopes)]:
             for source in scope.sources.values():
                 if isinstance(source, exp.Table) and id(source) not in seen:
                     seen.add(id(source))
@@ -181,6 +181,41 @@ def _extract(request: LineageRequest, config: LineageConfig) -> Lineage:
     # One reference per resolved table: `t` and `db.t` in one query are the same read.
     unique = {(r.catalog, r.namespace, r.name, r.suffix, r.pin): r for r in reversed(resolver.references)}
     return Lineage(request.dialect, tuple(sorted(unique.values(), key=_sort_key)), tuple(resolver.findings))
+
+
+def unscoped_queries(statement: exp.Expr, scopes: list[Scope]) -> list[Scope]:
+    """The scopes of queries sqlglot's scopes leave out, such as a subquery passed to a generator
+    (`explode((SELECT collect_list(a) FROM t))`): each read as a query of its own, the statement's
+    CTE names kept out of them (a CTE they read is no table)."""
+    within = {id(scope.expression) for scope in scopes}
+    ctes = {cte.alias_or_name for cte in statement.find_all(exp.CTE)}
+    orphans = [
+        select
+        for select in statement.find_all(exp.Select)
+        if id(select) not in within
+        and not any(id(up) not in within for up in _enclosing_selects(select, statement))
+    ]
+    found: list[Scope] = []
+    for orphan in orphans:
+        for scope in traverse_scope(orphan.copy()):
+            scope.sources = {  # the statement's CTEs, which the copy does not define
+                name: source
+                for name, source in scope.sources.items()
+                if not (isinstance(source, exp.Table) and not source.db and source.name in ctes)
+            }
+            found.append(scope)
+    return found
+
+
+def _enclosing_selects(select: exp.Select, statement: exp.Expr) -> list[exp.Select]:
+    """The SELECTs `select` sits in, below `statement`."""
+    enclosing = []
+    node = select.parent
+    while node is not None and node is not statement.parent:
+        if isinstance(node, exp.Select):
+            enclosing.append(node)
+        node = node.parent
+    return enclosing
 
 
 def fold_cte_names(statement: exp.Expr, dialect: str) -> None:
