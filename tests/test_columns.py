@@ -173,6 +173,16 @@ def uses(sql: str) -> list[tuple[str, str, str, str | None]]:
                 ("events", "kind", "projected", "k"),
             ],
         ),
+        (  # a column two sources have, unqualified: ambiguous (engines refuse it), a use of each
+            # (the eleventh adversarial trial: `impact` said 0 views)
+            "SELECT id FROM events e JOIN other o ON e.kind = o.x",
+            [
+                ("events", "id", "projected", "id"),
+                ("events", "kind", "join-key", None),
+                ("other", "id", "projected", "id"),
+                ("other", "x", "join-key", None),
+            ],
+        ),
         (
             "SELECT e.id, x.n FROM events e, LATERAL (SELECT e.amount * 2 AS n) x",
             [("events", "amount", "projected", "n"), ("events", "id", "projected", "id")],

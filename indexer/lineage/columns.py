@@ -245,7 +245,7 @@ def _analyse(
     )
     for scope in traverse_scope(qualified):
         _expand_argument_stars(scope, mapping)
-    walker = _Walker(placeholders, renames, schemas_known=not unknown)
+    walker = _Walker(placeholders, renames, schemas_known=not unknown, columns=mapping)
     scopes = traverse_scope(qualified)
     root = scopes[-1]
     for scope in scopes:
@@ -623,8 +623,11 @@ class _Walker:
         placeholders: Mapping[str, TableKey],
         renames: Mapping[str, Mapping[str, str]],
         schemas_known: bool,
+        columns: Mapping[str, object],
     ) -> None:
         self.placeholders = placeholders
+        self.columns = columns
+        """Per placeholder with a known schema, its columns (name -> type)."""
         self.renames = renames
         """Per placeholder, the columns an alias's column list names, as the table's columns."""
         self.schemas_known = schemas_known
@@ -707,6 +710,13 @@ class _Walker:
         for table, path, aggregated, named in self._resolve(scope, own, seen, pivoted=True):
             yield table, path + _path(column)[1:], aggregated, named
 
+    def _holds(self, source: object, name: str) -> bool:
+        """Whether a table or query read has a column of this name."""
+        if isinstance(source, Scope):
+            return name.lower() in (output.lower() for output in _output_names(source))
+        columns = self.columns.get(source.name) if isinstance(source, exp.Table) else None
+        return isinstance(columns, dict) and name.lower() in (column.lower() for column in columns)
+
     def _generated(
         self, scope: Scope, lateral: exp.Expr, column: exp.Column, seen: set[tuple[int, str]]
     ) -> Iterator[tuple[TableKey, tuple[str, ...], bool, bool]]:
@@ -787,7 +797,16 @@ class _Walker:
             # A CTE sees the CTEs before it as sources, and a LATERAL VIEW's alias is not where a
             # column is looked for: what counts is what the query's FROM and JOINs name.
             selected = [name for name, (_, found) in scope.selected_sources.items() if not _generates(found)]
-            if aliased or len(selected) != 1 or (scope.is_subquery and not self.schemas_known):
+            if aliased or not selected or (scope.is_subquery and not self.schemas_known):
+                return
+            if len(selected) > 1:
+                # Several sources have it (qualify places a column only one has): ambiguous, which
+                # engines refuse, and a use of each; with a schema unknown, it may be that one's.
+                if self.schemas_known:
+                    for name in selected:
+                        if self._holds(scope.sources[name], column.name):
+                            placed = exp.Column(this=column.this.copy(), table=exp.to_identifier(name))
+                            yield from self._resolve(scope, placed, seen)
                 return
             # A column no known schema placed, in a query of one source: the engine looks for it
             # there first, so that is what the view uses (and fails on, if the source's schema lacks
