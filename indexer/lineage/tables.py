@@ -24,7 +24,7 @@ from viewlineage.indexer.lineage.config import LineageConfig
 from viewlineage.indexer.lineage.dialects import CASE_INSENSITIVE, sqlglot_spelling
 from viewlineage.indexer.spec.findings import Finding, Severity
 
-LINEAGE_RULES_VERSION = 7
+LINEAGE_RULES_VERSION = 8
 """Bump when extraction or resolution changes: it is part of the memo key, so stored results of
 older rules are recomputed rather than reused."""
 FILE_FORMATS = frozenset({"parquet", "orc", "json", "csv", "text", "avro", "binaryfile", "delta", "hudi"})
@@ -287,6 +287,17 @@ class _Resolver:
             self._add_named(table, parts)
 
     def _add_named(self, table: exp.Table, parts: list[str]) -> None:
+        if self.dialect == "duckdb" and len(parts) == 1 and table.this.args.get("quoted") and "." in parts[0]:
+            # DuckDB's `FROM 'data/x.parquet'` (sqlglot reads the string as a quoted name): a file
+            self.findings.append(
+                Finding(
+                    "path-read",
+                    Severity.WARNING,
+                    f"{table.sql(self.dialect)} reads files at {parts[0]!r} directly, not a table: what "
+                    "wrote them is not followed",
+                )
+            )
+            return
         if len(parts) == 2 and parts[0].lower() in FILE_FORMATS and "/" in parts[1]:
             # Spark's ``parquet.`s3://b/p` ``: files read directly, no catalog's table.
             self.findings.append(
@@ -365,8 +376,17 @@ class _Resolver:
             for argument in called.find_all(exp.Anonymous)
             if argument is not called and argument.name.upper() == "TABLE" and argument.expressions
         ]
-        if passed:
-            named = [exp.to_table(argument.sql(self.dialect), dialect=self.dialect) for argument in passed]
+        if passed:  # `TABLE(db.t)`, or `TABLE(SELECT ... FROM db.t)`: the tables its query reads
+            named = [
+                table
+                for argument in passed
+                for table in (
+                    [exp.to_table(argument.sql(self.dialect), dialect=self.dialect)]
+                    if isinstance(argument, exp.Column | exp.Dot | exp.Identifier)
+                    else argument.find_all(exp.Table)
+                )
+                if isinstance(table.this, exp.Identifier | exp.Dot)
+            ]
             return [[self._fold(part.name) for part in table.parts] for table in named]
         changes = [arguments.get(key) for key in ("schema_name", "table_name")]
         if name == "table_changes" and all(isinstance(v, exp.Literal) and v.is_string for v in changes):
