@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from viewlineage.indexer.errors import UsageError
 from viewlineage.sinks.store import Store
 from viewlineage.sinks.tables import CHILDREN, PRIMARY_KEYS, SCHEMAS
 
@@ -34,6 +35,7 @@ class ParquetParts:
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
         self.parts = self.root / "_parts"
+        _check_dataset_directory(self.root)
         self.parts.mkdir(parents=True, exist_ok=True)
 
     def write(self, tables: Mapping[str, pa.Table], part: str) -> None:
@@ -61,6 +63,25 @@ class ParquetParts:
                     f"TO '{target}/part-0.parquet' (FORMAT parquet)"
                 )
         shutil.rmtree(self.parts)
+
+
+def _check_dataset_directory(root: Path) -> None:
+    """A `UsageError` unless `root` is missing, empty or a dataset: `finish` replaces its table
+    directories, which must hold nothing else (the eleventh adversarial trial lost a file so)."""
+    if not root.is_dir():
+        return
+
+    def stray(entry: Path) -> bool:
+        if entry.name not in SCHEMAS:
+            return entry.name != "_parts"
+        return not entry.is_dir() or any(not part.name.endswith(".parquet") for part in entry.iterdir())
+
+    strays = [entry for entry in root.iterdir() if stray(entry)]
+    if strays:
+        raise UsageError(
+            f"{root} holds what is not a dataset ({', '.join(sorted(str(s.name) for s in strays)[:5])}), "
+            "which writing one there would replace: name an empty directory or an earlier dataset"
+        )
 
 
 def load_into(store: Store, root: str | Path) -> dict[str, int]:

@@ -595,3 +595,21 @@ def test_a_path_the_system_refuses_is_one_line(sample_store: Path, tmp_path: Pat
     a_file.write_text("")
     published = CliRunner().invoke(cli, ["publish", str(a_file / "out"), "--db", str(sample_store)])
     assert (published.exit_code, published.stderr) == (1, f"error: {a_file / 'out'}: Not a directory\n")
+
+
+def test_backfill_writes_no_dataset_over_other_files(sample_warehouse: Path, tmp_path: Path) -> None:
+    """Found by the eleventh adversarial trial: `backfill --out DIR` replaced DIR's subdirectories
+    named like store tables, a user's `files/mine.txt` with them."""
+    out = tmp_path / "out"
+    (out / "files").mkdir(parents=True)
+    (out / "files" / "mine.txt").write_text("keep")
+    refused = CliRunner().invoke(cli, ["backfill", str(sample_warehouse), "--out", str(out)])
+    assert (refused.exit_code, refused.stderr.splitlines()[-1]) == (
+        2,
+        f"error: {out} holds what is not a dataset (files), which writing one there would replace: name an "
+        "empty directory or an earlier dataset",
+    )
+    assert (out / "files" / "mine.txt").read_text() == "keep"
+    first = CliRunner().invoke(cli, ["backfill", str(sample_warehouse), "--out", str(tmp_path / "dataset")])
+    again = CliRunner().invoke(cli, ["backfill", str(sample_warehouse), "--out", str(tmp_path / "dataset")])
+    assert (first.exit_code, again.exit_code) == (0, 0)  # an earlier dataset is replaced
