@@ -485,7 +485,12 @@ def publish(context: click.Context, directory: Path, every: float | None) -> Non
     multiple=True,
     help="KEY=VALUE Spark setting (spark.driver.memory=4g, ...). Repeatable.",
 )
-@click.option("--out", default=None, help="Write the Parquet dataset here (one directory per store table).")
+@click.option(
+    "--out",
+    default=None,
+    help="Write the Parquet dataset here (one directory per store table): an empty or new directory, "
+    "or an earlier dataset, which it replaces.",
+)
 @setting_options(*_INDEXING)
 @summary_format_option
 @click.pass_context
