@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import http.client
 import json
+import time
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
@@ -97,6 +98,17 @@ def test_the_token_opens_the_api_and_the_pages(sample_store: Path, token_file: P
         assert status == 200 and "<h1>Materialized views</h1>" in page
         assert request(url, asked, headers={"Cookie": cookie})[0] == 200
         assert request(url, asked, headers={"Cookie": f"{COOKIE}=forged"})[0] == 401
+        # Found by the eleventh adversarial trial: the cookie was one fixed value, valid for good; it
+        # lasts a working day now, its end signed in it, and a sign-in from another site is refused
+        assert "Max-Age=43200" in headers["set-cookie"]
+        expires, _, signature = cookie.partition("=")[2].partition(".")
+        assert int(expires) - time.time() == pytest.approx(43200, abs=60)
+        stale = f"{COOKIE}={int(time.time()) - 1}.{signature}"
+        assert request(url, asked, headers={"Cookie": stale})[0] == 401
+        refused = request(
+            url, "/login", "POST", {**form, "Origin": "http://evil.example"}, urlencode({"token": TOKEN})
+        )
+        assert refused[0] == 403 and "a sign-in from another site is refused" in refused[2]
         # The form never sends anyone to another site.
         for elsewhere in ("//evil.example/x", "https://evil.example/", "/\\evil.example"):
             _, headers, _ = request(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -24,6 +25,8 @@ from viewlineage.queries.web.api import COOKIE, PREFIX, encode
 
 OPEN_PATHS = ("/healthz", "/metrics", "/static/")
 MIN_TOKEN_CHARS = 16
+SESSION_SECONDS = 12 * 3600
+"""How long a browser's sign-in lasts."""
 MAX_FORM_BYTES = 4096
 
 
@@ -100,7 +103,12 @@ class TokenAuth:
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
         self.token = token.encode()
-        self.session = hmac.new(self.token, b"viewlineage session", hashlib.sha256).hexdigest()
+
+    def _session(self, expires: int) -> str:
+        """A session cookie's value: its end (epoch seconds), signed with the token, so that a
+        cookie copied or kept past a sign-out stops working by itself."""
+        signed = hmac.new(self.token, f"viewlineage session {expires}".encode(), hashlib.sha256)
+        return f"{expires}.{signed.hexdigest()}"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -133,13 +141,22 @@ class TokenAuth:
         if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), self.token):
             return True
         cookie = request.cookies.get(COOKIE, "")
-        return hmac.compare_digest(cookie.encode(), self.session.encode())
+        expires, _, _ = cookie.partition(".")
+        if not expires.isdigit() or int(expires) <= time.time():
+            return False
+        return hmac.compare_digest(cookie.encode(), self._session(int(expires)).encode())
 
     async def _login(self, request: Request) -> Response:
         """GET: the form. POST: the token typed in; right, the cookie and the page asked for."""
         wanted = _local_path(request.query_params.get("next", "/"))
         if request.method != "POST":
             return _login_page(wanted, None, 200)
+        # A browser names the page a form was sent from: only this server's own (as it is asked
+        # for, directly or through a proxy that says so), so that another site cannot sign one in.
+        origin = request.headers.get("origin")
+        served = {request.headers.get("host"), request.headers.get("x-forwarded-host")}
+        if origin is not None and urlsplit(origin).netloc not in served:
+            return _login_page(wanted, "a sign-in from another site is refused", 403)
         body = b""
         async for chunk in request.stream():
             body += chunk
@@ -151,8 +168,14 @@ class TokenAuth:
         if not hmac.compare_digest(given.encode(), self.token):
             return _login_page(wanted, "wrong token", 401)
         response = RedirectResponse(wanted, 303)
+        expires = int(time.time()) + SESSION_SECONDS
         response.set_cookie(
-            COOKIE, self.session, httponly=True, samesite="strict", secure=request.url.scheme == "https"
+            COOKIE,
+            self._session(expires),
+            max_age=SESSION_SECONDS,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
         )
         return response
 
