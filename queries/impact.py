@@ -22,6 +22,7 @@ from sqlglot.errors import SqlglotError
 
 from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.lineage.columns import (
+    SPARK_DECIMAL,
     ColumnLineage,
     ColumnUse,
     TableKey,
@@ -1095,7 +1096,6 @@ _WIDER = {
 }
 """The wider types a narrower one up-casts to without loss, as Spark's `UpCast` and Trino's view
 coercion take them."""
-_SPARK_DECIMAL = re.compile(r"^DECIMAL\((\d+), (\d+)\)$")
 
 
 def _up_casts(kind: str | None, stored: str | None) -> bool:
@@ -1105,7 +1105,7 @@ def _up_casts(kind: str | None, stored: str | None) -> bool:
         return False
     if kind == stored or stored in _WIDER.get(kind, ()):
         return True
-    narrow, wide = _SPARK_DECIMAL.match(kind), _SPARK_DECIMAL.match(stored)
+    narrow, wide = SPARK_DECIMAL.match(kind), SPARK_DECIMAL.match(stored)
     if narrow and wide:
         (p, s), (wide_p, wide_s) = map(int, narrow.groups()), map(int, wide.groups())
         return s <= wide_s and p - s <= wide_p - wide_s

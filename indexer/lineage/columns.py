@@ -161,7 +161,8 @@ def _analyse(
     except SqlglotError as exc:
         return ColumnLineage((), (), (), (Finding("sql-parse-error", Severity.ERROR, str(exc)[:200]),))
     fold_cte_names(statement, request.dialect)
-    if unscoped_queries(statement, traverse_scope(statement)):
+    scopes = traverse_scope(statement)
+    if unscoped_queries(statement, scopes):
         message = "a query passed to a generator (`explode((SELECT ...))`): its columns are not traced"
         return ColumnLineage((), (), (), (Finding("column-analysis-error", Severity.ERROR, message),))
     resolver = _Resolver(request, config)
@@ -170,7 +171,7 @@ def _analyse(
     mapping: dict[str, object] = {}
     unknown: list[TableKey] = []
     pinned: dict[TableKey, None] = {}
-    tables = {id(source): source for scope in traverse_scope(statement) for source in scope.sources.values()
+    tables = {id(source): source for scope in scopes for source in scope.sources.values()
               if isinstance(source, exp.Table)}  # fmt: skip
     for table in tables.values():  # as table lineage finds them: CTE names and functions are not tables
         before = len(resolver.references)
@@ -356,7 +357,8 @@ def _output_types(
 
 _INTEGRAL = ("TINYINT", "SMALLINT", "INT", "BIGINT")
 _INTEGRAL_DIGITS = {"TINYINT": 3, "SMALLINT": 5, "INT": 10, "BIGINT": 20}
-_DECIMAL = re.compile(r"^DECIMAL\((\d+), (\d+)\)$")
+SPARK_DECIMAL = re.compile(r"^DECIMAL\((\d+), (\d+)\)$")
+"""A decimal type in Spark's spelling, as `spark_type` writes it: its precision and scale."""
 
 
 def _wider(one: str | None, other: str | None) -> str | None:
@@ -384,7 +386,7 @@ def _decimal_digits(kind: str) -> tuple[int, int] | None:
     """(precision, scale) of a decimal, or of the decimal an integer type widens to."""
     if kind in _INTEGRAL_DIGITS:
         return _INTEGRAL_DIGITS[kind], 0
-    match = _DECIMAL.match(kind)
+    match = SPARK_DECIMAL.match(kind)
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
