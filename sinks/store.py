@@ -24,7 +24,7 @@ import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NoReturn, Protocol, TypeVar
+from typing import Any, NoReturn, Protocol, TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -220,7 +220,8 @@ class Store:
         row is not stored yet (the batch brings it); with `resumable_children`, also only those
         not stored yet (a table-by-table load that stopped half-way). Rows of `DEDUPLICATED` tables
         go in when no equal row is stored. A location that indexed once
-        stays indexed, so a quarantine row never hides it and a good read supersedes one; an
+        stays indexed, so a quarantine row never hides it (one saying that other content was
+        written there since, `location-reused`, stands beside it) and a good read supersedes one; an
         `object-missing` row gives way to a removal of the same location (the object was deleted
         before it could be read). With `files_back` (a follower that saw the files appear after
         their removal was recorded), the files' removals go."""
@@ -231,7 +232,7 @@ class Store:
         statements = {
             "quarantine": [
                 "INSERT OR IGNORE INTO quarantine SELECT * FROM _batch b "
-                f"WHERE b.location NOT IN ({_stored('files', 'location')}) "
+                f"WHERE (b.location NOT IN ({_stored('files', 'location')}) OR b.reason = 'location-reused') "
                 f"AND NOT (b.reason = 'object-missing' AND b.location IN ({_stored('removals', 'location')}))"
             ],
             "files": ["INSERT OR IGNORE INTO files SELECT * FROM _batch"],
@@ -516,21 +517,29 @@ class Store:
         """Which lineage keys have stored results (the memo across runs)."""
         return self._existing("lineage", "lineage_key", keys)
 
+    def content_hashes(self, locations: Iterable[str]) -> dict[str, str]:
+        """The stored document's hash of each of these locations that is indexed."""
+        return dict(self._lookup("files", "location", locations, "content_hash"))
+
     def _existing(self, table: str, column: str, values: Iterable[str]) -> set[str]:
+        return {row[0] for row in self._lookup(table, column, values)}
+
+    def _lookup(self, table: str, column: str, values: Iterable[str], *more: str) -> list[tuple[Any, ...]]:
+        """Rows of (`column`, *`more`) of `table` whose `column` is one of `values`."""
         wanted = pa.table({"value": pa.array(list(values), type=pa.string())})
         if not wanted.num_rows:
-            return set()
+            return []
+        selected = ", ".join((column, *more))
         self.lookups.register("_wanted", wanted)
         try:
-            rows = self._within_memory(
+            return self._within_memory(
                 self.lookups,
                 lambda: self.lookups.execute(
-                    f"SELECT {column} FROM {table} WHERE {column} IN (SELECT value FROM _wanted)"
+                    f"SELECT {selected} FROM {table} WHERE {column} IN (SELECT value FROM _wanted)"
                 ).fetchall(),
             )
         finally:
             self.lookups.unregister("_wanted")
-        return {row[0] for row in rows}
 
     def stored_documents(
         self, chunk: int = 1000, locations: Collection[str] | None = None

@@ -55,7 +55,7 @@ from viewlineage.indexer.parse.metadata import ParsedFile
 from viewlineage.indexer.pipeline.health import Health
 from viewlineage.indexer.pipeline.indexer import Indexer, complete_files
 from viewlineage.indexer.pipeline.reads import ReadFailure
-from viewlineage.indexer.pipeline.rows import Batch, QuarantinedFile, Removal
+from viewlineage.indexer.pipeline.rows import Batch, QuarantinedFile, Removal, reused_location
 from viewlineage.indexer.pipeline.runs import gap_batch, with_roots, with_store_naming, writable_store
 from viewlineage.indexer.pipeline.store_thread import StoreThread
 from viewlineage.indexer.pipeline.workers import worker_pool
@@ -321,6 +321,8 @@ class _Loop:
             removed_too=False,
         )
         outcomes["already-indexed"] += len(known)
+        # Indexed, then removed: what is there now is the same file back, or another one.
+        indexed_hashes = self.store.content_hashes(location for location in unique if location not in known)
         ready: list[FileRead | ReadFailure] = []
         parsed: dict[str, ParsedFile | QuarantinedFile] = {}
         for location in (location for location in unique if location not in known):
@@ -346,6 +348,14 @@ class _Loop:
             ):
                 continue
             self.retries.pop(location, None)
+            indexed_hash = indexed_hashes.get(location)
+            result = parsed[location]
+            if (
+                indexed_hash is not None
+                and isinstance(result, ParsedFile)
+                and result.content_hash != indexed_hash
+            ):
+                parsed[location] = reused_location(read, result, indexed_hash)
             ready.append(read)
         batch = self.indexer.build_batch(ready, parsed=parsed) if ready else Batch()
         batch.removals.extend(removed)

@@ -28,7 +28,7 @@ from viewlineage.sinks.readers import open_reader
 
 from ..conftest import CONFORMANCE, settings_for
 from ..generate import generate
-from ..metadata_files import View
+from ..metadata_files import Table, View, schema_of
 from ..refusals import refusing_environment
 from .consume_process import get_json
 from .watch_process import Watch
@@ -441,6 +441,35 @@ def test_a_file_deleted_and_written_again_at_once_is_there(
     time.sleep(2)  # the removals' events are handled by now
     assert watch.count("SELECT count(*) FROM removals") == 0
     assert watch.count("SELECT count(*) FROM views_as_of(4611686018427387904)") == 5
+
+
+def test_a_location_written_again_with_other_content_keeps_the_first(
+    watched: tuple[Path, Watch], tmp_path: Path
+) -> None:
+    """Found by the eleventh adversarial trial: a Hadoop catalog's `v1.metadata.json` deleted by
+    DROP and written again by CREATE (another table, another uuid) mixed the two documents: the
+    first file's row came back with the second table's snapshots beside it, which a rebuild did
+    not give. The store keeps the first file (removed) and quarantines the second as reused."""
+    root, watch = watched
+    first = Table(tmp_path / "staged-1", "db", "t", "aa000000-0000-4000-8000-000000000001").commit(1000, 11)
+    second = Table(tmp_path / "staged-2", "db", "t", "bb000000-0000-4000-8000-000000000002")
+    second.schema = schema_of(("id", "long"), ("extra", "string"))
+    second = second.commit(2000, 22)
+    target = root / "db" / "t" / "metadata" / "v1.metadata.json"
+    target.parent.mkdir(parents=True)
+    shutil.copy(first, target)
+    watch.wait_until("SELECT count(*) FROM files", 1)
+    target.unlink()
+    watch.wait_until("SELECT count(*) FROM removals", 1)
+    shutil.copy(second, target)
+    watch.wait_until("SELECT count(*) FROM quarantine WHERE reason = 'location-reused'", 1)
+    with open_reader(watch.db) as conn:
+        assert conn.execute("SELECT location, table_uuid FROM table_files").fetchall() == [
+            (str(target), "aa000000-0000-4000-8000-000000000001")
+        ]
+        assert conn.execute("SELECT snapshot_id FROM snapshots").fetchall() == [(11,)]
+        assert conn.execute("SELECT count(*) FROM raw_documents").fetchall() == [(1,)]
+        assert conn.execute("SELECT location FROM removals").fetchall() == [(str(target),)]
 
 
 def test_polling_counts_each_file_once(tmp_path: Path) -> None:
