@@ -28,10 +28,12 @@ from viewlineage.queries.names import FOREVER_MS
 TABLES = {
     "changes": "SELECT * FROM change_events ORDER BY changed_ms, view_id",
     "views": """
-        SELECT view_id, dotted_name(catalog, name) AS view, catalog,
-               array_to_string(name[:-2], '.') AS namespace, version_id, activated_ms,
-               epoch_ms_time(activated_ms) AS activated_at, file_location, properties
-        FROM views_as_of($latest) ORDER BY view""",
+        SELECT v.view_id, dotted_name(v.catalog, v.name) AS view, v.catalog,
+               array_to_string(v.name[:-2], '.') AS namespace, v.version_id, v.activated_ms,
+               epoch_ms_time(v.activated_ms) AS activated_at, v.file_location, v.properties,
+               u.reason AS lineage_unknown
+        FROM views_as_of($latest) v LEFT JOIN lineage_unknown_as_of($latest) u USING (view_id)
+        ORDER BY view""",
     "reads": """
         SELECT r.view_id, dotted_name(v.catalog, v.name) AS view,
                dotted_name(r.catalog, list_append(r.namespace, r.table_name)) AS reads,
@@ -62,11 +64,15 @@ def publish(conn: duckdb.DuckDBPyConnection, directory: Path) -> dict[str, int]:
         parameters = {"latest": FOREVER_MS} if "$latest" in query else {}
         reader = conn.cursor().sql(query, params=parameters).to_arrow_reader(ROW_GROUP)
         rows = 0
-        with pq.ParquetWriter(partial, reader.schema, compression="zstd") as writer:
-            for batch in reader:
-                writer.write_batch(batch)
-                rows += batch.num_rows
-        os.replace(partial, target)
+        try:
+            with pq.ParquetWriter(partial, reader.schema, compression="zstd") as writer:
+                for batch in reader:
+                    writer.write_batch(batch)
+                    rows += batch.num_rows
+            os.replace(partial, target)
+        except BaseException:  # a full disk: the part written is of no use to anyone
+            partial.unlink(missing_ok=True)
+            raise
         written[name] = rows
     return written
 

@@ -119,3 +119,36 @@ def test_a_read_of_a_name_two_views_hold_is_published_as_such(tmp_path: Path) ->
             f"SELECT view, reads, match FROM '{reads}' WHERE view = 'prod.db.reader'"
         ).fetchall()
     assert found == [("prod.db.reader", "prod.db.casev", "shared-name")] * 2
+
+
+def test_published_views_say_which_have_unknown_lineage(tmp_path: Path) -> None:
+    """Found by the eleventh adversarial trial: `views.parquet` had no word of a view whose SQL
+    does not parse, so a dashboard over it took that view for one that reads nothing."""
+    root = tmp_path / "warehouse"
+    View(root, "db", "good", "e9100000-0000-4000-8000-000000000001").commit(1000, "SELECT a FROM db.t")
+    View(root, "db", "bad", "e9100000-0000-4000-8000-000000000002").commit(1000, "SELECT a FROM WHERE")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        publish(conn, tmp_path / "bi")
+    with duckdb.connect() as conn:
+        found = conn.execute(
+            f"SELECT view, lineage_unknown FROM '{tmp_path / 'bi' / 'views.parquet'}' ORDER BY view"
+        ).fetchall()
+    assert found == [
+        ("prod.db.bad", "sql-parse-error at 1:19: Expected table name but got 'WHERE'"),
+        ("prod.db.good", None),
+    ]
+
+
+def test_a_full_disk_leaves_no_partial_file(sample_store: Path, tmp_path: Path) -> None:
+    """Found by the eleventh adversarial trial: a publish that ran out of disk left its
+    `.partial` file behind, holding the space it had taken. /dev/full fails every write with
+    ENOSPC, as a full disk does."""
+    bi = tmp_path / "bi"
+    bi.mkdir()
+    (bi / ".changes.parquet.partial").symlink_to("/dev/full")
+    result = CliRunner().invoke(cli, ["publish", str(bi), "--db", str(sample_store)])
+    assert result.exit_code == 1
+    assert "No space left on device" in result.stderr
+    assert list(bi.iterdir()) == []
