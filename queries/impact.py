@@ -155,7 +155,7 @@ def iceberg_type(text: str) -> str:
         precision, scale = int(sized.group(2)), int(sized.group(3))
         if not 1 <= precision <= 38 or scale > precision:
             raise UsageError(f"{text!r}: a decimal's precision is 1 to 38, its scale at most the precision")
-        return f"decimal({precision},{scale})"
+        return f"decimal({precision}, {scale})"
     if _LENGTH.match(name):
         return "string"
     if name in ENGINE_TYPES:
@@ -619,7 +619,7 @@ def _checked(change: Change, fields: dict[tuple[str, ...], str], table: str) -> 
     kind = fields[change.column]
     if change.kind == CHANGE_TYPE and kind in ("struct", "list", "map"):
         raise UsageError(f"{'.'.join(change.column)} is a {kind}: change the type of a field inside it")
-    if change.kind == CHANGE_TYPE and kind.replace(" ", "") == change.target:
+    if change.kind == CHANGE_TYPE and kind.replace(" ", "") == (change.target or "").replace(" ", ""):
         raise UsageError(f"{table}.{'.'.join(change.column)} is already {kind}: no change")
     return kind
 

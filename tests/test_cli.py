@@ -383,7 +383,7 @@ def test_short_names_suggestions_and_one_change_at_a_time(sample_store: Path) ->
         assert (result.exit_code, result.stderr) == (2, said + "\n")
     safe = _invoke(sample_store, "impact", "prod.sales.orders", "--change-type", "amount=decimal(12,2)")
     assert safe.splitlines()[0] == (
-        "change-type prod.sales.orders.amount (decimal(10, 2) -> decimal(12,2)): Iceberg promotes it "
+        "change-type prod.sales.orders.amount (decimal(10, 2) -> decimal(12, 2)): Iceberg promotes it "
         "without rewriting data; 3 view(s) use it, 3 of them in an output column whose stored type goes "
         "stale (engines refuse such a view until it is re-created)"
     )  # the second new-user trial: "safe" read as "nothing breaks", and Spark refused those views

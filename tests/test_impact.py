@@ -164,7 +164,7 @@ def test_change_types_are_iceberg_types_by_any_engine_name() -> None:
         "long",
         "long",
         "int",
-        "decimal(12,2)",
+        "decimal(12, 2)",
         "string",
         "timestamptz",
     ]
@@ -365,7 +365,7 @@ def test_a_view_s_column_has_an_impact_too_and_names_say_what_they_are(sample_st
         ],
     )
     assert retyped.stdout.splitlines()[0] == (
-        "change-type prod.db.event_agg.event_count (long -> decimal(20,0)): a view's column, retyped when "
+        "change-type prod.db.event_agg.event_count (long -> decimal(20, 0)): a view's column, retyped when "
         "the view is re-created; 2 view(s) use it, 2 of them in an output column whose stored type goes "
         "stale (engines refuse such a view until it is re-created)"
     )

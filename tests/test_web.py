@@ -314,7 +314,7 @@ def test_impact_picks_a_column_of_the_schema_and_lists_the_uses(browser: Browser
         widened = "/impact?table=db.orders&column=amount&change=type&target=decimal(12,2)"
         retyped = Visit(browser, url + widened, "impact-type")
         assert retyped.page.inner_text("#verdict") == (
-            "8 views use prod.db.orders.amount, whose type changes (decimal(10, 2) → decimal(12,2))"
+            "8 views use prod.db.orders.amount, whose type changes (decimal(10, 2) → decimal(12, 2))"
             " · Iceberg promotes it in place · 6 with a stored schema that goes stale"
         )
         retyped.close()
