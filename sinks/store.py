@@ -117,6 +117,8 @@ class Store:
         """Why this writer stopped (a failed COMMIT), said again to every later call."""
         self.refused: list[str] = []
         """Locations this writer refused (`insert-failed`) or stored as `internal-error`."""
+        self.reused: list[str] = []
+        """Locations this writer quarantined as `location-reused`."""
         self.unverified: set[str] = set()
         """Files stored since the first of them: what they name may have gone with it (the
         indexer leaves out what it parsed before), so `incomplete_files` checks them."""
@@ -224,11 +226,14 @@ class Store:
         written there since, `location-reused`, stands beside it) and a good read supersedes one; an
         `object-missing` row gives way to a removal of the same location (the object was deleted
         before it could be read). With `files_back` (a follower that saw the files appear after
-        their removal was recorded), the files' removals go."""
+        their removal was recorded), the files' removals go; a file back with other content than
+        the one indexed there is quarantined (`location-reused`, see `_reused_set_aside`)."""
         if not tables:
             return
         if self._abandoned:
             raise StoreAbandoned(self._abandoned)
+        if files_back and "files" in tables:
+            tables = self._reused_set_aside(tables)
         statements = {
             "quarantine": [
                 "INSERT OR IGNORE INTO quarantine SELECT * FROM _batch b "
@@ -279,6 +284,53 @@ class Store:
         if self.refused:
             self.unverified.update(_written_locations(tables))
         self.publish_replica()
+
+    def _reused_set_aside(self, tables: Mapping[str, pa.Table]) -> Mapping[str, pa.Table]:
+        """The tables without the rows of files whose location was indexed with another document,
+        and with a `location-reused` quarantine row for each (listed in `reused`). A metadata file
+        is written once, so the store keeps the first: taking the second too would mix two
+        documents under one location (a Hadoop catalog writes `v1.metadata.json` again after DROP
+        and CREATE)."""
+        files = tables["files"]
+        indexed = dict(
+            self._lookup(self.conn, "files", "location", files["location"].to_pylist(), "content_hash")
+        )
+        reused = [
+            row
+            for row in files.select(["location", "content_hash", "stored_bytes", "modified_ms"]).to_pylist()
+            if indexed.get(row["location"], row["content_hash"]) != row["content_hash"]
+        ]
+        if not reused:
+            return tables
+        locations = pa.array([row["location"] for row in reused], pa.string())
+        kept = {
+            name: table.filter(pc.invert(pc.is_in(table[FILE_COLUMN].cast(pa.string()), locations)))
+            for name, table in tables.items()
+        }
+        now = datetime.now(UTC)
+        quarantine = pa.Table.from_pylist(
+            [
+                {
+                    "location": row["location"],
+                    "reason": "location-reused",
+                    "message": f"holds document {row['content_hash'][:16]}, not the indexed "
+                    f"{indexed[row['location']][:16]}: the location was reused (DROP and CREATE in a "
+                    "catalog that names files vN.metadata.json?); the store keeps the file first "
+                    "indexed here, and an index into a new store takes the new one",
+                    "stored_bytes": row["stored_bytes"],
+                    "modified_ms": row["modified_ms"],
+                    "quarantined_at": now,
+                    FILE_COLUMN: row["location"],
+                }
+                for row in reused
+            ],
+            schema=SCHEMAS["quarantine"].append(pa.field(FILE_COLUMN, pa.string())),
+        )
+        if "quarantine" in kept:
+            quarantine = pa.concat_tables([kept["quarantine"].cast(quarantine.schema), quarantine])
+        kept["quarantine"] = quarantine
+        self.reused += locations.to_pylist()
+        return kept
 
     def _write_file_by_file(
         self, tables: Mapping[str, pa.Table], statements: Mapping[str, list[str]]
@@ -517,29 +569,28 @@ class Store:
         """Which lineage keys have stored results (the memo across runs)."""
         return self._existing("lineage", "lineage_key", keys)
 
-    def content_hashes(self, locations: Iterable[str]) -> dict[str, str]:
-        """The stored document's hash of each of these locations that is indexed."""
-        return dict(self._lookup("files", "location", locations, "content_hash"))
-
     def _existing(self, table: str, column: str, values: Iterable[str]) -> set[str]:
-        return {row[0] for row in self._lookup(table, column, values)}
+        return {row[0] for row in self._lookup(self.lookups, table, column, values)}
 
-    def _lookup(self, table: str, column: str, values: Iterable[str], *more: str) -> list[tuple[Any, ...]]:
-        """Rows of (`column`, *`more`) of `table` whose `column` is one of `values`."""
+    def _lookup(
+        self, conn: duckdb.DuckDBPyConnection, table: str, column: str, values: Iterable[str], *more: str
+    ) -> list[tuple[Any, ...]]:
+        """Rows of (`column`, *`more`) of `table` whose `column` is one of `values`: through
+        `lookups` for the thread that builds batches, through `conn` for the one that stores them."""
         wanted = pa.table({"value": pa.array(list(values), type=pa.string())})
         if not wanted.num_rows:
             return []
         selected = ", ".join((column, *more))
-        self.lookups.register("_wanted", wanted)
+        conn.register("_wanted", wanted)
         try:
             return self._within_memory(
-                self.lookups,
-                lambda: self.lookups.execute(
+                conn,
+                lambda: conn.execute(
                     f"SELECT {selected} FROM {table} WHERE {column} IN (SELECT value FROM _wanted)"
                 ).fetchall(),
             )
         finally:
-            self.lookups.unregister("_wanted")
+            conn.unregister("_wanted")
 
     def stored_documents(
         self, chunk: int = 1000, locations: Collection[str] | None = None

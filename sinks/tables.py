@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 _STRINGS = pa.list_(pa.string())
 _MAP = pa.map_(pa.string(), pa.string())
@@ -369,6 +370,25 @@ def without_file_column(tables: Mapping[str, pa.Table]) -> dict[str, pa.Table]:
         name: table.drop_columns([FILE_COLUMN]) if FILE_COLUMN in table.column_names else table
         for name, table in tables.items()
     }
+
+
+def successive(parts: Sequence[Mapping[str, pa.Table]]) -> dict[str, pa.Table]:
+    """`concatenated` for parts built one after the other, stored in one transaction: a removal
+    that a later part brings the file back from is dropped (a transaction inserts its files before
+    its removals, and the file is there)."""
+    back: set[str] = set()
+    ordered: list[Mapping[str, pa.Table]] = []
+    for part in reversed(parts):
+        if "removals" in part and back:
+            removals = part["removals"]
+            kept = removals.filter(
+                pc.invert(pc.is_in(removals["location"], pa.array(sorted(back), pa.string())))
+            )
+            part = {**part, "removals": kept}
+        if "files" in part:
+            back.update(part["files"]["location"].to_pylist())
+        ordered.append(part)
+    return concatenated(ordered[::-1])
 
 
 def concatenated(parts: Sequence[Mapping[str, pa.Table]]) -> dict[str, pa.Table]:

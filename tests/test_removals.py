@@ -11,12 +11,15 @@ import pytest
 from click.testing import CliRunner
 
 from viewlineage.indexer.errors import UsageError
+from viewlineage.indexer.pipeline.indexer import Indexer
 from viewlineage.indexer.pipeline.rows import Batch, QuarantinedFile, Removal
 from viewlineage.indexer.pipeline.runs import index_locations
+from viewlineage.indexer.sources.read import FileRead
 from viewlineage.queries import api
 from viewlineage.queries.cli import cli
 from viewlineage.sinks.readers import open_reader
 from viewlineage.sinks.store import Store
+from viewlineage.sinks.tables import successive
 
 from .conftest import settings_for
 from .data.restore_mtimes import SAMPLE
@@ -326,3 +329,24 @@ def test_uses_of_a_dropped_table_says_it_was_dropped(tmp_path: Path) -> None:
         "warning: table prod.db.t was dropped at 1970-01-01T00:00:03.000Z (its newest metadata file was "
         "removed): the views listed read a table that no longer exists\n"
     )
+
+
+@pytest.mark.parametrize("order", ["removal, then the file back", "the file, then its removal"])
+def test_a_removal_and_the_file_back_in_one_transaction_keep_their_order(tmp_path: Path, order: str) -> None:
+    """Found under load in the twelfth round: a follower's removal and the file back, built one
+    after the other and stored in one transaction, left the view dropped (a transaction inserts
+    files before removals). `successive` keeps their order."""
+    root = tmp_path / "warehouse"
+    path = View(root, "db", "v", "e9200000-0000-4000-8000-000000000001").commit(1000, "SELECT 1 AS x")
+    db = tmp_path / "store.duckdb"
+    settings = settings_for(db, f"{root}=prod")
+    index_locations([str(root)], settings)
+    back = Indexer(None, settings.parse_config()).build_batch(
+        [FileRead(str(path), path.read_bytes(), 1000, "mtime")]
+    )
+    removal = Batch(removals=[Removal(str(path), 2000, "watch")])
+    parts = [removal.to_arrow(), back.to_arrow()]
+    with Store(db, replica_interval=None) as store:
+        store.write_tables(successive(parts if order.startswith("removal") else parts[::-1]), files_back=True)
+        removals = store.conn.execute("SELECT location FROM removals").fetchall()
+    assert removals == ([] if order.startswith("removal") else [(str(path),)])

@@ -55,14 +55,14 @@ from viewlineage.indexer.parse.metadata import ParsedFile
 from viewlineage.indexer.pipeline.health import Health
 from viewlineage.indexer.pipeline.indexer import Indexer, complete_files
 from viewlineage.indexer.pipeline.reads import ReadFailure
-from viewlineage.indexer.pipeline.rows import Batch, QuarantinedFile, Removal, reused_location
+from viewlineage.indexer.pipeline.rows import Batch, QuarantinedFile, Removal
 from viewlineage.indexer.pipeline.runs import gap_batch, with_roots, with_store_naming, writable_store
 from viewlineage.indexer.pipeline.store_thread import StoreThread
 from viewlineage.indexer.pipeline.workers import worker_pool
 from viewlineage.indexer.sources.read import FileRead, LocalReader, local_path
 from viewlineage.sinks.readers import Readers
 from viewlineage.sinks.store import Store
-from viewlineage.sinks.tables import concatenated
+from viewlineage.sinks.tables import successive
 
 IDLE_POLL_SECONDS = 0.05
 T = TypeVar("T")
@@ -262,6 +262,9 @@ class _Loop:
         self.health = health
         self.retries: dict[str, _Attempt] = {}
         self.in_flight: set[str] = set()
+        # Removals not stored yet: a file they name that is there again is read, not taken as
+        # indexed (it is stored after them, and is back).
+        self.removing: set[str] = set()
         """Locations of batches handed to the store thread and not stored yet: an event for one
         of them is a repeat (polling reports a file until the store has it)."""
         self.writes: StoreThread[_Built] = StoreThread(self._store)
@@ -315,14 +318,16 @@ class _Loop:
         started = time.monotonic()
         outcomes: Counter[str] = Counter(removed=len(removed))
         unique = list(dict.fromkeys(normalize_location(p) for p in due))
-        flying = self.in_flight.intersection(unique)
+        flying = self.in_flight.intersection(unique) - self.removing
         known = flying | self.store.indexed(
-            (location for location in unique if location not in self.retries and location not in flying),
+            (
+                location
+                for location in unique
+                if location not in self.retries and location not in flying and location not in self.removing
+            ),
             removed_too=False,
         )
         outcomes["already-indexed"] += len(known)
-        # Indexed, then removed: what is there now is the same file back, or another one.
-        indexed_hashes = self.store.content_hashes(location for location in unique if location not in known)
         ready: list[FileRead | ReadFailure] = []
         parsed: dict[str, ParsedFile | QuarantinedFile] = {}
         for location in (location for location in unique if location not in known):
@@ -348,29 +353,24 @@ class _Loop:
             ):
                 continue
             self.retries.pop(location, None)
-            indexed_hash = indexed_hashes.get(location)
-            result = parsed[location]
-            if (
-                indexed_hash is not None
-                and isinstance(result, ParsedFile)
-                and result.content_hash != indexed_hash
-            ):
-                parsed[location] = reused_location(read, result, indexed_hash)
             ready.append(read)
         batch = self.indexer.build_batch(ready, parsed=parsed) if ready else Batch()
         batch.removals.extend(removed)
         if batch:
             self.in_flight.update(item.read.location for item in batch.indexed)
+            self.removing.update(removal.location for removal in batch.removals)
             self.writes.submit(_Built(batch, outcomes, started))
 
     def _store(self, built: list[_Built]) -> None:
         """On the store thread: the batches built since the last transaction, in one."""
         # Each batch converted on its own: a file it quarantines there is counted so below.
-        refused_before = len(self.store.refused)
+        refused_before, reused_before = len(self.store.refused), len(self.store.reused)
         # Files seen after their removal was recorded are back (a move out and in again).
-        self.store.write_tables(concatenated([each.batch.to_arrow() for each in built]), files_back=True)
-        refused = set(self.store.refused[refused_before:])
+        self.store.write_tables(successive([each.batch.to_arrow() for each in built]), files_back=True)
+        refused = dict.fromkeys(self.store.refused[refused_before:], "insert-failed")
+        refused |= dict.fromkeys(self.store.reused[reused_before:], "location-reused")
         self.in_flight.difference_update(item.read.location for each in built for item in each.batch.indexed)
+        self.removing.difference_update(removal.location for each in built for removal in each.batch.removals)
         complete_files(self.store, self.indexer.config)
         for batch, outcomes, started in built:
             for item in batch.quarantined:
@@ -378,9 +378,9 @@ class _Loop:
                     "quarantined", location=item.location, reason=item.reason, message=item.message
                 )
             stored = [item.read.location for item in batch.indexed]
-            refused_here = refused.intersection(stored)
+            refused_here = refused.keys() & stored
             for location in sorted(refused_here):
-                self.health.log("quarantined", location=location, reason="insert-failed")
+                self.health.log("quarantined", location=location, reason=refused[location])
             outcomes["indexed"] += len(stored) - len(refused_here)
             outcomes["quarantined"] += len(batch.quarantined) + len(refused_here)
             self.health.batch(outcomes, time.monotonic() - started, files=len(batch.indexed))

@@ -55,21 +55,6 @@ MAX_MESSAGE_CHARS = 2_000
 """The longest quarantine message kept."""
 
 
-def reused_location(read: FileRead, parsed: ParsedFile, indexed_hash: str) -> QuarantinedFile:
-    """The quarantine row of a document written where another one was indexed. A metadata file is
-    written once, so the store keeps the first: taking the second too would mix two documents under
-    one location (a Hadoop catalog writes `v1.metadata.json` again after DROP and CREATE)."""
-    return QuarantinedFile(
-        read.location,
-        "location-reused",
-        f"holds document {parsed.content_hash[:16]}, not the indexed {indexed_hash[:16]}: the location "
-        "was reused (DROP and CREATE in a catalog that names files vN.metadata.json?); the store keeps "
-        "the file first indexed here, and an index into a new store takes the new one",
-        len(read.data),
-        read.modified_ms,
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class Removal:
     """A file that went away, and who reported it."""
