@@ -164,6 +164,7 @@ class MarkdownOutput(_MainTableOutput):
 
     def side_table(self, title: str, rows: list[dict[str, Any]]) -> None:
         click.echo(f"\n{title}:\n")
+        rows = [row if isinstance(row, dict) else {"view": row} for row in rows]  # a list of view names
         self.write(_columns(rows, keep_empty=True), rows)
 
     def write(self, columns: list[str], rows: list[dict[str, Any]]) -> None:

@@ -849,6 +849,17 @@ def test_spark_views_projecting_a_renamed_column_through_stars_keep_working(tmp_
         "warning: views reading it by time travel or a tag, in that snapshot's schema: not affected: "
         "prod.exp.v_tt_star (not in this table; --format text or json lists them)",
     ]
+    # Found by the twelfth new-user trial: markdown failed on lists of names (AttributeError).
+    markdown = CliRunner().invoke(
+        cli, ["impact", "exp.t", "--rename-column", "b=bb", "--db", str(db), "--format", "markdown"]
+    )
+    assert markdown.exit_code == 0, markdown.output
+    assert markdown.stdout.split("\n\n")[1:] == [
+        "Spark views projecting it only through `*`, read by position: they keep working:",
+        "| view |\n|---|\n| prod.exp.v_cte_star |\n| prod.exp.v_star |",
+        "views reading it by time travel or a tag, in that snapshot's schema: not affected:",
+        "| view |\n|---|\n| prod.exp.v_tt_star |\n",
+    ]
 
 
 def test_a_spark_star_view_broken_by_a_drop_is_not_blamed_on_a_rename(tmp_path: Path) -> None:
