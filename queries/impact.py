@@ -272,6 +272,15 @@ class _Reader:
                 dropped += self.columns[i1 + (j2 - j1) : i2]
         return dropped or list(self.columns[len(outputs) :])
 
+    def past_stored(self, use: ColumnUse) -> bool:
+        """Whether `use` flows, through a `*`, only into an output past the view's stored columns (a
+        column added to the table since): Spark reads the stored columns by position and no more."""
+        if not (self.spark and use.starred and use.output is not None):
+            return False
+        outputs = [name.lower() for name in self.lineage.outputs]
+        position = outputs.index(use.output.lower()) if use.output.lower() in outputs else 0
+        return position >= len(self.columns)
+
     def output_name(self, output: str) -> str:
         """The view's name for an output of its SQL. `CREATE VIEW v (a, b) AS SELECT count(*), ...`
         names columns in the schema, by position; but a `SELECT *` view whose source changed since
@@ -422,13 +431,26 @@ def _already_broken(
     """Uses, by the views reading the table directly, of columns or nested fields its schema at T
     does not have: engines resolve them by name, so an earlier rename or drop already broke these
     views (and no change to the column as it is now named affects them). Only views every schema
-    of whose reads is known: otherwise a column may be another table's."""
+    of whose reads is known (at T, or else when the version was created): otherwise a column may
+    be another table's."""
     broken: dict[tuple[str, str, str, str], dict[str, Any]] = {}
     for reader in readers:
-        if reader.lineage.unknown_schemas or any(f.code in ANALYSIS_FAILED for f in reader.lineage.findings):
-            continue
+        uses = reader.lineage.uses
+        analysed = not reader.lineage.unknown_schemas and not any(
+            f.code in ANALYSIS_FAILED for f in reader.lineage.findings
+        )
+        if not analysed or _columns_gone(conn, reader):
+            # A column gone leaves `c.f`, a field of it, naming no table (read as nothing, or
+            # failing): the SQL as it resolved when the version was created (and worked) says
+            # what it reads.
+            as_created = _as_created(conn, reader)
+            if as_created is None and not analysed:
+                continue
+            # (a `*` gives the columns there are now: what it lost is `missing_outputs`')
+            created = [use for use in as_created[0].uses if not use.starred] if as_created is not None else []
+            uses = (*uses, *created)
         starred = [reader.match(key, target.key, catalogs) for key in reader.lineage.star_tables]
-        surest = min((c for c in starred if c is not None), default=None)
+        surest = min((c for c in starred if c is not None and analysed), default=None)
         for column in reader.missing_outputs() if surest is not None else []:  # its `*` of the table
             broken.setdefault(  # no longer gives it
                 (reader.name, reader.view_id, column, STORED_COLUMN),
@@ -440,7 +462,7 @@ def _already_broken(
                     "match": MATCHES[surest or 0],
                 },
             )
-        for use in reader.lineage.uses:
+        for use in uses:
             certainty = reader.match(use.table, target.key, catalogs)
             if certainty is None or use.path[0] == "*" or not _missing(fields, use.path):
                 continue
@@ -455,7 +477,9 @@ def _already_broken(
                     "match": MATCHES[certainty],
                 },
             )
-        for column, certainty in _outputs_gone_stale(conn, reader, target, fields, catalogs):
+        for column, certainty in (
+            _outputs_gone_stale(conn, reader, target, fields, catalogs) if analysed else []
+        ):
             broken.setdefault(
                 (reader.name, reader.view_id, column, STORED_TYPE),
                 {
@@ -504,7 +528,9 @@ def _outputs_gone_stale(
         and use.output.lower() in outputs
         and _match(use.table, target.key, catalogs) is not None
         and not _up_casts(
-            _column_type(fields, use.path), reader.stored_types[outputs.index(use.output.lower())]
+            _column_type(fields, use.path),
+            reader.stored_types[outputs.index(use.output.lower())],
+            reader.spark,
         )
         for use in reader.lineage.uses
     ):
@@ -521,7 +547,7 @@ def _outputs_gone_stale(
         )
         if stored.get(position) is not None
         and any(
-            not _up_casts(each, stored[position])
+            not _up_casts(each, stored[position], reader.spark)
             for each in ([kind] if direct and kind is not None else []) + list(branches.get(position, ()))
         )
     }
@@ -549,17 +575,14 @@ def _inferred_gone_stale(
         if not direct
         and kind is not None
         and stored.get(position) is not None
-        and not _up_casts(kind, stored[position])
+        and not _up_casts(kind, stored[position], reader.spark)
     }
-    if not suspects or reader.created_ms is None:
+    if not suspects:
         return []
-    then = {key: _schema_at(conn, key, reader.created_ms) for key in reader.schemas}
-    known = {key: columns for key, columns in then.items() if columns is not None}
-    if len(known) < len(then):
+    as_created = _as_created(conn, reader, typed=True)
+    if as_created is None or as_created[0].outputs != typed.outputs:
         return []
-    created = column_lineage(reader.request, LineageConfig(), known, reader.resolved, typed=True)
-    if created.outputs != typed.outputs or any(f.code in ANALYSIS_FAILED for f in created.findings):
-        return []
+    created, known = as_created
     changed = {
         (key, name.lower())
         for key, columns in known.items()
@@ -574,6 +597,34 @@ def _inferred_gone_stale(
     return [
         use for use in created.uses if use.output in borne_out and (use.table, use.path[0].lower()) in changed
     ]
+
+
+def _columns_gone(conn: duckdb.DuckDBPyConnection, reader: _Reader) -> bool:
+    """Whether a read of the version had a column when it was created that it has not at T."""
+    if reader.created_ms is None:
+        return False
+    for key, columns in reader.schemas.items():
+        then = _schema_at(conn, key, reader.created_ms)
+        if then is not None and {name.lower() for name, _ in then} - {name.lower() for name, _ in columns}:
+            return True
+    return False
+
+
+def _as_created(
+    conn: duckdb.DuckDBPyConnection, reader: _Reader, typed: bool = False
+) -> tuple[ColumnLineage, dict[TableKey, list[tuple[str, str]]]] | None:
+    """The version's lineage from the schemas of its reads when it was created (when it worked),
+    with those schemas; None when one is unknown or the analysis fails even so."""
+    if reader.created_ms is None:
+        return None
+    then = {key: _schema_at(conn, key, reader.created_ms) for key in dict.fromkeys(reader.resolved.values())}
+    known = {key: columns for key, columns in then.items() if columns is not None}
+    if len(known) < len(then):
+        return None
+    created = column_lineage(reader.request, LineageConfig(), known, reader.resolved, typed=typed)
+    if any(finding.code in ANALYSIS_FAILED for finding in created.findings):
+        return None
+    return created, known
 
 
 def _schema_of(
@@ -925,6 +976,7 @@ def _walk(
                 for use in reader.lineage.uses
                 if (match := reader.match(use.table, source.key, catalogs)) is not None
                 and _reads(use, source.column)
+                and not reader.past_stored(use)
             ]
             # Spark reads a view's columns by position, and up-casts a struct field by field by
             # position: a rename breaks no use that does not name the column (`*`, the struct).
@@ -1051,7 +1103,9 @@ def _outputs_going_stale(
         frozenset(
             output.lower()
             for position, (output, kind, direct) in enumerate(outputs)
-            if not (_up_casts(kind, stored.get(position)) and (direct or old.get(position) == kind))
+            if not (
+                _up_casts(kind, stored.get(position), reader.spark) and (direct or old.get(position) == kind)
+            )
         ),
         frozenset(output.lower() for output, kind, _ in outputs if kind is None),
         {output.lower(): kind for output, kind, _ in outputs},
@@ -1098,18 +1152,30 @@ _WIDER = {
 coercion take them."""
 
 
-def _up_casts(kind: str | None, stored: str | None) -> bool:
+def _up_casts(kind: str | None, stored: str | None, by_position: bool = False) -> bool:
     """Whether a query's output of type `kind` fits a view's stored column of type `stored` (both
-    in Spark's spelling); unknown is no."""
+    in Spark's spelling); unknown is no. Spark (`by_position`) up-casts a struct field by field in
+    order, whatever the fields' names (a renamed nested field leaves the view working)."""
     if kind is None or stored is None:
         return False
     if kind == stored or stored in _WIDER.get(kind, ()):
+        return True
+    if by_position and "STRUCT<" in kind and _unnamed(kind) == _unnamed(stored):
         return True
     narrow, wide = SPARK_DECIMAL.match(kind), SPARK_DECIMAL.match(stored)
     if narrow and wide:
         (p, s), (wide_p, wide_s) = map(int, narrow.groups()), map(int, wide.groups())
         return s <= wide_s and p - s <= wide_p - wide_s
     return False
+
+
+def _unnamed(kind: str) -> str:
+    """A Spark type with its struct fields named by position: what Spark's up-cast compares."""
+    node = exp.DataType.build(kind, dialect="spark")
+    for definition in node.find_all(exp.ColumnDef):
+        position = definition.parent.expressions.index(definition) if definition.parent else 0
+        definition.set("this", exp.to_identifier(f"_{position}"))
+    return node.sql(dialect="spark")
 
 
 def _column_type(fields: dict[tuple[str, ...], str], path: tuple[str, ...]) -> str | None:

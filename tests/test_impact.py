@@ -1712,3 +1712,111 @@ def test_a_query_passed_to_a_generator_is_a_read_whose_columns_are_unknown(tmp_p
             "(`explode((SELECT ...))`): its columns are not traced",
         )
     ]
+
+
+def _nested_warehouse(root: Path) -> Table:
+    address = {
+        "type": "struct",
+        "fields": [
+            {"id": 10, "name": "city", "required": False, "type": "string"},
+            {"id": 11, "name": "zip", "required": False, "type": "string"},
+        ],
+    }
+    items = {
+        "type": "list",
+        "element-id": 20,
+        "element-required": False,
+        "element": {
+            "type": "struct",
+            "fields": [
+                {"id": 21, "name": "sku", "required": False, "type": "string"},
+                {"id": 22, "name": "price", "required": False, "type": "double"},
+            ],
+        },
+    }
+    table = Table(
+        root, "db", "customers", "d1000000-0000-4000-8000-000000000001",
+        schema=schema_of(("id", "int"), ("name", "string"), ("address", address), ("items", items)),
+    )  # fmt: skip
+    table.commit(1000, 1)
+    views = {
+        "v_city": ("SELECT id, address.city AS city FROM db.customers", [("city", "string")]),
+        "v_zip": ("SELECT id, upper(address.zip) AS zip FROM db.customers", [("zip", "string")]),
+        "v_struct": ("SELECT id, address FROM db.customers", [("address", address)]),
+        "v_price": ("SELECT id, items[0].price AS p0 FROM db.customers", [("p0", "double")]),
+    }
+    for number, (name, (sql, columns)) in enumerate(views.items(), start=2):
+        schema = schema_of(("id", "int"), *columns)
+        View(root, "db", name, f"d1000000-0000-4000-8000-00000000000{number}", schema=schema).commit(
+            2000, sql
+        )
+    return table
+
+
+def test_subscripts_dropped_structs_and_renamed_fields_as_spark_reads_them(tmp_path: Path) -> None:
+    """Found by the twelfth new-user trial, each checked on Spark 3.5:
+    - `items[0].price` read the whole array: a rename of `price` was "by position" (Spark fails
+      it), a drop of `sku` affected it (Spark runs it);
+    - after `DROP COLUMN address`, `already_broken` missed the views reading `address.city`
+      (at T, `address.city` names no table, and read as nothing);
+    - after renaming `address.city`, `SELECT address` was "already broken" by its stored type:
+      Spark up-casts a struct field by field by position, whatever the names."""
+    root = tmp_path / "warehouse"
+    table = _nested_warehouse(root)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        renamed = impact(conn, "db.customers", parse_change(None, "items.element.price=cost", None))
+        dropped = impact(conn, "db.customers", parse_change("items.element.sku", None, None))
+    assert (renamed["views"], renamed["by_position"]) == (["prod.db.v_price"], [])
+    assert (dropped["views"], dropped["by_position"]) == ([], [])
+
+    def broken_after(schema: dict[str, Any], ms: int) -> list[tuple[str, str, str]]:
+        table.schema = schema
+        table.commit(ms, ms)
+        index_locations([str(root)], settings_for(db, f"{root}=prod"))
+        with open_reader(db) as conn:
+            answer = impact(conn, "db.customers", parse_change("name", None, None))
+        return [(row["view"], row["column"], row["kind"]) for row in answer["already_broken"]]
+
+    fields = {field["name"]: field["type"] for field in table.schema["fields"]}
+    city, zip_code = fields["address"]["fields"]
+    town = {**fields["address"], "fields": [{**city, "name": "town"}, zip_code]}
+    with_town = schema_of(("id", "int"), ("name", "string"), ("address", town), ("items", fields["items"]))
+    assert broken_after(with_town, 3000) == [("prod.db.v_city", "address.city", "projected")]
+    assert broken_after(schema_of(("id", "int"), ("name", "string"), ("items", fields["items"])), 4000) == [
+        ("prod.db.v_city", "address.city", "projected"),
+        ("prod.db.v_struct", "address", "projected"),
+        ("prod.db.v_zip", "address.zip", "projected"),
+    ]
+
+
+def test_a_spark_star_view_reads_no_column_added_after_it(tmp_path: Path) -> None:
+    """Found by the twelfth new-user trial: `SELECT *` stored with 2 columns, then the table
+    gained 2: Spark reads the view's stored columns by position and no more, so dropping or
+    retyping an added one leaves it working; impact listed it. Trino's view is stale already."""
+    root = tmp_path / "warehouse"
+    columns = (("id", "int"), ("amount", "double"))
+    table = Table(root, "db", "sales", "d2000000-0000-4000-8000-000000000001", schema=schema_of(*columns))
+    table.commit(1000, 1)
+    sql = "SELECT * FROM db.sales"
+    View(root, "db", "v_star", "d2000000-0000-4000-8000-000000000002", schema=schema_of(*columns)).commit(
+        2000, sql
+    )
+    View(root, "db", "v_trino", "d2000000-0000-4000-8000-000000000003", schema=schema_of(*columns)).commit(
+        2000, sql, representations=[{"type": "sql", "sql": sql, "dialect": "trino"}]
+    )
+    table.schema = schema_of(*columns, ("discount", "double"), ("q2", "int"))
+    table.commit(3000, 2)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        dropped = impact(conn, "db.sales", parse_change("discount", None, None))
+        retyped = impact(conn, "db.sales", parse_change(None, None, "q2=bigint"))
+        used = impact(conn, "db.sales", parse_change("amount", None, None))
+    assert (dropped["views"], retyped["views"], retyped["stale_schemas"]) == (
+        ["prod.db.v_trino"],
+        ["prod.db.v_trino"],
+        ["prod.db.v_trino"],
+    )
+    assert used["views"] == ["prod.db.v_star", "prod.db.v_trino"]

@@ -590,13 +590,50 @@ def _output_names(scope: Scope) -> list[str]:
     return list(_select(branches[0]).named_selects) if branches else []
 
 
-def _path(column: exp.Column) -> tuple[str, ...]:
+def _path(column: exp.Column, kind: object = None) -> tuple[str, ...]:
+    """The column and the fields below it a reference reads: `s.a.b`; a subscript steps into an
+    array's `element` (`items[0].price`) or a map's `value` (`m['k']`) when the column's type
+    (`kind`, as its schema spells it) says which, else the path stops there (the whole is read)."""
     names = [column.name]
     node: exp.Expression = column
-    while isinstance(node.parent, exp.Dot) and node.arg_key == "this":
-        names.append(node.parent.name)
-        node = node.parent
+    datatype = _datatype(kind)
+    while node.parent is not None and node.arg_key == "this":
+        parent = node.parent
+        if isinstance(parent, exp.Dot):
+            names.append(parent.name)
+            datatype = _field(datatype, parent.name)
+        elif isinstance(parent, exp.Bracket) and datatype is not None and datatype.this in _SUBSCRIPTED:
+            step, at = _SUBSCRIPTED[datatype.this]
+            names.append(step)
+            datatype = datatype.expressions[at] if len(datatype.expressions) > at else None
+        else:
+            break
+        node = parent
     return tuple(names)
+
+
+_SUBSCRIPTED = {exp.DataType.Type.ARRAY: ("element", 0), exp.DataType.Type.MAP: ("value", 1)}
+"""What a subscript of each type reads: (the step's name, the type's part it is)."""
+
+
+def _datatype(kind: object) -> exp.DataType | None:
+    if not isinstance(kind, str):
+        return None
+    try:
+        return exp.DataType.build(kind, dialect="spark")
+    except SqlglotError:
+        return None
+
+
+def _field(datatype: exp.DataType | None, name: str) -> exp.DataType | None:
+    """A struct type's field's type; None when unknown."""
+    if datatype is None or not datatype.is_type(exp.DataType.Type.STRUCT):
+        return None
+    for definition in datatype.expressions:
+        if isinstance(definition, exp.ColumnDef) and definition.name.lower() == name.lower():
+            kind = definition.args.get("kind")
+            return kind if isinstance(kind, exp.DataType) else None
+    return None
 
 
 def _context(node: exp.Expr, select: exp.Expr) -> tuple[str, bool, exp.Expr | None]:
@@ -821,7 +858,13 @@ class _Walker:
         if isinstance(source, exp.Table):
             key = self.placeholders.get(source.name)
             if key is not None:
-                path = _path(column)
+                columns = self.columns.get(source.name)
+                kinds = (
+                    {name.lower(): kind for name, kind in columns.items()}
+                    if isinstance(columns, dict)
+                    else {}
+                )
+                path = _path(column, kinds.get(column.name.lower()))
                 renamed = self.renames.get(source.name, {})
                 yield key, (renamed.get(path[0].lower(), path[0]), *path[1:]), False, False
             return
