@@ -125,21 +125,28 @@ def side_by_side(before: str, after: str) -> list[dict[str, Any]]:
 
 
 def _column_changes(before: dict[str, Any] | None, after: dict[str, Any]) -> list[dict[str, Any]]:
-    """Columns added, removed, retyped, made required or optional, re-documented or moved, by name:
-    a view's field ids are given afresh with each version (Spark numbers them by position)."""
-    old = {column["name"]: (i, column) for i, column in enumerate((before or {}).get("columns", []))}
-    new = {column["name"]: (i, column) for i, column in enumerate(after["columns"])}
+    """Columns added, removed, retyped, made required or optional, re-documented, moved or spelt in
+    another case, by name (case-insensitive, as engines resolve them): a view's field ids are given
+    afresh with each version (Spark numbers them by position)."""
+    old = {column["name"].lower(): (i, column) for i, column in enumerate((before or {}).get("columns", []))}
+    new = {column["name"].lower(): (i, column) for i, column in enumerate(after["columns"])}
     changes = []
-    for name in [*new, *(name for name in old if name not in new)]:
-        (was_at, was), (now_at, now) = old.get(name, (None, None)), new.get(name, (None, None))
+    for key in [*new, *(key for key in old if key not in new)]:
+        (was_at, was), (now_at, now) = old.get(key, (None, None)), new.get(key, (None, None))
         if was is None or now is None:
             what = ["added" if was is None else "removed"]
         else:
             what = [
                 change
-                for key, change in (("type", "retyped"), ("required", "required"), ("doc", "documented"))
-                if was.get(key) != now.get(key)
+                for field, change in (
+                    ("name", "respelled"),
+                    ("type", "retyped"),
+                    ("required", "required"),
+                    ("doc", "documented"),
+                )
+                if was.get(field) != now.get(field)
             ] + (["moved"] if was_at != now_at else [])
+        name = (now or was or {}).get("name", key)
         if what:
             changes.append(
                 {

@@ -331,15 +331,19 @@ def impact(
             "UNION SELECT catalog FROM table_names WHERE catalog IS NOT NULL",
         )
     )
+    # Which of two views, or tables, of one name a read names is a guess.
     shared = (
-        is_view
-        and query_rows(  # which of two views of one name a read names is a guess
+        query_rows(
             conn,
             """
         SELECT count(*) > 1 AS shared FROM view_heads_as_of(?2) o JOIN view_heads_as_of(?2) me
           ON me.view_id = ?1 AND o.name_path = me.name_path AND o.catalog IS NOT DISTINCT FROM me.catalog""",
             [table_id, at],
         )[0]["shared"]
+        if is_view
+        else query_rows(conn, "SELECT table_name_shared(?, ?, ?) AS shared", [catalog, list(parts), at])[0][
+            "shared"
+        ]
     )
     target = _Object(
         (catalog, tuple(parts[:-1]), parts[-1]),

@@ -308,11 +308,12 @@ class Store:
             for name, table in tables.items()
         }
         now = datetime.now(UTC)
+        reason = "location-reused"
         quarantine = pa.Table.from_pylist(
             [
                 {
                     "location": row["location"],
-                    "reason": "location-reused",
+                    "reason": reason,
                     "message": f"holds document {row['content_hash'][:16]}, not the indexed "
                     f"{indexed[row['location']][:16]}: the location was reused (DROP and CREATE in a "
                     "catalog that names files vN.metadata.json?); the store keeps the file first "

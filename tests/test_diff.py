@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,29 @@ def test_csv_over_http_is_the_cli_s_lines(sample_store: Path) -> None:
     assert answered.csv is not None and answered.csv.splitlines() == printed.splitlines()
     assert printed.splitlines()[0] == "dialect,kind,before_line,before,after_line,after"
     assert len(printed.splitlines()) == 5
+
+
+def test_a_column_spelt_in_another_case_is_the_same_column(tmp_path: Path) -> None:
+    """Found by the twelfth new-user trial: `amount` became `Amount` and the diff said one was
+    removed and the other added; engines resolve them as one column."""
+    from viewlineage.indexer.pipeline.runs import index_locations
+
+    from .conftest import settings_for
+    from .metadata_files import View, schema_of, write
+
+    root = tmp_path / "warehouse"
+    view = View(
+        root, "db", "v", "e9300000-0000-4000-8000-000000000001", schema=schema_of(("amount", "double"))
+    )
+    view.commit(1000, "SELECT amount FROM db.t")
+    first = view.schema
+    view.schema = {**schema_of(("Amount", "double")), "schema-id": 1}
+    second = view.commit(2000, "SELECT amount AS Amount FROM db.t", **{"schema-id": 1})
+    write(second, {**json.loads(second.read_text()), "schemas": [first, view.schema]}, 2000)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db))
+    with open_reader(db) as conn:
+        answer = version_diff(conn, "db.v", 1, 2)
+    assert [(c["column"], c["change"], c["before"], c["after"]) for c in answer["columns"]] == [
+        ("Amount", "respelled", "amount double", "Amount double")
+    ]

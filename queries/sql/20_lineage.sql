@@ -95,8 +95,9 @@ FROM walk;
 --                       want of a known catalog of that name (`lake.crm.t` read in spark_catalog);
 --   tied-file           read by the current version of a file that ties with the view's file in
 --                       force (`tied_files_of`): which of them holds the view is a guess;
---   shared-name         through a view whose name another current view holds too (directories
---                       whose names differ only in case): which one an engine reads is a guess.
+--   shared-name         through a view whose name another current view holds too, or of a table
+--                       whose name tables in two directories held (directories whose names differ
+--                       only in case): which one an engine reads is a guess.
 CREATE OR REPLACE MACRO uses_as_of(ref_catalog, ref_parts, t) AS TABLE
 WITH RECURSIVE current AS MATERIALIZED (
     SELECT view_id, catalog, name_path, read_paths, tied_read_paths,
@@ -130,6 +131,7 @@ direct AS (
                -- The name asked is that of two current views: which one a read names is a guess.
                WHEN (SELECT count(*) > 1 FROM named WHERE read_name = array_to_string(ref_parts, chr(31))
                      AND catalog IS NOT DISTINCT FROM ref_catalog) THEN 5
+               WHEN table_name_shared(ref_catalog, ref_parts, t) THEN 5
                WHEN tied THEN 4
                WHEN read_name <> array_to_string(ref_parts, chr(31)) THEN 3
                WHEN catalog = ref_catalog THEN 0
