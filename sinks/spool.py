@@ -28,7 +28,7 @@ import pyarrow.ipc as ipc
 
 from viewlineage.indexer.errors import StoreAbandoned, StoreError
 from viewlineage.sinks.store import Store
-from viewlineage.sinks.tables import CHILDREN, SCHEMAS, concatenated
+from viewlineage.sinks.tables import CHILDREN, SCHEMAS, successive
 
 MERGED_TOGETHER = 8
 """Segments stored in one transaction at most (each holds one batch: up to `batch-files` files)."""
@@ -125,7 +125,8 @@ class Spool:
         A failure of the store itself (I/O, a failed COMMIT; memory, for a segment alone) is
         raised: the segments wait for a writer."""
         try:
-            store.write_tables(tables)
+            # Every file a segment holds was there when it was built: one removed before is back.
+            store.write_tables(tables, files_back=True)
         except StoreError as exc:
             if (
                 isinstance(exc, StoreAbandoned)
@@ -174,8 +175,9 @@ def _parent_keys(tables: dict[str, pa.Table]) -> set[tuple[str, object]]:
 
 
 def _concatenated(segments: list[dict[str, pa.Table]]) -> dict[str, pa.Table] | None:
-    """Each table's rows from every segment; None when a table's schemas differ between them."""
+    """Each table's rows from every segment, in order (`successive`); None when a table's schemas
+    differ between them."""
     try:
-        return concatenated(segments)
+        return successive(segments)
     except pa.ArrowException:
         return None

@@ -88,6 +88,9 @@ class EventIngest:
         self.prefixes = prefixes
         self._readers: dict[str, Reader] = {}
         self._recent: OrderedDict[str, None] = OrderedDict()
+        self._removed: OrderedDict[str, None] = OrderedDict()
+        """Locations whose removal this process saw last: a create of one is read again, whether
+        or not the store holds the removal yet (the file is back)."""
         for prefix in prefixes or ("s3://",):  # s3fs's import and client before the first event's read
             if "://" in prefix:
                 self.reader(prefix)
@@ -100,8 +103,9 @@ class EventIngest:
 
     def _indexed(self, locations: list[str]) -> set[str]:
         known = {location for location in locations if location in self._recent}
-        if self.indexer.store is not None:
-            known |= self.indexer.store.indexed(set(locations) - known)
+        if self.indexer.store is not None:  # a file removed and created again is read again
+            asked = set(locations) - known - self._removed.keys()
+            known |= self.indexer.store.indexed(asked, removed_too=False)
         return known
 
     def _still_there(self, url: str) -> bool:
@@ -113,12 +117,15 @@ class EventIngest:
         except TransientReadError as exc:
             raise SourceUnavailable(url, f"the object store does not answer: {exc.message}") from exc
 
-    def _remember(self, locations: Iterable[str]) -> None:
+    def _remember(self, locations: Iterable[str], removed: bool = False) -> None:
+        """Note the locations as indexed (or `removed`), forgetting the other state of each."""
+        remembered, other = (self._removed, self._recent) if removed else (self._recent, self._removed)
         for location in locations:
-            self._recent[location] = None
-            self._recent.move_to_end(location)
-        while len(self._recent) > RECENT_LOCATIONS:
-            self._recent.popitem(last=False)
+            other.pop(location, None)
+            remembered[location] = None
+            remembered.move_to_end(location)
+        while len(remembered) > RECENT_LOCATIONS:
+            remembered.popitem(last=False)
 
     def build(self, messages: list[Message], store_was_down: bool = False) -> BuiltBatch:
         built = BuiltBatch(Batch())
@@ -150,6 +157,7 @@ class EventIngest:
                         removed_ms = int(time.time() * 1000)
                     built.batch.removals.append(Removal(url, removed_ms, event.source))
                     built.outcomes["removed"] += 1
+                    self._remember([url], removed=True)
                 else:
                     created.append(url)
                     sizes[url] = event.size
@@ -167,6 +175,10 @@ class EventIngest:
         if failed:  # an outage, or objects failing on their own: the store's answer tells which
             _unless_answering(todo[0], f"the object store does not answer: {failed[0].message}")
         files = self.indexer.build_batch(reads, missing_is_quarantine=True)
+        # A file read after its removal's event is there again (deleted and put back): stored in
+        # one transaction, the removal would stay.
+        there = {item.read.location for item in files.indexed}
+        built.batch.removals = [removal for removal in built.batch.removals if removal.location not in there]
         built.batch.indexed = files.indexed
         built.batch.lineage = files.lineage
         built.batch.quarantined.extend(files.quarantined)

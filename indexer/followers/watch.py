@@ -278,7 +278,7 @@ class _Loop:
             if every is not None and time.monotonic() - reconciled_at >= every:
                 self._reconcile()
                 reconciled_at = time.monotonic()
-            due = _expand_directories(_drain(paths, self.settings.batch_files), self.reader)
+            due = _expand_directories(_drain(paths, self.settings.batch_files), self.reader, self.root)
             if self.reader.unlisted:
                 self.health.unlisted(self.reader.unlisted)
             # A file deleted and written again before its removal is stored is back: its removal is past.
@@ -454,26 +454,40 @@ def _retry(retries: dict[str, _Attempt], location: str, stat: tuple[int, int] | 
     return True
 
 
-def _expand_directories(paths: list[str], reader: LocalReader) -> list[str]:
+def _expand_directories(paths: list[str], reader: LocalReader, root: str) -> list[str]:
     """The files of the directories among `paths`, and the other paths. One that cannot even be
     looked at (a directory above it is unreadable) is reported as not listed (`reader.unlisted`), not
     read: it may be a directory, and quarantining it would outlive the cause; a reconciliation reads
-    it once it can."""
+    it once it can. As a listing, they keep out of links to directories: a directory moved in can
+    hold one, whose files watchdog reports (found by the twelfth adversarial trial: a link to a
+    view outside the tree, and `self -> .`, gave views)."""
     expanded: list[str] = []
+    real_root = os.path.realpath(local_path(root))
     for path in paths:
         try:
-            mode = os.stat(local_path(path)).st_mode
+            mode = os.lstat(local_path(path)).st_mode
         except FileNotFoundError:
             expanded.append(path)  # gone: its read says so
             continue
         except OSError as error:
             reader.unlisted.append(TransientReadError(path, f"not listed: {error.strerror or error}"))
             continue
+        if _through_link(path, root, real_root) or (
+            stat.S_ISLNK(mode) and not is_metadata_file_name(os.path.basename(path))
+        ):
+            continue  # a link named like a metadata file is read, and refused as no regular file
         if stat.S_ISDIR(mode):
             expanded.extend(listed.location for listed in reader.list(path))
         else:
             expanded.append(path)
     return expanded
+
+
+def _through_link(path: str, root: str, real_root: str) -> bool:
+    """Whether `path` is in the tree under `root` only through a link to a directory."""
+    directory = os.path.dirname(local_path(path))
+    within = os.path.relpath(directory, local_path(root))
+    return os.path.realpath(directory) != os.path.normpath(os.path.join(real_root, within))
 
 
 def _drain(items: queue.Queue[T], limit: int) -> list[T]:

@@ -57,10 +57,12 @@ class StoreWriter:
     def merge(self) -> int:
         if self.store is None:
             return 0
-        refused_before = len(self.store.refused)
+        refused_before, reused_before = len(self.store.refused), len(self.store.reused)
         merged = self.spool.merge_into(self.store)
         for location in self.store.refused[refused_before:]:
             self.health.log("quarantined", location=location, reason="insert-failed")
+        for location in self.store.reused[reused_before:]:
+            self.health.log("quarantined", location=location, reason="location-reused")
         complete_files(self.store, with_roots(self.settings.parse_config(), self.store.roots()))
         self.store.publish_replica()
         return merged

@@ -620,6 +620,62 @@ def test_a_removal_of_one_version_of_an_object_still_there_removes_nothing(
     assert dropped_ms == logged_ms  # its version-log's last entry: the writer's time
 
 
+def test_a_file_deleted_and_put_back_is_there_and_other_content_is_not_mixed_in(
+    broker: str, plain_s3: SeaweedS3, tmp_path: Path
+) -> None:
+    """Known since the eleventh round: `consume` of a file deleted and put back (a sync that
+    re-uploads) left the view dropped, its create event taken as a duplicate. Now it is read
+    again: the same content is the file back; other content at the location (a Hadoop catalog's
+    `v1.metadata.json` after DROP and CREATE) is quarantined as `location-reused`, not mixed in.
+    The delete and the put-back arrive both in one batch and in two."""
+    valid = (CONFORMANCE / "iceberg-spec" / "view-spec__appendixA__00001-metadata.json").read_bytes()
+    back, reused, quick = (
+        f"{PREFIX}/db/{name}/metadata/v1.metadata.json" for name in ("back", "reused", "quick")
+    )
+    client = plain_s3.client()
+    documents = {
+        key: json.dumps(
+            {**json.loads(valid), "view-uuid": f"fa6506c3-7681-40c8-86dc-e36561f8339{n}"}
+        ).encode()
+        for n, key in enumerate((back, reused, quick))
+    }
+    for key, body in documents.items():
+        client.put_object(Bucket=BUCKET, Key=key, Body=body)
+
+    def event(key: str, created: bool, ms: int) -> Sent:
+        return Sent(key.encode(), notification("aws", created, BUCKET, key, ms, 10 if created else 0))
+
+    run = consume(tmp_path, "back", broker, "back", plain_s3)
+    try:
+        produce(broker, "back", [event(key, True, STEPS[39]) for key in documents])
+        run.wait_for_messages(3)
+        for key in documents:
+            client.delete_object(Bucket=BUCKET, Key=key)
+        produce(broker, "back", [event(key, False, STEPS[39] + 1000) for key in (back, reused)])
+        run.wait_for_messages(5)
+        client.put_object(Bucket=BUCKET, Key=back, Body=documents[back])
+        other = {**json.loads(valid), "view-uuid": "fa6506c3-7681-40c8-86dc-e36561f833aa"}
+        client.put_object(Bucket=BUCKET, Key=reused, Body=json.dumps(other).encode())
+        produce(broker, "back", [event(key, True, STEPS[39] + 2000) for key in (back, reused)])
+        run.wait_for_messages(7)
+        client.put_object(Bucket=BUCKET, Key=quick, Body=documents[quick])  # gone and back at once
+        produce(broker, "back", [event(quick, False, STEPS[39] + 1000), event(quick, True, STEPS[39] + 2000)])
+        run.wait_for_messages(9)
+    finally:
+        run.stop()
+    with duckdb.connect(str(run.db), read_only=True) as conn:
+        assert conn.execute("SELECT location FROM removals").fetchall() == [(f"s3://{BUCKET}/{reused}",)]
+        assert conn.execute("SELECT location, reason FROM quarantine").fetchall() == [
+            (f"s3://{BUCKET}/{reused}", "location-reused")
+        ]
+        assert conn.execute("SELECT view_id FROM view_files ORDER BY view_id").fetchall() == [
+            ("fa6506c3-7681-40c8-86dc-e36561f83390",),
+            ("fa6506c3-7681-40c8-86dc-e36561f83391",),
+            ("fa6506c3-7681-40c8-86dc-e36561f83392",),
+        ]
+        assert conn.execute("SELECT count(*) FROM views_as_of(4611686018427387904)").fetchone() == (2,)
+
+
 def test_a_file_whose_rows_the_store_refuses_stops_nothing(
     broker: str, plain_s3: SeaweedS3, tmp_path: Path
 ) -> None:

@@ -475,6 +475,34 @@ def test_a_location_written_again_with_other_content_keeps_the_first(
         assert conn.execute("SELECT location FROM removals").fetchall() == [(str(target),)]
 
 
+def test_a_directory_moved_in_is_not_followed_through_its_links(
+    watched: tuple[Path, Watch], tmp_path: Path
+) -> None:
+    """Found by the twelfth adversarial trial: a directory moved into the tree holding a link to a
+    view directory outside it (`linked -> /elsewhere/v`) or to itself (`self -> .`) gave views
+    built from files outside the tree, or twice. A listing does not descend into such links, and
+    now neither do watchdog's events for the directory moved in."""
+    root, watch = watched
+    outside = tmp_path / "outside" / "v"
+    (outside / "metadata").mkdir(parents=True)
+    (outside / "metadata" / f"00001-{VALID_UUID}.metadata.json").write_bytes(VALID)
+    staged = tmp_path / "stage" / "ns"
+    own = staged / "own" / "metadata" / "00001-b1000000-0000-4000-8000-000000000001.metadata.json"
+    own.parent.mkdir(parents=True)
+    own.write_text(VALID.decode().replace(VALID_UUID, "b1000000-0000-4000-8000-000000000001"))
+    (staged / "linked").symlink_to(outside)
+    (staged / "self").symlink_to(".")
+    time.sleep(1)  # watched by now
+    staged.rename(root / "ns")
+    watch.wait_until("SELECT count(*) FROM files", 1)
+    time.sleep(2)  # the events of the links' contents are handled by now
+    with open_reader(watch.db) as conn:
+        assert conn.execute("SELECT location FROM files").fetchall() == [
+            (str(root / "ns" / "own" / "metadata" / own.name),)
+        ]
+        assert conn.execute("SELECT count(*) FROM quarantine").fetchall() == [(0,)]
+
+
 def test_polling_counts_each_file_once(tmp_path: Path) -> None:
     """Polling reports a file until the store has it: a batch still being written had its files
     read and counted `indexed` again (3,503 for 2,003 files). Each is counted once now."""
