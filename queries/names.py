@@ -326,7 +326,20 @@ def tables_named(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = 
             if named
             else []
         )
-    return rows
+    return _one_row_per_table(rows, name_parts(text) if rows and not _is_location(text) else None)
+
+
+def _one_row_per_table(rows: list[dict[str, Any]], typed: list[str] | None) -> list[dict[str, Any]]:
+    """One row per table: a table indexed under two names (its metadata under two roots, one a
+    copy) is one table, under a name with a catalog (a --catalog-map's), the one typed first."""
+    chosen: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        full = [row["catalog"], *row["name"]] if row["catalog"] is not None else list(row["name"])
+        rank = (row["catalog"] is None, typed is None or [part.lower() for part in full] != typed)
+        kept = chosen.get(row["table_id"])
+        if kept is None or rank < kept["_rank"]:
+            chosen[row["table_id"]] = {**row, "_rank": rank}
+    return [{key: value for key, value in row.items() if key != "_rank"} for row in chosen.values()]
 
 
 class Hint(NamedTuple):

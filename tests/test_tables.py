@@ -419,3 +419,25 @@ def test_a_table_whose_newest_file_was_removed_is_dropped(tmp_path: Path) -> Non
             impact(conn, "db.t", parse_change("id", None, None))
         targets = [(api.deps(conn, "db.v", at)["reads"][0]["target"]) for at in (4000, 6000)]
     assert targets == ["table", "table-not-current"]
+
+
+def test_a_table_whose_metadata_a_second_root_holds_too_is_one_table(tmp_path: Path) -> None:
+    """Found by the twelfth adversarial trial: a backup copy of a table's metadata indexed as its
+    own root gave the table a second name (no catalog), and every way of naming it, its full name
+    and its uuid included, was refused as ambiguous between the two."""
+    from .metadata_files import Table, View, schema_of
+
+    root, backup = tmp_path / "warehouse", tmp_path / "backup"
+    uuid = "d4000000-0000-4000-8000-000000000001"
+    for where in (root, backup):
+        Table(where, "db", "events", uuid, schema=schema_of(("id", "int"))).commit(1000, 1)
+    View(root, "db", "reader", "d4000000-0000-4000-8000-000000000002").commit(
+        2000, "SELECT id FROM db.events"
+    )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    index_locations([str(backup)], settings_for(db))
+    with open_reader(db) as conn:
+        named = [api.uses(conn, name)["table"] for name in ("prod.db.events", "db.events", uuid)]
+        assert named == ["prod.db.events"] * 3
+        assert api.table(conn, "prod.db.events")["table_id"] == uuid
