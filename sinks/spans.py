@@ -51,13 +51,20 @@ WITH held_versions AS (
     SELECT view_id, version_id, timestamp_ms AS from_ms, activated_ms,
            coalesce(next_ms, {OPEN_MS}) AS until_ms
     FROM (
-        SELECT *, lead(timestamp_ms) OVER (PARTITION BY view_id ORDER BY timestamp_ms, version_id) AS next_ms
+        SELECT *, lead(timestamp_ms) OVER (
+                   PARTITION BY view_id ORDER BY timestamp_ms, settled, version_id) AS next_ms
         FROM (
-            SELECT view_id, version_id, least(timestamp_ms, {LATEST_MS}) AS timestamp_ms,
-                   timestamp_ms AS activated_ms
-            FROM activations
+            -- Of versions made current at one instant, the one the file that logged them names
+            -- current (its current-version-id) wins, else the greater id.
+            SELECT a.view_id, a.version_id, least(a.timestamp_ms, {LATEST_MS}) AS timestamp_ms,
+                   a.timestamp_ms AS activated_ms, f.view_id IS NOT NULL AS settled
+            FROM activations a
+            LEFT JOIN (SELECT view_id, last_log_ms, current_version_id FROM view_files
+                       WHERE view_id IN (SELECT view_id FROM _touched) GROUP BY ALL) f
+              ON f.view_id = a.view_id AND f.last_log_ms = a.timestamp_ms
+             AND f.current_version_id = a.version_id
+            WHERE a.view_id IN (SELECT view_id FROM _touched)
         )
-        WHERE view_id IN (SELECT view_id FROM _touched)
     ) WHERE next_ms IS NULL OR timestamp_ms < next_ms
     UNION ALL
     SELECT view_id, NULL, -{OPEN_MS}, NULL, least(min(timestamp_ms), {LATEST_MS}) FROM activations
@@ -187,7 +194,8 @@ LEFT JOIN tied_reads t ON t.held_location = f.location"""
 """A file holds from its commit to the next file's (ties: greater sequence number, then location);
 the first also before its commit. A view none of whose files has a commit time (no object time, no
 log) is held by its file with the greatest sequence number, then location, at every time. A version
-holds from its activation to the next one (of two at one instant the greater id wins), and no
+holds from its activation to the next one (of two at one instant, the one the file logging them
+names current, else the greater id), and no
 version before the first. Each interval is where one file's and one version's spans overlap. A
 version reads the distinct references of its representations' lineage: the replaced spans give
 those of the versions they held, the others are found by key, through the indexes (scans of

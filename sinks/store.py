@@ -525,18 +525,31 @@ class Store:
             rows = self._within_memory(
                 self.lookups,
                 lambda: self.lookups.execute(
-                    """
-                    SELECT location FROM files WHERE starts_with(location, ?1)
-                      AND location NOT IN (SELECT location FROM removals)
-                      AND location NOT IN (SELECT location FROM _listed)
-                      AND NOT coalesce(list_bool_or([starts_with(location, d) FOR d IN ?2::VARCHAR[]]), false)
-                    ORDER BY location""",
-                    [prefix.rstrip("/") + "/", [d.rstrip("/") + "/" for d in unlisted]],
+                    "SELECT location FROM files WHERE location NOT IN (SELECT location FROM removals) "
+                    f"AND {_LISTING_LACKS} ORDER BY location",
+                    _listing_parameters(prefix, unlisted),
                 ).fetchall(),
             )
         finally:
             self.lookups.unregister("_listed")
         return [row[0] for row in rows]
+
+    def forget_missing(self, prefix: str, listed: pa.Array, unlisted: Iterable[str] = ()) -> int:
+        """Delete the `object-missing` rows under `prefix` that a listing of it (`listed`
+        locations) does not hold, outside the `unlisted` directories it could not read: the object
+        announced was deleted, and its delete event lost, so nothing is left to index (found by the
+        twelfth adversarial trial: such rows outlived every re-list)."""
+        with self._transaction():
+            self.conn.register("_listed", pa.table({"location": listed}))
+            try:
+                forgotten = self.conn.execute(
+                    f"DELETE FROM quarantine WHERE reason = 'object-missing' AND {_LISTING_LACKS}",
+                    _listing_parameters(prefix, unlisted),
+                ).fetchall()
+            finally:
+                self.conn.unregister("_listed")
+        self._dirty = self._dirty or bool(forgotten and forgotten[0][0])
+        return int(forgotten[0][0]) if forgotten else 0
 
     def relisted(self, listed: pa.Array) -> int:
         """Forget the removals a re-list recorded (source `reconcile`) of the `listed` locations: a
@@ -856,6 +869,16 @@ def _written_locations(tables: Mapping[str, pa.Table]) -> set[str]:
 
 def _rows(tables: Mapping[str, pa.Table]) -> int:
     return sum(table.num_rows for table in tables.values())
+
+
+_LISTING_LACKS = """starts_with(location, ?1) AND location NOT IN (SELECT location FROM _listed)
+    AND NOT coalesce(list_bool_or([starts_with(location, d) FOR d IN ?2::VARCHAR[]]), false)"""
+"""A location under a listed prefix (?1) that the listing (`_listed`) lacks, outside the directories
+it could not read (?2): see `_listing_parameters`."""
+
+
+def _listing_parameters(prefix: str, unlisted: Iterable[str]) -> list[object]:
+    return [prefix.rstrip("/") + "/", [d.rstrip("/") + "/" for d in unlisted]]
 
 
 def _insert_failed(location: str, error: duckdb.Error) -> pa.Table:

@@ -253,3 +253,32 @@ def test_an_object_key_is_kept_as_it_is(key: str) -> None:
     }
     (event,) = decode_message(None, json.dumps({"Records": [record]}).encode()).events
     assert normalize_location(event.url) == f"s3://lake/{key}"  # as `consume` stores its removal
+
+
+def test_a_removal_dated_in_the_future_counts_from_when_it_is_consumed(tmp_path: Any) -> None:
+    """Found by the twelfth adversarial trial: `ObjectRemoved:Delete` with `eventTime`
+    9999-12-31 dropped the view at that time, so it was current now and dropped too."""
+    import time
+
+    from viewlineage.indexer.followers.consume import EventIngest, Message
+    from viewlineage.indexer.parse.config import ParseConfig
+    from viewlineage.indexer.pipeline.indexer import Indexer
+
+    from .conftest import settings_for
+
+    key = "wh/db/v/metadata/00001-x.metadata.json"
+    ingest = EventIngest(Indexer(None, ParseConfig()), settings_for(tmp_path / "s.duckdb"), None)
+    removals = []
+    for when in ("9999-12-31T23:59:59.000Z", "2026-01-02T03:04:05.000Z"):
+        record = {
+            "eventName": "ObjectRemoved:Delete",
+            "eventTime": when,
+            "s3": {"bucket": {"name": "lake"}, "object": {"key": key}},
+        }
+        message = Message("t", 0, 0, None, json.dumps({"Records": [record]}).encode(), None)
+        before = int(time.time() * 1000)
+        (removal,) = ingest.build([message]).batch.removals
+        removals.append((removal.removed_ms, before, int(time.time() * 1000)))
+    (clamped, before, after), (kept, _, _) = removals
+    assert before <= clamped <= after
+    assert kept == 1_767_323_045_000

@@ -1055,23 +1055,60 @@ def test_a_version_log_that_leaves_the_current_version_open_is_a_finding(tmp_pat
         assert [(f["code"], f["position"]) for f in api.findings(conn, view="db.nolog")] == [
             ("empty-version-log", "$.version-log")
         ]
-        shown = api.show(conn, "db.tied")  # the greater id, and it says so (the tenth adversarial trial:
-        # only `findings` did, not `show` itself)
+        # The file's current-version-id settles the tie, as the spec has it (the twelfth adversarial
+        # trial: version 2, the greater id, held, and `uses` called its reads certain).
+        shown = api.show(conn, "db.tied")
+        assert (shown["version_id"], shown["tied_activations"]) == (1, [])
+        assert [v["view"] for v in api.uses(conn, "db.one")["views"]] == ["prod.db.tied"]
+        assert api.uses(conn, "db.two")["views"] == []
+        assert api.findings(conn, view="db.tied") == []
+    # A tie no file settles (its only file names a later version current): the greater id, and it
+    # says so (the tenth adversarial trial: only `findings` did, not `show` itself).
+    document["view-uuid"] = "e3000000-0000-4000-8000-000000000003"
+    document["location"] = str(root / "db" / "open_tie")
+    document["current-version-id"] = 3
+    document["versions"].append({**document["versions"][-1], "version-id": 3})
+    document["version-log"].append({"timestamp-ms": 3000, "version-id": 3})
+    write(root / "db" / "open_tie" / "metadata" / "00001-e3.metadata.json", document, 3000)
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        shown = api.show(conn, "db.open_tie", 2500)
         assert (shown["version_id"], shown["tied_activations"]) == (2, [1])
-        assert api.deps(conn, "db.tied")["tied_activations"] == [1]
-        assert api.show(conn, "db.tied", 1500)["tied_activations"] == []
-        assert sorted((f["code"], f["message"]) for f in api.findings(conn, view="db.tied")) == [
+        assert api.deps(conn, "db.open_tie", 2500)["tied_activations"] == [1]
+        assert api.show(conn, "db.open_tie", 3500)["tied_activations"] == []
+        assert [(f["code"], f["message"]) for f in api.findings(conn, view="db.open_tie")] == [
             (
                 "activation-tie",
                 "versions 1, 2 are made current at one instant (2000) by version-logs; the greatest id "
                 "is taken as current from then",
-            ),
-            (
-                "current-not-logged-last",
-                "current-version-id 1 is not the version the log made current last (2, at 2000); "
-                "answers follow the log, which dates each",
-            ),
+            )
         ]
+
+
+def test_migration_0022_derives_again_the_spans_of_views_with_tied_activations(tmp_path: Path) -> None:
+    """A store whose spans took the greater id of a tie its file settles answers by the file's
+    current-version-id once a writer applies migration 0022."""
+    root = tmp_path / "warehouse"
+    tied = View(root, "db", "tied", "e3100000-0000-4000-8000-000000000001")
+    tied.commit(1000, "SELECT a FROM db.one")
+    path = tied.commit(2000, "SELECT a FROM db.two")
+    document = json.loads(path.read_text())
+    document["version-log"] = [
+        {"timestamp-ms": 2000, "version-id": 2},
+        {"timestamp-ms": 2000, "version-id": 1},
+    ]
+    document["current-version-id"] = 1
+    write(path, document, 2000)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with duckdb.connect(str(db)) as conn:  # as the old rule left them, and before 0022
+        conn.execute("UPDATE view_spans SET version_id = 2 WHERE version_id = 1")
+        conn.execute("DELETE FROM _migrations WHERE id = 22")
+        conn.execute("DELETE FROM _stale_spans")
+    with Store(db, replica_interval=None):
+        pass
+    with open_reader(db) as conn:
+        assert api.show(conn, "db.tied")["version_id"] == 1
 
 
 def test_an_ambiguous_name_suggests_the_full_names(tmp_path: Path) -> None:

@@ -350,3 +350,25 @@ def test_a_removal_and_the_file_back_in_one_transaction_keep_their_order(tmp_pat
         store.write_tables(successive(parts if order.startswith("removal") else parts[::-1]), files_back=True)
         removals = store.conn.execute("SELECT location FROM removals").fetchall()
     assert removals == ([] if order.startswith("removal") else [(str(path),)])
+
+
+def test_a_re_list_forgets_objects_announced_then_gone_whose_delete_was_lost(tmp_path: Path) -> None:
+    """Found by the twelfth adversarial trial: an `object-missing` row (announced, gone when read)
+    whose delete event never came outlived every re-list that showed nothing is there."""
+    root = tmp_path / "warehouse"
+    View(root, "db", "v", "e9400000-0000-4000-8000-000000000001").commit(1000, "SELECT 1 AS x")
+    gone = str(root / "db" / "ghost" / "metadata" / "00001-a.metadata.json")
+    elsewhere = str(tmp_path / "other" / "00001-b.metadata.json")
+    db = tmp_path / "store.duckdb"
+    with Store(db, replica_interval=None) as store:
+        store.write(
+            Batch(
+                quarantined=[
+                    QuarantinedFile(location, "object-missing", "gone", None, None)
+                    for location in (gone, elsewhere)
+                ]
+            )
+        )
+    index_locations([str(root)], settings_for(db))
+    with open_reader(db) as conn:
+        assert conn.execute("SELECT location FROM quarantine").fetchall() == [(elsewhere,)]

@@ -557,9 +557,11 @@ def test_segments_waiting_together_are_stored_in_one_transaction(tmp_path: Path)
         writes: list[int] = []
         write = store.write_tables
 
-        def counted(tables: Mapping[str, pa.Table], resumable_children: bool = False) -> None:
+        def counted(
+            tables: Mapping[str, pa.Table], resumable_children: bool = False, files_back: bool = False
+        ) -> None:
             writes.append(sum(table.num_rows for table in tables.values()))
-            write(tables, resumable_children)
+            write(tables, resumable_children, files_back)
 
         store.write_tables = counted  # type: ignore[method-assign]
         assert spool.merge_into(store) == 3
@@ -610,9 +612,11 @@ def test_segments_bringing_the_same_parent_rows_are_stored_apart(
         writes: list[int] = []
         write = store.write_tables
 
-        def counted(tables: Mapping[str, pa.Table], resumable_children: bool = False) -> None:
+        def counted(
+            tables: Mapping[str, pa.Table], resumable_children: bool = False, files_back: bool = False
+        ) -> None:
             writes.append(tables["removals"].num_rows if "removals" in tables else 0)
-            write(tables, resumable_children)
+            write(tables, resumable_children, files_back)
 
         store.write_tables = counted  # type: ignore[method-assign]
         assert spool.merge_into(store) == 3

@@ -47,6 +47,8 @@ from viewlineage.indexer.sources.read import FileRead, ListedFile, Reader, reade
 from viewlineage.sinks.readers import Readers
 from viewlineage.sinks.spool import Spool
 
+FUTURE_EVENT_SLACK_MS = 60_000
+"""How far ahead of this machine's clock an event's time may be before it is taken for skewed."""
 RECENT_LOCATIONS = 100_000
 """How many indexed locations a process remembers to spot re-deliveries without the store."""
 OUTAGE_BACKOFF_LIMIT = 30.0
@@ -131,6 +133,7 @@ class EventIngest:
         built = BuiltBatch(Batch())
         created: list[str] = []
         sizes: dict[str, int | None] = {}
+        created_last: set[str] = set()  # the batch's last event of the location is a create
         for message in messages:
             try:
                 decoded = decode_message(message.key, message.value, message.timestamp_ms)
@@ -153,13 +156,19 @@ class EventIngest:
                     built.outcomes["skipped:other-versions-remain"] += 1
                 elif event.kind is EventKind.REMOVED:
                     removed_ms = event.event_ms if event.event_ms is not None else message.timestamp_ms
-                    if removed_ms is None:  # neither the event nor Kafka says when: now is closest
-                        removed_ms = int(time.time() * 1000)
+                    now_ms = int(time.time() * 1000)
+                    # Neither the event nor Kafka says when, or says a time to come (a skewed or forged
+                    # `eventTime`, found by the twelfth adversarial trial: 9999-12-31 left the view
+                    # current now and dropped at once): now is closest, and no later than the truth.
+                    if removed_ms is None or removed_ms > now_ms + FUTURE_EVENT_SLACK_MS:
+                        removed_ms = now_ms
                     built.batch.removals.append(Removal(url, removed_ms, event.source))
                     built.outcomes["removed"] += 1
                     self._remember([url], removed=True)
+                    created_last.discard(url)
                 else:
                     created.append(url)
+                    created_last.add(url)
                     sizes[url] = event.size
         # Outcomes per event, whatever the batching: the first event of a file indexes it, later
         # ones (here or in later batches) find it indexed; a missing object is missing each time.
@@ -175,10 +184,10 @@ class EventIngest:
         if failed:  # an outage, or objects failing on their own: the store's answer tells which
             _unless_answering(todo[0], f"the object store does not answer: {failed[0].message}")
         files = self.indexer.build_batch(reads, missing_is_quarantine=True)
-        # A file read after its removal's event is there again (deleted and put back): stored in
-        # one transaction, the removal would stay.
-        there = {item.read.location for item in files.indexed}
-        built.batch.removals = [removal for removal in built.batch.removals if removal.location not in there]
+        # A file deleted and put back (a create after its removal, and read): stored in one
+        # transaction, the removal would stay.
+        back = created_last.intersection(item.read.location for item in files.indexed)
+        built.batch.removals = [removal for removal in built.batch.removals if removal.location not in back]
         built.batch.indexed = files.indexed
         built.batch.lineage = files.lineage
         built.batch.quarantined.extend(files.quarantined)

@@ -144,8 +144,9 @@ def index_locations(
             for root, table in zip(roots, listings, strict=True)
             for location in store.gone(root, table.column("location"), unlisted)
         ]
-        for table in listings:  # a file an earlier listing found gone, put back since
-            store.relisted(table.column("location").combine_chunks())
+        for root, table in zip(roots, listings, strict=True):
+            store.relisted(table.column("location").combine_chunks())  # a file found gone, put back since
+            store.forget_missing(root, table.column("location").combine_chunks(), unlisted)
         indexer = Indexer(store, config, pool)
         indexer.stats.unlisted = [str(error) for reader in readers for error in reader.unlisted]
         indexer.stats.listed = sum(table.num_rows for table in listings)
@@ -230,6 +231,7 @@ def gap_batch(
     batch = indexer.build_batch(reads)
     unlisted = [error.location for error in reader.unlisted]
     vanished = store.gone(prefix, pa.array(list(listed), pa.string()), unlisted)
+    store.forget_missing(prefix, pa.array(list(listed), pa.string()), unlisted)
     batch.removals.extend(Removal(location, now_ms, "reconcile") for location in vanished)
     outcomes = Counter({"reconciled": len(batch.indexed), "removed": len(vanished)})
     outcomes["quarantined"] += len(batch.quarantined)

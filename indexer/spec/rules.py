@@ -168,8 +168,9 @@ def check_log_current(
 ) -> list[Finding]:
     """Where the version-log leaves open which version is current: an empty log, and a
     current-version-id that is not the version the log made current last (answers follow the log,
-    which dates each). Two versions made current at one instant, in one log or two, are the
-    store's finding `activation-tie`. A current version the file does not hold is another finding
+    which dates each); of versions logged at its last instant, it says which is current. Two
+    versions made current at one instant that no file settles so are the store's finding
+    `activation-tie`. A current version the file does not hold is another finding
     (`current-version-not-found`)."""
     if current_version_id not in version_ids:
         return []
@@ -184,8 +185,8 @@ def check_log_current(
             )
         ]
     last = max(log, key=lambda entry: (entry.timestamp_ms, entry.version_id))
-    if last.version_id == current_version_id:
-        return []
+    if any(e.version_id == current_version_id and e.timestamp_ms == last.timestamp_ms for e in log):
+        return []  # of versions logged at one instant, the file names which is current
     return [
         Finding(
             "current-not-logged-last",

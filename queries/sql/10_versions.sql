@@ -24,15 +24,22 @@ CREATE OR REPLACE MACRO file_state_key(commit_ms, sequence_number, location, sur
 };
 
 -- current_versions(t): per view, the version named by the log entry with the greatest timestamp <= t
--- (ties: the greater version-id).
+-- (ties: the one the file logging them names current, else the greater version-id).
 CREATE OR REPLACE MACRO current_versions(t) AS TABLE
 SELECT view_id, version_id, activated_ms FROM view_spans
 WHERE from_ms <= t AND t < until_ms AND version_id IS NOT NULL;
 
+-- activation_settled(vid, version, ms): whether a file whose newest log entry is at ms names the
+-- version current: of versions made current at one instant, that one is (else the greater id).
+CREATE OR REPLACE MACRO activation_settled(vid, version, ms) AS EXISTS (
+    SELECT 1 FROM view_files f WHERE f.view_id = vid AND f.last_log_ms = ms AND f.current_version_id = version
+);
+
 -- view_current_version(vid, t): the same for one view.
 CREATE OR REPLACE MACRO view_current_version(vid, t) AS TABLE
-SELECT view_id, version_id, timestamp_ms AS activated_ms FROM activations
-WHERE view_id = vid AND timestamp_ms <= t ORDER BY timestamp_ms DESC, version_id DESC LIMIT 1;
+SELECT view_id, version_id, timestamp_ms AS activated_ms FROM activations a
+WHERE view_id = vid AND timestamp_ms <= t
+ORDER BY timestamp_ms DESC, activation_settled(vid, a.version_id, a.timestamp_ms) DESC, version_id DESC LIMIT 1;
 
 -- view_files_as_of(t): per view, the file whose state held at t (see file_state_key).
 CREATE OR REPLACE MACRO view_files_as_of(t) AS TABLE

@@ -66,7 +66,9 @@ SELECT 'view', NULL, view_id, max(version_id), 'activation-tie', 'warning',
        'versions ' || string_agg(DISTINCT version_id::VARCHAR, ', ' ORDER BY version_id::VARCHAR)
        || ' are made current at one instant (' || timestamp_ms || ') by version-logs; the greatest id '
        || 'is taken as current from then', '$.version-log'
-FROM activations GROUP BY view_id, timestamp_ms HAVING count(DISTINCT version_id) > 1
+FROM activations a GROUP BY view_id, timestamp_ms
+HAVING count(DISTINCT version_id) > 1
+   AND NOT bool_or(activation_settled(a.view_id, a.version_id, a.timestamp_ms))
 UNION ALL
 SELECT DISTINCT 'view', NULL, view_id, version_id, 'timestamp-out-of-range', 'warning',
        'activated at ' || timestamp_ms || ' ms, past what a date can be (years 1 to 9999): microseconds '
