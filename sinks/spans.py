@@ -47,7 +47,11 @@ def _read_paths(reads: str) -> str:
 
 _VIEW_SPANS = f"""
 INSERT INTO view_spans
-WITH held_versions AS (
+WITH tied_views AS (
+    SELECT DISTINCT view_id FROM activations WHERE view_id IN (SELECT view_id FROM _touched)
+    GROUP BY view_id, timestamp_ms HAVING count(*) > 1
+),
+held_versions AS (
     SELECT view_id, version_id, timestamp_ms AS from_ms, activated_ms,
            coalesce(next_ms, {OPEN_MS}) AS until_ms
     FROM (
@@ -60,7 +64,7 @@ WITH held_versions AS (
                    a.timestamp_ms AS activated_ms, f.view_id IS NOT NULL AS settled
             FROM activations a
             LEFT JOIN (SELECT view_id, last_log_ms, current_version_id FROM view_files
-                       WHERE view_id IN (SELECT view_id FROM _touched) GROUP BY ALL) f
+                       WHERE view_id IN (SELECT view_id FROM tied_views) GROUP BY ALL) f
               ON f.view_id = a.view_id AND f.last_log_ms = a.timestamp_ms
              AND f.current_version_id = a.version_id
             WHERE a.view_id IN (SELECT view_id FROM _touched)

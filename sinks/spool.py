@@ -28,7 +28,7 @@ import pyarrow.ipc as ipc
 
 from viewlineage.indexer.errors import StoreAbandoned, StoreError
 from viewlineage.sinks.store import Store
-from viewlineage.sinks.tables import CHILDREN, SCHEMAS, successive
+from viewlineage.sinks.tables import BACK, CHILDREN, SCHEMAS, successive
 
 MERGED_TOGETHER = 8
 """Segments stored in one transaction at most (each holds one batch: up to `batch-files` files)."""
@@ -78,7 +78,7 @@ class Spool:
     @staticmethod
     def read(segment: Path) -> dict[str, pa.Table]:
         tables = {}
-        for name in SCHEMAS:
+        for name in (*SCHEMAS, BACK):
             path = segment / f"{name}.arrow"
             if path.exists():
                 with pa.memory_map(str(path)) as source:
@@ -125,8 +125,7 @@ class Spool:
         A failure of the store itself (I/O, a failed COMMIT; memory, for a segment alone) is
         raised: the segments wait for a writer."""
         try:
-            # Every file a segment holds was there when it was built: one removed before is back.
-            store.write_tables(tables, files_back=True)
+            store.write_tables(tables, follower=True)
         except StoreError as exc:
             if (
                 isinstance(exc, StoreAbandoned)

@@ -35,6 +35,7 @@ from viewlineage.sinks import spans
 from viewlineage.sinks.readers import REBUILD_INTERRUPTED, recorded_in, replica_path, replicas_directory
 from viewlineage.sinks.schema import install_queries, migrate, reindex_needed
 from viewlineage.sinks.tables import (
+    BACK,
     CHILDREN,
     DEDUPLICATED,
     DERIVED_TABLES,
@@ -214,7 +215,7 @@ class Store:
         self.write_tables(batch.to_arrow())
 
     def write_tables(
-        self, tables: Mapping[str, pa.Table], resumable_children: bool = False, files_back: bool = False
+        self, tables: Mapping[str, pa.Table], resumable_children: bool = False, follower: bool = False
     ) -> None:
         """Insert Arrow tables (named as store tables) in one transaction. Every key is
         content-derived, so inserting what is already there changes nothing (INSERT OR IGNORE):
@@ -225,14 +226,14 @@ class Store:
         stays indexed, so a quarantine row never hides it (one saying that other content was
         written there since, `location-reused`, stands beside it) and a good read supersedes one; an
         `object-missing` row gives way to a removal of the same location (the object was deleted
-        before it could be read). With `files_back` (a follower that saw the files appear after
-        their removal was recorded), the files' removals go; a file back with other content than
-        the one indexed there is quarantined (`location-reused`, see `_reused_set_aside`)."""
+        before it could be read). The removals of the files `BACK` names go (the table is no store
+        table: deleted and put back). A `follower`'s file at a location indexed with other content
+        is quarantined (`location-reused`, see `_reused_set_aside`)."""
         if not tables:
             return
         if self._abandoned:
             raise StoreAbandoned(self._abandoned)
-        if files_back and "files" in tables:
+        if follower and "files" in tables:
             tables = self._reused_set_aside(tables)
         statements = {
             "quarantine": [
@@ -242,9 +243,8 @@ class Store:
             ],
             "files": ["INSERT OR IGNORE INTO files SELECT * FROM _batch"],
             "removals": ["INSERT OR IGNORE INTO removals SELECT * FROM _batch"],
+            BACK: ["DELETE FROM removals WHERE location IN (SELECT location FROM _batch)"],
         }
-        if files_back:
-            statements["files"].append("DELETE FROM removals WHERE location IN (SELECT location FROM _batch)")
         if self._quarantine_rows or "quarantine" in tables:  # else there is nothing to clear
             statements["files"].append(
                 "DELETE FROM quarantine WHERE location IN (SELECT location FROM _batch)"
@@ -304,7 +304,11 @@ class Store:
             return tables
         locations = pa.array([row["location"] for row in reused], pa.string())
         kept = {
-            name: table.filter(pc.invert(pc.is_in(table[FILE_COLUMN].cast(pa.string()), locations)))
+            name: table.filter(
+                pc.invert(
+                    pc.is_in(table["location" if name == BACK else FILE_COLUMN].cast(pa.string()), locations)
+                )
+            )
             for name, table in tables.items()
         }
         now = datetime.now(UTC)
@@ -352,6 +356,8 @@ class Store:
                 for name, table in tables.items()
                 if name in owners
             }
+            if BACK in tables:
+                own[BACK] = tables[BACK].filter(pc.equal(tables[BACK]["location"], location))
             try:
                 self._within_memory(
                     self.conn, functools.partial(self._write, without_file_column(own), statements)
@@ -368,7 +374,7 @@ class Store:
 
     def _write(self, tables: Mapping[str, pa.Table], statements: Mapping[str, list[str]]) -> None:
         with self._transaction():
-            for name in sorted(SCHEMAS, key=lambda table: table not in CHILDREN):
+            for name in [*sorted(SCHEMAS, key=lambda table: table not in CHILDREN), BACK]:
                 if name not in tables:
                     continue
                 self.conn.register("_batch", tables[name])
@@ -376,7 +382,7 @@ class Store:
                     self.conn.execute(statement)
                 self.conn.unregister("_batch")
             views = [tables[name]["view_id"] for name in spans.VIEW_ROWS if name in tables]
-            removed = [tables["removals"]["location"]] if "removals" in tables else []
+            removed = [tables[name]["location"] for name in ("removals", BACK) if name in tables]
             if views or removed:
                 update = spans.defer if self.deferred_spans else spans.refresh
                 update(self.conn, _joined(views), _joined(removed))
@@ -494,7 +500,7 @@ class Store:
     def indexed(self, locations: Iterable[str], removed_too: bool = True) -> set[str]:
         """Which of these locations are already indexed (their files are immutable); without
         `removed_too`, only those with no removal recorded (a follower that sees the others again
-        stores them with `files_back`)."""
+        stores them as `BACK`)."""
         wanted = list(locations)
         indexed = self._existing("files", "location", wanted)
         return indexed if removed_too else indexed - self._existing("removals", "location", wanted)
@@ -582,6 +588,15 @@ class Store:
     def known_lineage(self, keys: Iterable[str]) -> set[str]:
         """Which lineage keys have stored results (the memo across runs)."""
         return self._existing("lineage", "lineage_key", keys)
+
+    def removed_at(self, locations: Iterable[str]) -> dict[str, int]:
+        """The latest recorded removal of each of these locations that has one, epoch ms."""
+        removed: dict[str, int] = {}
+        for location, removed_ms in self._lookup(
+            self.lookups, "removals", "location", locations, "removed_ms"
+        ):
+            removed[location] = max(removed_ms, removed.get(location, removed_ms))
+        return removed
 
     def _existing(self, table: str, column: str, values: Iterable[str]) -> set[str]:
         return {row[0] for row in self._lookup(self.lookups, table, column, values)}

@@ -372,27 +372,37 @@ def without_file_column(tables: Mapping[str, pa.Table]) -> dict[str, pa.Table]:
     }
 
 
+BACK = "_back"
+"""Not a store table: the locations of a batch's files that are back after their removal (deleted
+and put back, moved out and in), whose removals go when it is stored (`Store.write_tables`)."""
+BACK_SCHEMA = pa.schema([pa.field("location", pa.string(), nullable=False)])
+
+
 def successive(parts: Sequence[Mapping[str, pa.Table]]) -> dict[str, pa.Table]:
-    """`concatenated` for parts built one after the other, stored in one transaction: a removal
-    that a later part brings the file back from is dropped (a transaction inserts its files before
-    its removals, and the file is there)."""
+    """`concatenated` for parts built one after the other, stored in one transaction (which takes
+    a batch's removals before its files back): a removal that a later part brings the file back
+    from (`BACK`) is dropped, and so is a file back that a later part removes again."""
     back: set[str] = set()
+    removed: set[str] = set()
     ordered: list[Mapping[str, pa.Table]] = []
     for part in reversed(parts):
-        if "removals" in part and back:
-            removals = part["removals"]
-            kept = removals.filter(
-                pc.invert(pc.is_in(removals["location"], pa.array(sorted(back), pa.string())))
-            )
-            part = {**part, "removals": kept}
-        if "files" in part:
-            back.update(part["files"]["location"].to_pylist())
-        ordered.append(part)
+        kept = dict(part)
+        for name, later in (("removals", back), (BACK, removed)):
+            if name in part and later:
+                table = part[name]
+                kept[name] = table.filter(
+                    pc.invert(pc.is_in(table["location"], pa.array(sorted(later), pa.string())))
+                )
+        if "removals" in part:
+            removed.update(part["removals"]["location"].to_pylist())
+        if BACK in part:
+            back.update(part[BACK]["location"].to_pylist())
+        ordered.append(kept)
     return concatenated(ordered[::-1])
 
 
 def concatenated(parts: Sequence[Mapping[str, pa.Table]]) -> dict[str, pa.Table]:
     """Each store table's rows from every part, in `SCHEMAS` order (raises `pa.ArrowException` when
     a table's schemas differ between parts)."""
-    names = [name for name in SCHEMAS if any(name in part for part in parts)]
+    names = [name for name in (*SCHEMAS, BACK) if any(name in part for part in parts)]
     return {name: pa.concat_tables([part[name] for part in parts if name in part]) for name in names}

@@ -417,14 +417,14 @@ def test_watch_reports_a_path_it_cannot_look_at_and_quarantines_nothing(tmp_path
         "from viewlineage.indexer.followers.watch import _expand_directories\n"
         "from viewlineage.indexer.sources.read import LocalReader\n"
         "reader = LocalReader()\n"
-        "print(_expand_directories(sys.argv[1:], reader), [str(e) for e in reader.unlisted])\n"
+        "print(_expand_directories(sys.argv[2:], reader, sys.argv[1]), [str(e) for e in reader.unlisted])\n"
     )
     unprivileged = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--", sys.executable]
     paths = [str(locked / "metadata"), str(tmp_path / "gone.metadata.json")]
     locked.chmod(0)
     try:
         shown = subprocess.run(
-            [*unprivileged, "-c", script, *paths], capture_output=True, text=True, check=True
+            [*unprivileged, "-c", script, str(tmp_path), *paths], capture_output=True, text=True, check=True
         ).stdout
     finally:
         locked.chmod(0o755)
@@ -638,3 +638,37 @@ def test_a_document_that_is_not_utf8_says_which_byte(data: bytes, message: str) 
     with pytest.raises(QuarantineError) as refused:
         parse_metadata(data, "/w/db/v/metadata/00001-x.metadata.json", ParseConfig())
     assert (refused.value.reason, str(refused.value)) == ("not-json", message)
+
+
+@pytest.mark.parametrize("kind", ["foo", "decimal(99999999999999999999,2)", "decimal(39,2)", "fixed[-5]", ""])
+def test_a_type_that_is_no_iceberg_type_is_a_finding(kind: str) -> None:
+    """Found by the twelfth adversarial trial: such types were indexed without a word, and `impact`
+    reasoned from a decimal of 10^20 digits. Now the schema's fields are left out with the finding,
+    as for any nested type that is not the spec's (Java's library refuses such files)."""
+    document = json.loads(
+        (CONFORMANCE / "iceberg-spec" / "view-spec__appendixA__00002-metadata.json").read_text()
+    )
+    document["schemas"][0]["fields"][0]["type"] = kind
+    parsed = Indexer(None, ParseConfig()).parse(
+        FileRead("/w/ns/v/metadata/00001-a.metadata.json", json.dumps(document).encode(), 0, "t")
+    )
+    assert not isinstance(parsed, QuarantinedFile) and parsed.view is not None
+    assert [(f.code, f.message) for f in parsed.findings if f.code != "location-mismatch"] == [
+        ("invalid-nested-type", f"nested type with type {kind!r} is not an Iceberg type")
+    ]
+    assert [schema.nested for schema in parsed.view.schemas] == [()]
+
+
+@pytest.mark.parametrize(
+    "kind", ["decimal(38, 10)", "fixed[16]", "timestamptz_ns", "variant", "geometry(srid:4326)", "unknown"]
+)
+def test_every_iceberg_primitive_type_is_one(kind: str) -> None:
+    document = json.loads(
+        (CONFORMANCE / "iceberg-spec" / "view-spec__appendixA__00002-metadata.json").read_text()
+    )
+    document["schemas"][0]["fields"][0]["type"] = kind
+    parsed = Indexer(None, ParseConfig()).parse(
+        FileRead("/w/ns/v/metadata/00001-a.metadata.json", json.dumps(document).encode(), 0, "t")
+    )
+    assert not isinstance(parsed, QuarantinedFile) and parsed.view is not None
+    assert [f.code for f in parsed.findings if f.code != "location-mismatch"] == []

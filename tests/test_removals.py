@@ -344,10 +344,11 @@ def test_a_removal_and_the_file_back_in_one_transaction_keep_their_order(tmp_pat
     back = Indexer(None, settings.parse_config()).build_batch(
         [FileRead(str(path), path.read_bytes(), 1000, "mtime")]
     )
+    back.back = [str(path)]
     removal = Batch(removals=[Removal(str(path), 2000, "watch")])
     parts = [removal.to_arrow(), back.to_arrow()]
     with Store(db, replica_interval=None) as store:
-        store.write_tables(successive(parts if order.startswith("removal") else parts[::-1]), files_back=True)
+        store.write_tables(successive(parts if order.startswith("removal") else parts[::-1]), follower=True)
         removals = store.conn.execute("SELECT location FROM removals").fetchall()
     assert removals == ([] if order.startswith("removal") else [(str(path),)])
 

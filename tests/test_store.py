@@ -113,6 +113,7 @@ def test_previous_schema_version_opens_and_migrates(
             "0019_latest_activations",
             "0020_tied_reads",
             "0021_removals_after_commits",
+            "0022_settled_ties",
         ]
         assert schema.reindex_needed(store.conn) == ["0007_tables_and_materialized_views"]
         keyed = store.conn.execute(
@@ -558,10 +559,10 @@ def test_segments_waiting_together_are_stored_in_one_transaction(tmp_path: Path)
         write = store.write_tables
 
         def counted(
-            tables: Mapping[str, pa.Table], resumable_children: bool = False, files_back: bool = False
+            tables: Mapping[str, pa.Table], resumable_children: bool = False, follower: bool = False
         ) -> None:
             writes.append(sum(table.num_rows for table in tables.values()))
-            write(tables, resumable_children, files_back)
+            write(tables, resumable_children, follower)
 
         store.write_tables = counted  # type: ignore[method-assign]
         assert spool.merge_into(store) == 3
@@ -613,10 +614,10 @@ def test_segments_bringing_the_same_parent_rows_are_stored_apart(
         write = store.write_tables
 
         def counted(
-            tables: Mapping[str, pa.Table], resumable_children: bool = False, files_back: bool = False
+            tables: Mapping[str, pa.Table], resumable_children: bool = False, follower: bool = False
         ) -> None:
             writes.append(tables["removals"].num_rows if "removals" in tables else 0)
-            write(tables, resumable_children, files_back)
+            write(tables, resumable_children, follower)
 
         store.write_tables = counted  # type: ignore[method-assign]
         assert spool.merge_into(store) == 3

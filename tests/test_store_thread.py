@@ -81,11 +81,11 @@ def test_watch_parses_the_next_batches_while_the_last_one_is_stored(tmp_path: Pa
             return batch
 
         def slow_write(
-            tables: dict[str, pa.Table], resumable_children: bool = False, files_back: bool = False
+            tables: dict[str, pa.Table], resumable_children: bool = False, follower: bool = False
         ) -> None:
             events.append(("write started", time.monotonic()))
             time.sleep(0.5)
-            write(tables, resumable_children, files_back)
+            write(tables, resumable_children, follower)
             written.append(tables["files"].num_rows)
             events.append(("write ended", time.monotonic()))
 

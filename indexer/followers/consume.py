@@ -90,9 +90,9 @@ class EventIngest:
         self.prefixes = prefixes
         self._readers: dict[str, Reader] = {}
         self._recent: OrderedDict[str, None] = OrderedDict()
-        self._removed: OrderedDict[str, None] = OrderedDict()
-        """Locations whose removal this process saw last: a create of one is read again, whether
-        or not the store holds the removal yet (the file is back)."""
+        self._removed: OrderedDict[str, int] = OrderedDict()
+        """Locations whose removal this process saw last, with its time: the store may not hold it
+        yet when a create event comes (see `_indexed`)."""
         for prefix in prefixes or ("s3://",):  # s3fs's import and client before the first event's read
             if "://" in prefix:
                 self.reader(prefix)
@@ -103,12 +103,22 @@ class EventIngest:
             self._readers[scheme] = reader_for(url, self.settings.s3_endpoint)
         return self._readers[scheme]
 
-    def _indexed(self, locations: list[str]) -> set[str]:
-        known = {location for location in locations if location in self._recent}
-        if self.indexer.store is not None:  # a file removed and created again is read again
-            asked = set(locations) - known - self._removed.keys()
-            known |= self.indexer.store.indexed(asked, removed_too=False)
-        return known
+    def _indexed(self, created_ms: dict[str, int | None]) -> tuple[set[str], set[str]]:
+        """Of the locations created (with their create events' time), those indexed already, and
+        those removed (by an event this process saw, or one the store holds) before their create
+        event: deleted and put back, they are read again and stored as back. A create event older
+        than the removal is a duplicate, or a late one: the removal stands."""
+        indexed = {location for location in created_ms if location in self._recent}
+        if self.indexer.store is not None:
+            indexed |= self.indexer.store.indexed(set(created_ms) - indexed)
+        removed = self.indexer.store.removed_at(indexed) if self.indexer.store is not None else {}
+        for location in indexed & self._removed.keys():  # the store may not hold this removal yet
+            removed[location] = max(self._removed[location], removed.get(location, self._removed[location]))
+        known = indexed - removed.keys()
+        back = {
+            location for location, removed_ms in removed.items() if _newer(created_ms[location], removed_ms)
+        }
+        return known | (removed.keys() - back), back
 
     def _still_there(self, url: str) -> bool:
         """Whether the object a removal of one of its versions named is still there (another
@@ -119,21 +129,27 @@ class EventIngest:
         except TransientReadError as exc:
             raise SourceUnavailable(url, f"the object store does not answer: {exc.message}") from exc
 
-    def _remember(self, locations: Iterable[str], removed: bool = False) -> None:
-        """Note the locations as indexed (or `removed`), forgetting the other state of each."""
-        remembered, other = (self._removed, self._recent) if removed else (self._recent, self._removed)
+    def _remember(self, locations: Iterable[str]) -> None:
         for location in locations:
-            other.pop(location, None)
-            remembered[location] = None
-            remembered.move_to_end(location)
-        while len(remembered) > RECENT_LOCATIONS:
-            remembered.popitem(last=False)
+            self._removed.pop(location, None)
+            self._recent[location] = None
+            self._recent.move_to_end(location)
+        while len(self._recent) > RECENT_LOCATIONS:
+            self._recent.popitem(last=False)
+
+    def _forget(self, location: str, removed_ms: int) -> None:
+        """Note a removal: a create event newer than it brings the file back."""
+        self._removed[location] = max(removed_ms, self._removed.get(location, removed_ms))
+        self._removed.move_to_end(location)
+        while len(self._removed) > RECENT_LOCATIONS:
+            self._removed.popitem(last=False)
 
     def build(self, messages: list[Message], store_was_down: bool = False) -> BuiltBatch:
         built = BuiltBatch(Batch())
         created: list[str] = []
         sizes: dict[str, int | None] = {}
-        created_last: set[str] = set()  # the batch's last event of the location is a create
+        created_ms: dict[str, int | None] = {}  # each location's newest create event's time
+        removed_here: dict[str, int] = {}
         for message in messages:
             try:
                 decoded = decode_message(message.key, message.value, message.timestamp_ms)
@@ -164,16 +180,19 @@ class EventIngest:
                         removed_ms = now_ms
                     built.batch.removals.append(Removal(url, removed_ms, event.source))
                     built.outcomes["removed"] += 1
-                    self._remember([url], removed=True)
-                    created_last.discard(url)
+                    self._forget(url, removed_ms)
+                    removed_here[url] = max(removed_ms, removed_here.get(url, removed_ms))
                 else:
                     created.append(url)
-                    created_last.add(url)
+                    when = event.event_ms if event.event_ms is not None else message.timestamp_ms
+                    created_ms[url] = max(
+                        (ms for ms in (when, created_ms.get(url)) if ms is not None), default=None
+                    )
                     sizes[url] = event.size
         # Outcomes per event, whatever the batching: the first event of a file indexes it, later
         # ones (here or in later batches) find it indexed; a missing object is missing each time.
         unique = list(dict.fromkeys(created))
-        known = self._indexed(unique)
+        known, back = self._indexed(created_ms)
         todo = [(self.reader(url), ListedFile(url, sizes[url])) for url in unique if url not in known]
         if todo and store_was_down:  # no reads to wait out while it stays down
             _unless_answering(todo[0], "the object store still does not answer")
@@ -184,10 +203,15 @@ class EventIngest:
         if failed:  # an outage, or objects failing on their own: the store's answer tells which
             _unless_answering(todo[0], f"the object store does not answer: {failed[0].message}")
         files = self.indexer.build_batch(reads, missing_is_quarantine=True)
-        # A file deleted and put back (a create after its removal, and read): stored in one
-        # transaction, the removal would stay.
-        back = created_last.intersection(item.read.location for item in files.indexed)
-        built.batch.removals = [removal for removal in built.batch.removals if removal.location not in back]
+        # Files deleted and put back (a create event newer than the removal, and read): their
+        # removals go, this batch's too.
+        read = [item.read.location for item in files.indexed]
+        built.batch.back = [
+            location
+            for location in read
+            if location in back
+            or (location in removed_here and _newer(created_ms[location], removed_here[location]))
+        ]
         built.batch.indexed = files.indexed
         built.batch.lineage = files.lineage
         built.batch.quarantined.extend(files.quarantined)
@@ -201,6 +225,11 @@ class EventIngest:
                 known.add(url)
         self._remember(item.parsed.location for item in files.indexed)
         return built
+
+
+def _newer(created_ms: int | None, removed_ms: int) -> bool:
+    """Whether a create event's time is after a removal's (an unknown time is not)."""
+    return created_ms is not None and created_ms > removed_ms
 
 
 def _unless_answering(entry: tuple[Reader, ListedFile], message: str) -> None:

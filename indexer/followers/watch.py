@@ -355,6 +355,8 @@ class _Loop:
             self.retries.pop(location, None)
             ready.append(read)
         batch = self.indexer.build_batch(ready, parsed=parsed) if ready else Batch()
+        # What watch reads is there, and not indexed but for a removal: files moved out and back.
+        batch.back = [item.read.location for item in batch.indexed]
         batch.removals.extend(removed)
         if batch:
             self.in_flight.update(item.read.location for item in batch.indexed)
@@ -366,7 +368,7 @@ class _Loop:
         # Each batch converted on its own: a file it quarantines there is counted so below.
         refused_before, reused_before = len(self.store.refused), len(self.store.reused)
         # Files seen after their removal was recorded are back (a move out and in again).
-        self.store.write_tables(successive([each.batch.to_arrow() for each in built]), files_back=True)
+        self.store.write_tables(successive([each.batch.to_arrow() for each in built]), follower=True)
         refused = dict.fromkeys(self.store.refused[refused_before:], "insert-failed")
         refused |= dict.fromkeys(self.store.reused[reused_before:], "location-reused")
         self.in_flight.difference_update(item.read.location for each in built for item in each.batch.indexed)

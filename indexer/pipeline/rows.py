@@ -21,7 +21,7 @@ from viewlineage.indexer.parse.table import KnownSnapshot, ParsedTable
 from viewlineage.indexer.pipeline.collector import collector_paused
 from viewlineage.indexer.sources.read import FileRead
 from viewlineage.indexer.spec.elements import ParsedSchema
-from viewlineage.sinks.tables import FILE_COLUMN, FILE_COLUMN_TYPE, SCHEMAS
+from viewlineage.sinks.tables import BACK, BACK_SCHEMA, FILE_COLUMN, FILE_COLUMN_TYPE, SCHEMAS
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +71,8 @@ class Batch:
     indexed: list[IndexedFile] = field(default_factory=list)
     quarantined: list[QuarantinedFile] = field(default_factory=list)
     removals: list[Removal] = field(default_factory=list)
+    back: list[str] = field(default_factory=list)
+    """Locations of its files that are back after their removal: their removals go (`BACK`)."""
     lineage: dict[str, Lineage] = field(default_factory=dict)
     lineage_requests: dict[str, LineageRequest] = field(default_factory=dict)
     """Lineage the files need and nobody computed yet (bulk engines compute it job-wide)."""
@@ -128,11 +130,14 @@ class Batch:
             owners.took(r.location)
         for key, lineage in sorted(self.lineage.items()):
             _add_lineage(rows, key, lineage, now)
-        return {
+        tables = {
             name: _table(name, table_rows).append_column(FILE_COLUMN, owners.column(name))
             for name, table_rows in rows.items()
             if table_rows
         }
+        if self.back:
+            tables[BACK] = pa.table({"location": self.back}, schema=BACK_SCHEMA)
+        return tables
 
 
 class _Owners:

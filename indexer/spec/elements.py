@@ -10,6 +10,7 @@ import copy
 import functools
 import hashlib
 import json
+import re
 from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -196,6 +197,7 @@ def _flatten_field(
     is a reference cycle, left for the cyclic collector with everything it holds."""
     _check_nested(field_id, path[-1], required, doc)
     if not isinstance(kind, dict):
+        _check_primitive(kind)
         flat.append(SchemaField(field_id, parent, path, str(kind), required, doc))
         return
     name = str(kind.get("type"))
@@ -229,6 +231,27 @@ def _check_nested(field_id: Any, name: Any, required: Any, doc: Any) -> None:
         raise TypeError(f"'required' {required!r:.40} is not a boolean")
     if doc is not None and not isinstance(doc, str):
         raise TypeError(f"'doc' {doc!r:.40} is not a string")
+
+
+_PRIMITIVE = re.compile(
+    r"boolean|int|long|float|double|date|time|timestamp(tz)?(_ns)?|string|uuid|binary|variant|unknown"
+    r"|decimal\(\s*(?P<precision>\d{1,2})\s*,\s*(?P<scale>\d{1,2})\s*\)|fixed\[\s*(?P<length>\d{1,9})\s*\]"
+    r"|geometry(\(.+\))?|geography(\(.+\))?"
+)
+"""Iceberg's primitive types (format versions 1 to 3), as its JSON spells them."""
+
+
+def _check_primitive(kind: Any) -> None:
+    """Raises `TypeError` unless `kind` is an Iceberg primitive type (found by the twelfth
+    adversarial trial: `foo`, `decimal(99999999999999999999,2)` and `fixed[-5]` were indexed, and
+    `impact` reasoned from them)."""
+    matched = _PRIMITIVE.fullmatch(kind) if isinstance(kind, str) else None
+    if (
+        matched is None
+        or (matched["precision"] is not None and not 1 <= int(matched["precision"]) <= 38)
+        or (matched["length"] is not None and int(matched["length"]) < 1)
+    ):
+        raise TypeError(f"type {kind!r:.60} is not an Iceberg type")
 
 
 def parse_schemas(
