@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from viewlineage.indexer.errors import DecompressionBomb, ObjectTooLarge, QuarantineError, TruncatedGzip
 from viewlineage.indexer.parse.config import ParseConfig
-from viewlineage.indexer.parse.metadata import ParsedVersion, decompress, parse_metadata
+from viewlineage.indexer.parse.metadata import ParsedFile, ParsedVersion, decompress, parse_metadata
 from viewlineage.indexer.pipeline.health import Health
 from viewlineage.indexer.pipeline.indexer import Indexer
 from viewlineage.indexer.pipeline.rows import Batch, QuarantinedFile
@@ -645,13 +645,7 @@ def test_a_type_that_is_no_iceberg_type_is_a_finding(kind: str) -> None:
     """Found by the twelfth adversarial trial: such types were indexed without a word, and `impact`
     reasoned from a decimal of 10^20 digits. Now the schema's fields are left out with the finding,
     as for any nested type that is not the spec's (Java's library refuses such files)."""
-    document = json.loads(
-        (CONFORMANCE / "iceberg-spec" / "view-spec__appendixA__00002-metadata.json").read_text()
-    )
-    document["schemas"][0]["fields"][0]["type"] = kind
-    parsed = Indexer(None, ParseConfig()).parse(
-        FileRead("/w/ns/v/metadata/00001-a.metadata.json", json.dumps(document).encode(), 0, "t")
-    )
+    parsed = _with_first_column_typed(kind)
     assert not isinstance(parsed, QuarantinedFile) and parsed.view is not None
     assert [(f.code, f.message) for f in parsed.findings if f.code != "location-mismatch"] == [
         ("invalid-nested-type", f"nested type with type {kind!r} is not an Iceberg type")
@@ -663,12 +657,17 @@ def test_a_type_that_is_no_iceberg_type_is_a_finding(kind: str) -> None:
     "kind", ["decimal(38, 10)", "fixed[16]", "timestamptz_ns", "variant", "geometry(srid:4326)", "unknown"]
 )
 def test_every_iceberg_primitive_type_is_one(kind: str) -> None:
+    parsed = _with_first_column_typed(kind)
+    assert not isinstance(parsed, QuarantinedFile) and parsed.view is not None
+    assert [f.code for f in parsed.findings if f.code != "location-mismatch"] == []
+
+
+def _with_first_column_typed(kind: str) -> ParsedFile | QuarantinedFile:
+    """The spec's example view file, its schema's first column of type `kind`, parsed."""
     document = json.loads(
         (CONFORMANCE / "iceberg-spec" / "view-spec__appendixA__00002-metadata.json").read_text()
     )
     document["schemas"][0]["fields"][0]["type"] = kind
-    parsed = Indexer(None, ParseConfig()).parse(
+    return Indexer(None, ParseConfig()).parse(
         FileRead("/w/ns/v/metadata/00001-a.metadata.json", json.dumps(document).encode(), 0, "t")
     )
-    assert not isinstance(parsed, QuarantinedFile) and parsed.view is not None
-    assert [f.code for f in parsed.findings if f.code != "location-mismatch"] == []

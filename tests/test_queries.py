@@ -12,6 +12,7 @@ import shutil
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -1037,16 +1038,7 @@ def test_a_version_log_that_leaves_the_current_version_open_is_a_finding(tmp_pat
     document = json.loads(path.read_text())
     document["version-log"] = []
     write(path, document, 1000)
-    tied = View(root, "db", "tied", "e3000000-0000-4000-8000-000000000002")
-    tied.commit(1000, "SELECT a FROM db.one")
-    path = tied.commit(2000, "SELECT a FROM db.two")
-    document = json.loads(path.read_text())
-    document["version-log"] = [
-        {"timestamp-ms": 2000, "version-id": 2},
-        {"timestamp-ms": 2000, "version-id": 1},
-    ]
-    document["current-version-id"] = 1
-    write(path, document, 2000)
+    path, document = _tied_view(root, "e3000000-0000-4000-8000-000000000002")
     db = tmp_path / "store.duckdb"
     index_locations([str(root)], settings_for(db, f"{root}=prod"))
     with open_reader(db) as conn:
@@ -1085,11 +1077,10 @@ def test_a_version_log_that_leaves_the_current_version_open_is_a_finding(tmp_pat
         ]
 
 
-def test_migration_0022_derives_again_the_spans_of_views_with_tied_activations(tmp_path: Path) -> None:
-    """A store whose spans took the greater id of a tie its file settles answers by the file's
-    current-version-id once a writer applies migration 0022."""
-    root = tmp_path / "warehouse"
-    tied = View(root, "db", "tied", "e3100000-0000-4000-8000-000000000001")
+def _tied_view(root: Path, uuid: str) -> tuple[Path, dict[str, Any]]:
+    """View `db.tied` whose second file logs versions 2 and 1 at one instant, naming 1 current:
+    the file, and its document."""
+    tied = View(root, "db", "tied", uuid)
     tied.commit(1000, "SELECT a FROM db.one")
     path = tied.commit(2000, "SELECT a FROM db.two")
     document = json.loads(path.read_text())
@@ -1099,6 +1090,14 @@ def test_migration_0022_derives_again_the_spans_of_views_with_tied_activations(t
     ]
     document["current-version-id"] = 1
     write(path, document, 2000)
+    return path, document
+
+
+def test_migration_0022_derives_again_the_spans_of_views_with_tied_activations(tmp_path: Path) -> None:
+    """A store whose spans took the greater id of a tie its file settles answers by the file's
+    current-version-id once a writer applies migration 0022."""
+    root = tmp_path / "warehouse"
+    _tied_view(root, "e3100000-0000-4000-8000-000000000001")
     db = tmp_path / "store.duckdb"
     index_locations([str(root)], settings_for(db, f"{root}=prod"))
     with duckdb.connect(str(db)) as conn:  # as the old rule left them, and before 0022
