@@ -2,7 +2,8 @@
 
 A DuckDB file has one writer. Several `consume` processes (one Kafka group sharing partitions)
 therefore never write the store directly: each puts its batches into `<store>.spool/` as
-segments (one Arrow IPC file per store table, written to a hidden temporary directory, fsynced, then
+segments (one Arrow IPC file per store table, and `_back` for files put back after their removal
+(`BACK`), written to a hidden temporary directory, fsynced, then
 renamed into place, so a segment is whole or absent). Whichever process holds the store's write
 lock merges the segments waiting, several in one store transaction, then deletes them. A segment
 that was merged but not deleted (a crash in between) is merged again, which changes nothing:
