@@ -494,7 +494,11 @@ def _already_broken(
                     "match": MATCHES[certainty],
                 },
             )
-    return [broken[key] for key in sorted(broken)]
+    # A table whose name another table's directory holds too: which one a read names is a guess.
+    return [
+        broken[key] | {"match": MATCHES[max(MATCHES.index(broken[key]["match"]), target.certainty)]}
+        for key in sorted(broken)
+    ]
 
 
 def _missing(fields: dict[tuple[str, ...], str], path: tuple[str, ...]) -> bool:

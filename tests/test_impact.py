@@ -1851,3 +1851,14 @@ def test_tables_whose_names_differ_only_in_case_are_a_shared_name(tmp_path: Path
         ("prod.shop.v_lower", "shared-name"),
         ("prod.shop.v_upper", "shared-name"),
     ]
+    # Found by the thirteenth new-user trial: the readers of the other table, which read columns
+    # this one lacks, were `already_broken` and `exact`.
+    View(root, "shop", "v_amount", "d3000000-0000-4000-8000-000000000005", schema=columns).commit(
+        3000, "SELECT id, amount FROM shop.Sales"
+    )
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        lower = impact(conn, "d3000000-0000-4000-8000-000000000002", parse_change("note", None, None))
+    assert [(row["view"], row["column"], row["match"]) for row in lower["already_broken"]] == [
+        ("prod.shop.v_amount", "amount", "shared-name")
+    ]
