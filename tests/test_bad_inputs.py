@@ -654,7 +654,20 @@ def test_a_type_that_is_no_iceberg_type_is_a_finding(kind: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "kind", ["decimal(38, 10)", "fixed[16]", "timestamptz_ns", "variant", "geometry(srid:4326)", "unknown"]
+    "kind",
+    [
+        "decimal(38, 10)",
+        "fixed[16]",
+        "timestamptz_ns",
+        "variant",
+        "geometry(srid:4326)",
+        "unknown",
+        # Found by the thirteenth adversarial trial: Java's library reads these too.
+        "Int",
+        "DECIMAL(10,2)",
+        "TimestampTZ",
+        "decimal(010,2)",
+    ],
 )
 def test_every_iceberg_primitive_type_is_one(kind: str) -> None:
     parsed = _with_first_column_typed(kind)

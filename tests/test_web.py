@@ -318,6 +318,15 @@ def test_impact_picks_a_column_of_the_schema_and_lists_the_uses(browser: Browser
             " · Iceberg promotes it in place · 6 with a stored schema that goes stale"
         )
         retyped.close()
+        # Found by the thirteenth new-user trial: for a view, the page said no metadata of the table
+        # was indexed, offered no column list, and linked a table JSON that answers 400.
+        of_view = Visit(browser, f"{url}/impact?table=db.v_alias", "impact-view")
+        assert of_view.page.locator("#not-indexed").count() == 0
+        assert of_view.page.locator("select[name=column] option").all_inner_texts()[:1] == ["order_id (long)"]
+        assert [
+            link.split("?")[0] for link in of_view.page.locator("footer a, .data a").all_inner_texts()
+        ] == ["show JSON"]
+        of_view.close()
 
 
 def test_the_impact_page_says_what_an_unknown_schema_means(browser: Browser, tmp_path: Path) -> None:

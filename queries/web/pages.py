@@ -283,8 +283,10 @@ class Pages:
         questions = {}
         if "table" in asked:
             at = [("as_of", asked["as_of"])] if "as_of" in asked else []
-            # A table only views read has no schema here: its column is typed in.
+            # A table only views read has no schema here: its column is typed in. A view's columns
+            # are its schema's (the thirteenth new-user trial: the page called a view unindexed).
             questions["table"] = Question("table", (("table", asked["table"]), *at), optional=True)
+            questions["view"] = Question("show", (("view", asked["table"]), *at), optional=True)
             change = _CHANGES.get(asked.get("change", ""))
             if "column" in asked and change is not None:
                 column = asked["column"]
