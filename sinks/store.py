@@ -303,8 +303,10 @@ class Store:
         if not reused:
             return tables
         locations = pa.array([row["location"] for row in reused], pa.string())
-        kept = {
-            name: table.filter(
+        kept = {  # its removal stays (the first file is gone), and so do its quarantine rows
+            name: table
+            if name in ("removals", "quarantine")
+            else table.filter(
                 pc.invert(
                     pc.is_in(table["location" if name == BACK else FILE_COLUMN].cast(pa.string()), locations)
                 )
@@ -334,6 +336,28 @@ class Store:
         if "quarantine" in kept:
             quarantine = pa.concat_tables([kept["quarantine"].cast(quarantine.schema), quarantine])
         kept["quarantine"] = quarantine
+        # The first file is gone by the time the second was written: a removal then, unless one is
+        # known (`consume` may meet the create first, and the older delete then counts for nothing).
+        removed = {row[0] for row in self._lookup(self.conn, "removals", "location", locations.to_pylist())}
+        if "removals" in kept:
+            removed.update(kept["removals"]["location"].to_pylist())
+        now_ms = int(now.timestamp() * 1000)
+        replaced = pa.Table.from_pylist(
+            [
+                {
+                    "location": row["location"],
+                    "removed_ms": now_ms if row["modified_ms"] is None else row["modified_ms"],
+                    "source": reason,
+                    FILE_COLUMN: row["location"],
+                }
+                for row in reused
+                if row["location"] not in removed
+            ],
+            schema=SCHEMAS["removals"].append(pa.field(FILE_COLUMN, pa.string())),
+        )
+        if "removals" in kept:
+            replaced = pa.concat_tables([kept["removals"].cast(replaced.schema), replaced])
+        kept["removals"] = replaced
         self.reused += locations.to_pylist()
         return kept
 
@@ -588,6 +612,11 @@ class Store:
     def known_lineage(self, keys: Iterable[str]) -> set[str]:
         """Which lineage keys have stored results (the memo across runs)."""
         return self._existing("lineage", "lineage_key", keys)
+
+    def modified_at(self, locations: Iterable[str]) -> dict[str, int]:
+        """The object time (LastModified or mtime) of each of these indexed locations that has one."""
+        rows = self._lookup(self.lookups, "files", "location", locations, "modified_ms")
+        return {location: modified_ms for location, modified_ms in rows if modified_ms is not None}
 
     def removed_at(self, locations: Iterable[str]) -> dict[str, int]:
         """The latest recorded removal of each of these locations that has one, epoch ms."""

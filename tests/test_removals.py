@@ -3,6 +3,7 @@ before it could be read gives way to its removal, in whatever order the two arri
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -373,3 +374,26 @@ def test_a_re_list_forgets_objects_announced_then_gone_whose_delete_was_lost(tmp
     index_locations([str(root)], settings_for(db))
     with open_reader(db) as conn:
         assert conn.execute("SELECT location FROM quarantine").fetchall() == [(elsewhere,)]
+
+
+def test_a_location_reused_in_the_batch_of_its_removal_keeps_the_removal(tmp_path: Path) -> None:
+    """Found by the thirteenth adversarial trial: `consume` of a delete and a create with other
+    content in one batch quarantined the new file (`location-reused`) and dropped the removal with
+    it, so the first file's view was current again; `watch` kept it."""
+    root = tmp_path / "warehouse"
+    path = View(root, "db", "v", "e9900000-0000-4000-8000-000000000001").commit(1000, "SELECT a FROM db.old")
+    db = tmp_path / "store.duckdb"
+    settings = settings_for(db, f"{root}=prod")
+    index_locations([str(root)], settings)
+    other = {**json.loads(path.read_text()), "view-uuid": "e9900000-0000-4000-8000-000000000002"}
+    batch = Indexer(None, settings.parse_config()).build_batch(
+        [FileRead(str(path), json.dumps(other).encode(), 3000, "mtime")]
+    )
+    batch.removals.append(Removal(str(path), 2000, "aws"))
+    batch.back = [str(path)]
+    with Store(db, replica_interval=None) as store:
+        store.write_tables(successive([batch.to_arrow()]), follower=True)
+    with open_reader(db) as conn:
+        assert conn.execute("SELECT location, removed_ms FROM removals").fetchall() == [(str(path), 2000)]
+        assert conn.execute("SELECT reason FROM quarantine").fetchall() == [("location-reused",)]
+        assert api.history(conn, "e9900000-0000-4000-8000-000000000001")["dropped_ms"] == 2000

@@ -47,6 +47,9 @@ from viewlineage.indexer.sources.read import FileRead, ListedFile, Reader, reade
 from viewlineage.sinks.readers import Readers
 from viewlineage.sinks.spool import Spool
 
+REWRITE_SLACK_MS = 1_000
+"""How much later than an indexed object's time a create event of its key must be to say that the
+object was written again (read again: the same content changes nothing, other is `location-reused`)."""
 FUTURE_EVENT_SLACK_MS = 60_000
 """How far ahead of this machine's clock an event's time may be before it is taken for skewed."""
 RECENT_LOCATIONS = 100_000
@@ -90,6 +93,9 @@ class EventIngest:
         self.prefixes = prefixes
         self._readers: dict[str, Reader] = {}
         self._recent: OrderedDict[str, None] = OrderedDict()
+        self._created: OrderedDict[str, int] = OrderedDict()
+        """Locations whose create events this process saw last, with the newest one's time: a
+        delete event older than it is stale (an earlier incarnation's, delivered late)."""
         self._removed: OrderedDict[str, int] = OrderedDict()
         """Locations whose removal this process saw last, with its time: the store may not hold it
         yet when a create event comes (see `_indexed`)."""
@@ -107,7 +113,8 @@ class EventIngest:
         """Of the locations created (with their create events' time), those indexed already, and
         those removed (by an event this process saw, or one the store holds) before their create
         event: deleted and put back, they are read again and stored as back. A create event older
-        than the removal is a duplicate, or a late one: the removal stands."""
+        than the removal is a duplicate, or a late one: the removal stands. One clearly newer than
+        the indexed object says it was written again: it is read again too."""
         indexed = {location for location in created_ms if location in self._recent}
         if self.indexer.store is not None:
             indexed |= self.indexer.store.indexed(set(created_ms) - indexed)
@@ -115,6 +122,13 @@ class EventIngest:
         for location in indexed & self._removed.keys():  # the store may not hold this removal yet
             removed[location] = max(self._removed[location], removed.get(location, self._removed[location]))
         known = indexed - removed.keys()
+        if self.indexer.store is not None:  # a create newer than the object indexed: written again
+            written = self.indexer.store.modified_at(known)
+            known -= {
+                location
+                for location, modified_ms in written.items()
+                if _newer(created_ms[location], modified_ms + REWRITE_SLACK_MS)
+            }
         back = {
             location for location, removed_ms in removed.items() if _newer(created_ms[location], removed_ms)
         }
@@ -178,6 +192,14 @@ class EventIngest:
                     # current now and dropped at once): now is closest, and no later than the truth.
                     if removed_ms is None or removed_ms > now_ms + FUTURE_EVENT_SLACK_MS:
                         removed_ms = now_ms
+                    if _newer(created_ms.get(url, self._created.get(url)), removed_ms) and self._still_there(
+                        url
+                    ):
+                        # A delete older than a create seen already, of an object that is there: an
+                        # earlier incarnation's, late (the thirteenth adversarial trial: it dropped
+                        # a live view). A gone object's delete counts, whatever its time says.
+                        built.outcomes["skipped:older-than-create"] += 1
+                        continue
                     built.batch.removals.append(Removal(url, removed_ms, event.source))
                     built.outcomes["removed"] += 1
                     self._forget(url, removed_ms)
@@ -185,9 +207,8 @@ class EventIngest:
                 else:
                     created.append(url)
                     when = event.event_ms if event.event_ms is not None else message.timestamp_ms
-                    created_ms[url] = max(
-                        (ms for ms in (when, created_ms.get(url)) if ms is not None), default=None
-                    )
+                    earlier = (when, created_ms.get(url), self._created.get(url))
+                    created_ms[url] = max((ms for ms in earlier if ms is not None), default=None)
                     sizes[url] = event.size
         # Outcomes per event, whatever the batching: the first event of a file indexes it, later
         # ones (here or in later batches) find it indexed; a missing object is missing each time.
@@ -224,6 +245,12 @@ class EventIngest:
             if outcome == "indexed":
                 known.add(url)
         self._remember(item.parsed.location for item in files.indexed)
+        for url, ms in created_ms.items():
+            if ms is not None:
+                self._created[url] = ms
+                self._created.move_to_end(url)
+        while len(self._created) > RECENT_LOCATIONS:
+            self._created.popitem(last=False)
         return built
 
 

@@ -270,14 +270,21 @@ def parse_schemas(
         schema = validated(Schema, element, where, findings)
         if schema is None:
             continue
-        try:
-            nested = tuple(flatten(schema.fields))
-        except (KeyError, TypeError) as exc:  # a nested type missing or mistyping a field: top level only
-            problem = f"without {exc}" if isinstance(exc, KeyError) else f"with {exc}"
-            findings.append(
-                Finding("invalid-nested-type", Severity.ERROR, f"nested type {problem}", f"{where}.fields")
-            )
-            nested = ()
+        flat: list[SchemaField] = []
+        for position, column in enumerate(schema.fields):
+            try:
+                flat += flatten([column])
+            except (KeyError, TypeError) as exc:  # a type missing or mistyping a field: that column's
+                problem = f"without {exc}" if isinstance(exc, KeyError) else f"with {exc}"  # fields unknown
+                findings.append(
+                    Finding(
+                        "invalid-nested-type",
+                        Severity.ERROR,
+                        f"nested type {problem}",
+                        f"{where}.fields[{position}]",
+                    )
+                )
+        nested = tuple(flat)
         columns = tuple(
             {
                 "id": column.id,

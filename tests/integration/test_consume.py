@@ -661,19 +661,34 @@ def test_a_file_deleted_and_put_back_is_there_and_other_content_is_not_mixed_in(
         client.put_object(Bucket=BUCKET, Key=quick, Body=documents[quick])  # gone and back at once
         produce(broker, "back", [event(quick, False, STEPS[39] + 1000), event(quick, True, STEPS[39] + 2000)])
         run.wait_for_messages(9)
+        # A delete older than the create seen last, delivered late (the thirteenth adversarial
+        # trial: it dropped the live view): stale, it changes nothing.
+        produce(broker, "back", [event(back, False, STEPS[39] + 1500)])
+        run.wait_for_messages(10)
+        # Written again with other content, its create met before the older delete: the new file
+        # is reused, the first one removed from when the second was written (the thirteenth
+        # adversarial trial: the create was taken as a duplicate, then the delete was skipped).
+        client.put_object(Bucket=BUCKET, Key=quick, Body=json.dumps(other).encode())
+        later_ms = int(time.time() * 1000) + 5000
+        produce(broker, "back", [event(quick, True, later_ms), event(quick, False, later_ms - 1000)])
+        run.wait_for_messages(12)
     finally:
         run.stop()
     with duckdb.connect(str(run.db), read_only=True) as conn:
-        assert conn.execute("SELECT location FROM removals").fetchall() == [(f"s3://{BUCKET}/{reused}",)]
-        assert conn.execute("SELECT location, reason FROM quarantine").fetchall() == [
-            (f"s3://{BUCKET}/{reused}", "location-reused")
+        assert conn.execute("SELECT location, source FROM removals ORDER BY 1").fetchall() == [
+            (f"s3://{BUCKET}/{quick}", "location-reused"),
+            (f"s3://{BUCKET}/{reused}", "aws"),
+        ]
+        assert conn.execute("SELECT location, reason FROM quarantine ORDER BY 1").fetchall() == [
+            (f"s3://{BUCKET}/{quick}", "location-reused"),
+            (f"s3://{BUCKET}/{reused}", "location-reused"),
         ]
         assert conn.execute("SELECT view_id FROM view_files ORDER BY view_id").fetchall() == [
             ("fa6506c3-7681-40c8-86dc-e36561f83390",),
             ("fa6506c3-7681-40c8-86dc-e36561f83391",),
             ("fa6506c3-7681-40c8-86dc-e36561f83392",),
         ]
-        assert conn.execute("SELECT count(*) FROM views_as_of(4611686018427387904)").fetchone() == (2,)
+        assert conn.execute("SELECT count(*) FROM views_as_of(4611686018427387904)").fetchone() == (1,)
 
 
 def test_a_file_whose_rows_the_store_refuses_stops_nothing(
