@@ -223,6 +223,20 @@ class EventIngest:
         ]
         if failed:  # an outage, or objects failing on their own: the store's answer tells which
             _unless_answering(todo[0], f"the object store does not answer: {failed[0].message}")
+            # It answers now: what failed while it came back is read once more before it counts as
+            # unreadable (a server restarting answered its probe while a read failed, found in CI).
+            again = {
+                r.location
+                for r in reads
+                if isinstance(r, ReadFailure) and isinstance(r.error, TransientReadError)
+            }
+            retried = {
+                item.location: item
+                for item in read_all(
+                    [entry for entry in todo if entry[1].location in again], self.settings, announced=True
+                )
+            }
+            reads = [retried.get(r.location, r) if isinstance(r, ReadFailure) else r for r in reads]
         files = self.indexer.build_batch(reads, missing_is_quarantine=True)
         # Files deleted and put back (a create event newer than the removal, and read): their
         # removals go, this batch's too.
