@@ -262,11 +262,11 @@ class _Loop:
         self.health = health
         self.retries: dict[str, _Attempt] = {}
         self.in_flight: set[str] = set()
-        # Removals not stored yet: a file they name that is there again is read, not taken as
-        # indexed (it is stored after them, and is back).
-        self.removing: set[str] = set()
         """Locations of batches handed to the store thread and not stored yet: an event for one
         of them is a repeat (polling reports a file until the store has it)."""
+        self.removing: set[str] = set()
+        """Locations of removals handed to the store thread and not stored yet: a file there again
+        is read, not taken as indexed (it is stored after them, and is back)."""
         self.writes: StoreThread[_Built] = StoreThread(self._store)
         """Stores the batches built so far while the next one is read and parsed."""
 
