@@ -111,7 +111,9 @@ def test_a_nested_field_id_past_int_is_a_finding(tmp_path: Path) -> None:
     db = tmp_path / "store.duckdb"
     stats = index_locations([str(root)], settings_for(db, workers=1))
     assert (stats.indexed, stats.quarantined) == (1, 0)
-    assert _findings(db, bad) == [("invalid-nested-type", "$.schemas[0].fields")]
+    assert _findings(db, bad) == [
+        ("invalid-nested-type", "$.schemas[0].fields[0]")
+    ]  # the column whose type it is
 
 
 def test_trino_snapshot_ids_past_long_are_findings(tmp_path: Path) -> None:
