@@ -1791,6 +1791,30 @@ def test_subscripts_dropped_structs_and_renamed_fields_as_spark_reads_them(tmp_p
     ]
 
 
+def test_a_field_read_inside_a_lambda_is_read_by_name(tmp_path: Path) -> None:
+    """Found by the thirteenth new-user trial, checked on Spark 3.5: renaming a field of an
+    array's element that a lambda reads (`exists(items, e -> e.sku = 'q')`) was listed under
+    `by_position` (keeps working); Spark fails both views with FIELD_NOT_FOUND."""
+    root = tmp_path / "warehouse"
+    _nested_warehouse(root)
+    lambdas = {
+        "v_exists": ("SELECT id FROM db.customers WHERE exists(items, e -> e.sku = 'q')", []),
+        "v_prices": ("SELECT id, transform(items, e -> e.price) AS prices FROM db.customers", [("prices", "string")]),
+    }  # fmt: skip
+    for number, (name, (sql, columns)) in enumerate(lambdas.items(), start=6):
+        schema = schema_of(("id", "int"), *columns)
+        View(root, "db", name, f"d1000000-0000-4000-8000-00000000000{number}", schema=schema).commit(
+            3000, sql
+        )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        sku = impact(conn, "db.customers", parse_change(None, "items.element.sku=code", None))
+        price = impact(conn, "db.customers", parse_change("items.element.price", None, None))
+    assert (sku["views"], sku["by_position"]) == (["prod.db.v_exists"], [])
+    assert (price["views"], price["by_position"]) == (["prod.db.v_price", "prod.db.v_prices"], [])
+
+
 def test_a_spark_star_view_reads_no_column_added_after_it(tmp_path: Path) -> None:
     """Found by the twelfth new-user trial: `SELECT *` stored with 2 columns, then the table
     gained 2: Spark reads the view's stored columns by position and no more, so dropping or

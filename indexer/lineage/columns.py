@@ -590,30 +590,119 @@ def _output_names(scope: Scope) -> list[str]:
     return list(_select(branches[0]).named_selects) if branches else []
 
 
-def _path(column: exp.Column, kind: object = None) -> tuple[str, ...]:
+def _paths(column: exp.Column, kind: object = None) -> list[tuple[str, ...]]:
     """The column and the fields below it a reference reads: `s.a.b`; a subscript steps into an
     array's `element` (`items[0].price`) or a map's `value` (`m['k']`) when the column's type
-    (`kind`, as its schema spells it) says which, else the path stops there (the whole is read)."""
-    names = [column.name]
-    node: exp.Expression = column
-    datatype = _datatype(kind)
+    (`kind`, as its schema spells it) says which, else the path stops there (the whole is read).
+    Passed to a higher-order function, it reads what the lambda reads of its element, key or
+    value (`exists(items, e -> e.sku = 'x')` reads `items.element.sku`): one path per read."""
+    return [(column.name, *below) for below in _below(column, _datatype(kind))]
+
+
+def _below(node: exp.Expr, datatype: exp.DataType | None) -> list[tuple[str, ...]]:
+    """The fields below `node` (a column, or a lambda's parameter) the expression around it reads."""
+    steps: list[str] = []
     while node.parent is not None and node.arg_key == "this":
         parent = node.parent
         if isinstance(parent, exp.Dot):
-            names.append(parent.name)
+            steps.append(parent.name)
             datatype = _field(datatype, parent.name)
         elif isinstance(parent, exp.Bracket) and datatype is not None and datatype.this in _SUBSCRIPTED:
-            step, at = _SUBSCRIPTED[datatype.this]
-            names.append(step)
-            datatype = datatype.expressions[at] if len(datatype.expressions) > at else None
+            step = _SUBSCRIPTED[datatype.this]
+            steps.append(step)
+            datatype = _part(datatype, step)
         else:
             break
         node = parent
-    return tuple(names)
+    references, whole = _lambda_references(node)
+    passed = [
+        (*steps, step, *below)
+        for step, parameter in references
+        for below in _below(parameter, _part(datatype, step))
+    ]
+    return [tuple(steps), *passed] if whole else passed
 
 
-_SUBSCRIPTED = {exp.DataType.Type.ARRAY: ("element", 0), exp.DataType.Type.MAP: ("value", 1)}
-"""What a subscript of each type reads: (the step's name, the type's part it is)."""
+_SUBSCRIPTED = {exp.DataType.Type.ARRAY: "element", exp.DataType.Type.MAP: "value"}
+"""What a subscript of each type reads."""
+_PARTS = {"element": 0, "key": 0, "value": 1}
+"""Where each part is among an array's or a map's type parameters."""
+
+_Binding = tuple[tuple[int, str], ...]
+"""What one lambda parameter is bound to: (the function's argument, its part) pairs; () for none
+(an accumulator, an index)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _HigherOrder:
+    lambdas: tuple[tuple[_Binding, ...], ...]
+    """Per lambda, in order, what each of its parameters is bound to."""
+    returns_arguments: bool = False
+    """Whether it returns its arguments' elements or entries (`filter`), not only what lambdas make."""
+
+
+_ELEMENT_THEN_INDEX = _HigherOrder(((((0, "element"),), ()),))
+_ENTRIES = _HigherOrder(((((0, "key"),), ((0, "value"),)),), returns_arguments=True)
+_HIGHER_ORDER: dict[str, _HigherOrder] = {
+    **dict.fromkeys(
+        ("transform", "exists", "forall", "any_match", "all_match", "none_match"), _ELEMENT_THEN_INDEX
+    ),
+    **dict.fromkeys(
+        ("arrayfilter", "filter"), _HigherOrder(_ELEMENT_THEN_INDEX.lambdas, returns_arguments=True)
+    ),
+    "reduce": _HigherOrder((((), ((0, "element"),)), ((),))),  # (accumulator, element), then a finish
+    "arraysort": _HigherOrder(((((0, "element"),), ((0, "element"),)),), returns_arguments=True),
+    "zip_with": _HigherOrder(((((0, "element"),), ((1, "element"),)),)),
+    **dict.fromkeys(("map_filter", "transform_keys", "transform_values"), _ENTRIES),
+    "map_zip_with": _HigherOrder(
+        ((((0, "key"), (1, "key")), ((0, "value"),), ((1, "value"),)),), returns_arguments=True
+    ),
+}
+"""Spark's and Trino's higher-order functions, as sqlglot names them."""
+
+
+def _lambda_references(node: exp.Expr) -> tuple[list[tuple[str, exp.Expr]], bool]:
+    """When `node` is an argument of a higher-order function (`transform(items, e -> e.sku)`):
+    (part, reference) for each reference, in a lambda's body, to a parameter bound to a part of it;
+    and whether `node` is read whole as well (the function returns it, or no lambda reads it)."""
+    function = node.parent
+    if function is None or isinstance(function, exp.Lambda):
+        return [], True
+    arguments = list(function.iter_expressions())
+    lambdas = [argument for argument in arguments if isinstance(argument, exp.Lambda)]
+    higher_order = _HIGHER_ORDER.get(
+        function.name.lower() if isinstance(function, exp.Anonymous) else function.key
+    )
+    if not lambdas or higher_order is None or not any(node is argument for argument in arguments):
+        return [], True
+    position = next(i for i, argument in enumerate(arguments) if argument is node)
+    references = [
+        (step, reference)
+        for function_lambda, bindings in zip(lambdas, higher_order.lambdas, strict=False)
+        for parameter, binding in zip(function_lambda.expressions, bindings, strict=False)
+        for step in (part for at, part in binding if at == position)
+        for reference in _references(function_lambda.this, parameter)
+    ]
+    return references, higher_order.returns_arguments or not references
+
+
+def _references(body: exp.Expr, parameter: exp.Expr) -> Iterator[exp.Identifier]:
+    """The identifiers in a lambda's body that name its parameter: not a column's or a field's
+    name (`t.e`, `x.e`), nor a nested lambda's parameter."""
+    for reference in body.find_all(exp.Identifier):
+        parent, key = reference.parent, reference.arg_key
+        if reference.name != parameter.name or isinstance(parent, exp.Column):
+            continue
+        if not (isinstance(parent, exp.Dot | exp.Lambda) and key != "this"):
+            yield reference
+
+
+def _part(datatype: exp.DataType | None, step: str) -> exp.DataType | None:
+    """An array's element type, a map's key or value type; None when unknown."""
+    if datatype is None or not datatype.is_type(exp.DataType.Type.ARRAY, exp.DataType.Type.MAP):
+        return None
+    at = _PARTS[step]
+    return datatype.expressions[at] if len(datatype.expressions) > at else None
 
 
 def _datatype(kind: object) -> exp.DataType | None:
@@ -747,7 +836,8 @@ class _Walker:
             this=column.this.copy(), table=exp.to_identifier(source.alias_or_name if source else "")
         )
         for table, path, aggregated, named in self._resolve(scope, own, seen, pivoted=True):
-            yield table, path + _path(column)[1:], aggregated, named
+            for below in _paths(column):
+                yield table, path + below[1:], aggregated, named
 
     def _holds(self, source: object, name: str) -> bool:
         """Whether a table or query read has a column of this name."""
@@ -770,14 +860,15 @@ class _Walker:
         for inner in generator.find_all(exp.Column):
             if position not in _generator_outputs(generator, len(names), inner):
                 continue
-            below: tuple[str, ...] = ()
+            below: list[tuple[str, ...]] = [()]
             if isinstance(generator, exp.Explode | exp.Posexplode) and generator.this is inner:
                 slots = len(names) - isinstance(generator, exp.Posexplode)  # after posexplode's position
                 at = position - (len(names) - slots)
                 element = ("element",) if slots == 1 else ("key", "value")[at : at + 1]
-                below = (*element, *_path(column)[1:])
+                below = [(*element, *path[1:]) for path in _paths(column)]
             for table, path, aggregated, named in self._resolve(scope, inner, seen):
-                yield table, path + below, aggregated, named
+                for fields in below:
+                    yield table, path + fields, aggregated, named
 
     def _outputs(self, scope: Scope, root: Scope) -> Outputs | None:
         if scope in _branches(root):
@@ -864,9 +955,9 @@ class _Walker:
                     if isinstance(columns, dict)
                     else {}
                 )
-                path = _path(column, kinds.get(column.name.lower()))
                 renamed = self.renames.get(source.name, {})
-                yield key, (renamed.get(path[0].lower(), path[0]), *path[1:]), False, False
+                for path in _paths(column, kinds.get(column.name.lower())):
+                    yield key, (renamed.get(path[0].lower(), path[0]), *path[1:]), False, False
             return
         if not isinstance(source, Scope) or (id(source), column.name) in seen:
             return
@@ -887,4 +978,5 @@ class _Walker:
                 _, aggregated, _ = _context(inner, select)
                 named = _named_output(select, projection)
                 for table, path, below, named_below in self._resolve(branch, inner, seen):
-                    yield table, path + _path(column)[1:], aggregated or below, named or named_below
+                    for fields in _paths(column):
+                        yield table, path + fields[1:], aggregated or below, named or named_below
