@@ -244,7 +244,7 @@ def views_named(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = N
         rows = _holders(conn, placed, at)
     elif rows is None:
         rows = _holders(conn, _placed(conn, _named(conn, "view", text)), at)
-    return rows
+    return _one_row_per_id(rows, "view", name_parts(text) if rows and not _is_location(text) else None)
 
 
 def _placed(conn: duckdb.DuckDBPyConnection, named: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -326,19 +326,19 @@ def tables_named(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = 
             if named
             else []
         )
-    return _one_row_per_table(rows, name_parts(text) if rows and not _is_location(text) else None)
+    return _one_row_per_id(rows, "table", name_parts(text) if rows and not _is_location(text) else None)
 
 
-def _one_row_per_table(rows: list[dict[str, Any]], typed: list[str] | None) -> list[dict[str, Any]]:
-    """One row per table: a table indexed under two names (its metadata under two roots, one a
-    copy) is one table, under a name with a catalog (a --catalog-map's), the one typed first."""
+def _one_row_per_id(rows: list[dict[str, Any]], kind: str, typed: list[str] | None) -> list[dict[str, Any]]:
+    """One row per view or table (`kind`): one indexed under two names (its metadata under two
+    roots, one a copy) is one, under a name with a catalog (a --catalog-map's), the one typed first."""
     chosen: dict[str, dict[str, Any]] = {}
     for row in rows:
-        full = [row["catalog"], *row["name"]] if row["catalog"] is not None else list(row["name"])
+        full = [row["catalog"], *row["name"]] if row["catalog"] is not None else list(row["name"] or ())
         rank = (row["catalog"] is None, typed is None or [part.lower() for part in full] != typed)
-        kept = chosen.get(row["table_id"])
+        kept = chosen.get(row[f"{kind}_id"])
         if kept is None or rank < kept["_rank"]:
-            chosen[row["table_id"]] = {**row, "_rank": rank}
+            chosen[row[f"{kind}_id"]] = {**row, "_rank": rank}
     return [{key: value for key, value in row.items() if key != "_rank"} for row in chosen.values()]
 
 

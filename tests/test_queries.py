@@ -1259,6 +1259,36 @@ def test_a_copy_of_a_view_s_file_elsewhere_names_no_view(tmp_path: Path) -> None
     assert [(r["name"], r["id"]) for r in found["results"]] == [("prod.db.orders_v", view.uuid)]
 
 
+def test_copies_under_a_second_root_neither_hold_a_table_nor_split_a_view(tmp_path: Path) -> None:
+    """Found by the thirteenth adversarial trial: a view's and a table's directories copied under
+    a second indexed root (a backup, dated by when it was copied):
+    - the copy of the table's older file, dated later, answered for the table while newer files
+      stayed in place;
+    - once the view's directory was removed, `show prod.db.v` was "ambiguous" between its name
+      and the copy's, two names of one uuid."""
+    root, backup = tmp_path / "warehouse", tmp_path / "backup"
+    table = Table(
+        root, "db", "events", "ee000000-0000-4000-8000-000000000001", schema=schema_of(("id", "int"))
+    )
+    table.commit(1000, 1)
+    view = View(root, "db", "v", "ee000000-0000-4000-8000-000000000002")
+    view.commit(1500, "SELECT id FROM db.events")
+    for name in ("events", "v"):  # copied now: dated decades after the files in place
+        shutil.copytree(root / "db" / name, backup / "db" / name)
+    newer = table.commit(2000, 2)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    index_locations([str(backup)], settings_for(db))
+    with open_reader(db) as conn:
+        held = api.table(conn, "prod.db.events")
+    assert (held["snapshot"]["snapshot_id"], held["properties_file"]) == (2, str(newer))
+    shutil.rmtree(root / "db" / "v")
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        shown = [api.show(conn, name)["view_id"] for name in ("prod.db.v", "db.v")]
+    assert shown == [view.uuid, view.uuid]
+
+
 def test_a_read_with_no_namespace_is_asked_about_as_deps_prints_it(tmp_path: Path) -> None:
     """Found by the eighth adversarial trial: a view with no default namespace reading `lonely`
     showed `prod.lonely` in `deps`, and `uses prod.lonely` answered that no stored SQL reads it."""

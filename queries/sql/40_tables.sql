@@ -6,10 +6,21 @@
 CREATE OR REPLACE MACRO normalized_location(l) AS
 rtrim(regexp_replace(regexp_replace(l, '^file:(//)?', ''), '^s3[an]://', 's3://'), '/');
 
--- table_file_as_of(tid, t): the table's file whose state held at t (see file_state_key).
+-- table_file_as_of(tid, t): the table's file whose state held at t (see file_state_key). As for
+-- views (placed_view_locations), a copy elsewhere (its document's location names another
+-- directory: a backup under a second root, dated by when it was copied) never holds the table
+-- while a file in place that was not removed does.
 CREATE OR REPLACE MACRO table_file_as_of(tid, t) AS TABLE
-SELECT * FROM table_files WHERE table_id = tid
-ORDER BY file_state_key(commit_ms, sequence_number, location, true, t) DESC LIMIT 1;
+WITH files AS (
+    SELECT *, normalized_location(table_location) = metadata_directory(location) AS in_place
+    FROM table_files WHERE table_id = tid
+)
+SELECT * EXCLUDE (in_place) FROM files
+ORDER BY in_place AND EXISTS (
+             SELECT 1 FROM files live WHERE live.in_place AND live.location NOT IN (SELECT location FROM removals)
+         ) DESC,
+         file_state_key(commit_ms, sequence_number, location, true, t) DESC
+LIMIT 1;
 
 -- table_drop(tid): a table is dropped when its newest file (latest commit, then highest sequence
 -- number) is removed (`DROP TABLE ... PURGE` deletes its files); dropped_ms is the earliest removal
