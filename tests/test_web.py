@@ -60,9 +60,24 @@ def test_activity_charts_counts_and_lists_the_changes(browser: Browser, site: st
     assert visit.cells("by-namespace", "namespace") == ["db", "sales", "acme.finance"]
     assert visit.cells("latest", "view")[:2] == ["prod.db.event_agg", "prod.sales.customer_revenue"]
     assert page.inner_text(".pages") == "1–24 of 24"
+    # Found by the thirteenth new-user trial: one day's changes were drawn on an axis from that
+    # day to the next; one day is one labelled category.
+    assert page.locator("#chart svg text").all_text_contents()[:2] == ["Nov 21, 2026", "day (UTC)"]
     page.click("#by-namespace a:text('sales')")  # a count filters the page
     page.wait_for_url("**/?namespace=sales")
     assert page.inner_text("#total") == "3 changes · 2 created · 1 replaced"
+    visit.close()
+
+
+def test_the_activity_page_takes_a_page_size(browser: Browser, site: str) -> None:
+    """Found by the thirteenth new-user trial: `/?limit=5`, as `/api/changes` takes it, was refused."""
+    visit = Visit(browser, f"{site}/?limit=5", "activity-limit")
+    page = visit.page
+    assert len(visit.cells("latest", "view")) == 5
+    assert page.inner_text(".pages") == "1–5 of 24\nolder"
+    page.click(".pages a[rel=next]")
+    page.wait_for_url("**/?limit=5&offset=5")
+    assert page.inner_text(".pages") == "newer\n6–10 of 24\nolder"
     visit.close()
 
 
@@ -115,6 +130,12 @@ def test_a_views_page_shows_two_versions_side_by_side(browser: Browser, site: st
     assert visit.cells("columns", "change") == ["documented", "documented"]
     assert visit.cells("timeline", "kind")[:2] == ["created", "replaced"]
     assert len(visit.cells("timeline", "kind")) == 13
+    # Found by the thirteenth new-user trial: a file's finding did not say which file.
+    files = [location.rsplit("/", 3)[1:] for location in visit.cells("findings", "location")]
+    assert files[:2] == [
+        ["event_agg", "metadata", "00000-cb0d45bd-1570-4170-a056-0682a78ea4d0.gz.metadata.json"],
+        ["event_agg", "metadata", "00001-113c20db-fa1e-4cf7-a304-574709b0da1b.gz.metadata.json"],
+    ]
     page.select_option("select[name=before]", "12")
     page.select_option("select[name=after]", "13")
     page.click("form.versions button")
@@ -510,7 +531,7 @@ def test_a_page_refuses_parameters_it_does_not_take_or_that_repeat(browser: Brow
         ("/view?view=prod.db.big_days&view=prod.db.event_agg", "400 parameter given more than once: view"),
         (
             "/?bogus=1",
-            "400 unknown parameter bogus; this page takes: dialect, engine, kind, namespace, offset, "
+            "400 unknown parameter bogus; this page takes: dialect, engine, kind, limit, namespace, offset, "
             "since, until",
         ),
     ):  # fmt: skip

@@ -80,7 +80,13 @@ def node_link(node: dict[str, Any], kept: dict[str, str] | None = None) -> str:
     return f"/lineage?{urlencode({'name': node['name'], **(kept or {})})}"
 
 
+def counted(number: int, noun: str) -> str:
+    """`1 commit`, `2 commits`: a count with its noun."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 TEMPLATES.filters["embedded"] = _embedded
+TEMPLATES.filters["counted"] = counted
 TEMPLATES.globals["node_link"] = node_link
 TEMPLATES.globals["finding_link"] = lambda row: f"/findings?{urlencode({'code': row['code']})}"
 TEMPLATES.globals["mv_link"] = lambda row: view_link(row) if row.get("view_id") else None
@@ -107,12 +113,12 @@ class Pages:
                 "/",
                 self.activity,
                 "Activity",
-                ("since", "until", "namespace", "engine", "dialect", "kind", "offset"),
+                ("since", "until", "namespace", "engine", "dialect", "kind", "offset", "limit"),
             ),
-            ("/view", self.view, "View", ("view", "before", "after", "offset")),
+            ("/view", self.view, "View", ("view", "before", "after", "offset", "limit")),
             ("/lineage", self.lineage, "Lineage", ("name", "as_of", "compare", "depth")),
             ("/impact", self.impact, "Impact", ("table", "as_of", "column", "change", "target")),
-            ("/table", self.table, "Table", ("table", "as_of", "offset")),
+            ("/table", self.table, "Table", ("table", "as_of", "offset", "limit")),
             ("/mvs", self.materialized_views, "Materialized views", ("as_of",)),
             ("/health", self.health_page, "Health", ("offset",)),
             ("/findings", self.findings, "Findings", ("code", "view", "offset")),
@@ -206,7 +212,9 @@ class Pages:
         dialect, and the latest changes, a page at a time."""
         filters = _given(request, ("since", "until", "namespace", "engine", "dialect", "kind"))
         offset = request.query_params.get("offset", "0")
-        changes = Question("changes", (*filters, ("limit", str(PAGE_SIZE)), ("offset", offset)))
+        limit, page_size = _limit(request, PAGE_SIZE)
+        kept = (*filters, *_given(request, ("limit",)))
+        changes = Question("changes", (*filters, ("limit", limit), ("offset", offset)))
         return self._render(
             request,
             "activity.html",
@@ -214,9 +222,9 @@ class Pages:
             {"changes": changes},
             filters=dict(filters),
             kinds=KINDS,
-            page_size=PAGE_SIZE,
-            page_url=lambda to: f"/?{urlencode([*filters, ('offset', str(to))])}",
-            filter_link=lambda field: lambda row: f"/?{urlencode({**dict(filters), field: row[field]})}",
+            page_size=page_size,
+            page_url=lambda to: f"/?{urlencode([*kept, ('offset', str(to))])}",
+            filter_link=lambda field: lambda row: f"/?{urlencode({**dict(kept), field: row[field]})}",
             chart=_activity_chart,
         )
 
@@ -226,11 +234,11 @@ class Pages:
         view = request.query_params.get("view", "")
         versions = _given(request, ("before", "after"))
         offset = request.query_params.get("offset", "0")
+        limit, page_size = _limit(request, TIMELINE_PAGE)
+        kept = _given(request, ("limit",))
         questions = {
             "history": Question("history", (("view", view),)),
-            "changes": Question(
-                "changes", (("view", view), ("limit", str(TIMELINE_PAGE)), ("offset", offset))
-            ),
+            "changes": Question("changes", (("view", view), ("limit", limit), ("offset", offset))),
             # A version the log names but no stored file holds cannot be diffed: the rest still shows.
             "diff": Question("diff", (("view", view), *versions), optional=True),
             "findings": Question("findings", (("view", view),)),
@@ -243,8 +251,8 @@ class Pages:
             retry="view",
             keeps_form=False,
             view=view,
-            page_size=TIMELINE_PAGE,
-            page_url=lambda to: f"/view?{urlencode([('view', view), *versions, ('offset', str(to))])}",
+            page_size=page_size,
+            page_url=lambda to: f"/view?{urlencode([('view', view), *versions, *kept, ('offset', str(to))])}",
         )
 
     def lineage(self, request: Request) -> Response:
@@ -299,11 +307,12 @@ class Pages:
     def table(self, request: Request) -> Response:
         """One table: its state at T, its snapshots over time (commits and records per day, a page
         of snapshots, main's history), its schema's evolution, and the views and MVs reading it."""
-        asked = dict(_given(request, ("table", "as_of", "offset")))
+        asked = dict(_given(request, ("table", "as_of", "offset", "limit")))
+        limit, page_size = _limit(request, PAGE_SIZE)
         questions = {}
         if "table" in asked:
             table, at = asked["table"], [("as_of", asked["as_of"])] if "as_of" in asked else []
-            page = (("limit", str(PAGE_SIZE)), ("offset", asked.get("offset", "0")))
+            page = (("limit", limit), ("offset", asked.get("offset", "0")))
             questions = {  # a table only views read has no metadata here, but its readers
                 "table": Question("table", (("table", table), *at), optional=True),
                 "history": Question("table-history", (("table", table), *page), optional=True),
@@ -316,7 +325,7 @@ class Pages:
             questions,
             retry="table",
             asked=asked,
-            page_size=PAGE_SIZE,
+            page_size=page_size,
             page_url=lambda to: f"/table?{urlencode({**asked, 'offset': str(to)})}",
             schema_rows=_schema_rows,
             commits_chart=_commits_chart,
@@ -431,6 +440,13 @@ _KIND_COLOURS = ("#4c78a8", "#9d755d", "#72b7b2", "#f58518", "#b279a2", "#e45756
 """A colour for each kind of change (`changes.KINDS`), in the chart and its legend."""
 
 
+def _limit(request: Request, default: int) -> tuple[str, int]:
+    """A paged list's `limit` as asked (else `default`), and the page size it makes; one that is
+    not a number is passed on as asked, for the `/api/` question to refuse."""
+    asked = request.query_params.get("limit", "").strip() or str(default)
+    return asked, int(asked) if asked.isdecimal() else default
+
+
 def _given(request: Request, names: Sequence[str]) -> tuple[tuple[str, str], ...]:
     """The page's query parameters among `names` that hold a value, in that order."""
     return tuple((name, value) for name in names if (value := request.query_params.get(name, "").strip()))
@@ -464,24 +480,24 @@ def _daily_chart(
     values: list[dict[str, Any]], mark: dict[str, Any], y: dict[str, Any], height: int = 180
 ) -> dict[str, Any]:
     """Vega-Lite: `values` by day (UTC) on x, `y` encoded with `mark`."""
+    day = {"field": "day", "timeUnit": "utcyearmonthdate", "title": "day (UTC)"}
+    if len({value["day"] for value in values}) > 1:
+        # A time axis, not one of categories: days without values keep their place (quiet weeks
+        # show). A tick a day (labels that would overlap are left out): no day labelled twice.
+        x = {
+            **day,
+            "type": "temporal",
+            "axis": {"tickCount": {"interval": "day", "step": 1}, "labelOverlap": True},
+        }
+    else:  # one day alone is one category: a time axis would span it to the next day's start
+        x = {**day, "type": "ordinal", "axis": {"labelAngle": 0}}
     return {
         "$schema": "https://vega.github.io/schema/vega-lite/v6.json",
         "width": "container",
         "height": height,
         "data": {"values": values},
         "mark": {"tooltip": True, **mark},
-        # A time axis, not one of categories: days without values keep their place (quiet weeks show).
-        "encoding": {
-            "x": {
-                "field": "day",
-                "type": "temporal",
-                "timeUnit": "utcyearmonthdate",
-                "title": "day (UTC)",
-                # A tick a day (labels that would overlap are left out): no day labelled twice.
-                "axis": {"tickCount": {"interval": "day", "step": 1}, "labelOverlap": True},
-            },
-            **y,
-        },
+        "encoding": {"x": x, **y},
     }
 
 
