@@ -114,3 +114,23 @@ def test_spark_time_travel_synonyms_are_respelled_only_as_time_travel() -> None:
     )
     assert sqlglot_spelling(sql, "trino") == sql  # Trino has no such synonyms
     assert sqlglot_spelling("SELECT 'unterminated FROM t SYSTEM_TIME AS OF 1", "spark").endswith("AS OF 1")
+
+
+@pytest.mark.parametrize(
+    ("sql", "dialect", "reads"),
+    [
+        ("TABLE db.orders", "spark", [("prod", ("db",), "orders")]),
+        ("table prod.db.orders;", "trino", [("prod", ("db",), "orders")]),
+        ("VALUES (1, 'a'), (2, 'b')", "spark", []),
+        ("VALUES ((SELECT max(id) FROM db.orders), 'a');", "trino", [("prod", ("db",), "orders")]),
+        ("SELECT 'TABLE db.x' AS t, `values` FROM db.orders", "spark", [("prod", ("db",), "orders")]),
+    ],
+)
+def test_the_standards_table_and_values_queries_are_queries(
+    sql: str, dialect: str, reads: list[tuple[str, tuple[str, ...], str]]
+) -> None:
+    """Found by an adversarial trial: a view whose SQL is `TABLE t` or `VALUES (...)`, queries in
+    Spark and Trino, was a parse error, its lineage unknown."""
+    lineage = extract_lineage(LineageRequest(sql, dialect, "prod", ("db",), None), LineageConfig())
+    assert lineage.findings == ()
+    assert [(r.catalog, r.namespace, r.name) for r in lineage.references] == reads

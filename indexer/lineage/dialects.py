@@ -114,13 +114,18 @@ _TEMPORAL_DIALECTS = frozenset({"spark", "spark2", "databricks", "hive"})
 def sqlglot_spelling(sql: str, dialect: str) -> str:
     """`sql` with the spellings its dialect accepts and sqlglot does not parse replaced by ones it
     does: Spark's time travel `[FOR] SYSTEM_VERSION AS OF` and `[FOR] SYSTEM_TIME AS OF` (synonyms
-    of `VERSION AS OF` and `TIMESTAMP AS OF`, SPARK-37219). Matched on tokens, so strings, comments
-    and quoted names that hold those words are kept.
+    of `VERSION AS OF` and `TIMESTAMP AS OF`, SPARK-37219), and the standard's queries `TABLE t`
+    (`SELECT * FROM t`) and `VALUES (...)` (a query of its rows). Matched on tokens, so strings,
+    comments and quoted names that hold those words are kept.
 
     >>> sqlglot_spelling("SELECT 'system_time as of' FROM t FOR SYSTEM_TIME AS OF '2026-01-01'", "spark")
     "SELECT 'system_time as of' FROM t FOR TIMESTAMP AS OF '2026-01-01'"
+    >>> sqlglot_spelling("TABLE db.t", "spark"), sqlglot_spelling("VALUES (1, 'a');", "trino")
+    ('SELECT * FROM db.t', "SELECT * FROM (VALUES (1, 'a'))")
     """
-    if dialect not in _TEMPORAL_DIALECTS or "system_" not in sql.lower():
+    lowered = sql.lower()
+    temporal = dialect in _TEMPORAL_DIALECTS and "system_" in lowered
+    if not temporal and not lowered.lstrip().startswith(("table", "values")):
         return sql
     from sqlglot import TokenType
     from sqlglot.dialects.dialect import Dialect
@@ -140,6 +145,11 @@ def sqlglot_spelling(sql: str, dialect: str) -> str:
         and after.text.upper() == "AS"
         and then.text.upper() == "OF"
     ]
+    if tokens and tokens[0].token_type == TokenType.TABLE:
+        spans.insert(0, (tokens[0].start, tokens[0].end + 1, "SELECT * FROM"))
+    elif tokens and tokens[0].token_type == TokenType.VALUES:
+        last = tokens[-2] if len(tokens) > 1 and tokens[-1].token_type == TokenType.SEMICOLON else tokens[-1]
+        spans = [(tokens[0].start, tokens[0].start, "SELECT * FROM ("), *spans, (last.end + 1, len(sql), ")")]
     for start, end, synonym in reversed(spans):
         sql = sql[:start] + synonym + sql[end:]
     return sql
