@@ -287,21 +287,45 @@ NESTED_SCHEMAS = {
 @pytest.mark.parametrize(
     ("sql", "expected"),
     [
-        ("SELECT id FROM orders WHERE exists(items, e -> e.sku = 'q')", [("id", "projected", "id"), ("items.element.sku", "filter", None)]),
-        ("SELECT transform(items, e -> e.price) AS p FROM orders", [("items.element.price", "projected", "p")]),
-        ("SELECT transform(items, (e, i) -> e.price * i) AS p FROM orders", [("items.element.price", "projected", "p")]),
-        ("SELECT transform(items, e -> transform(e.parts, x -> x.n)) AS n FROM orders", [("items.element.parts.element.n", "projected", "n")]),
-        ("SELECT aggregate(items, 0D, (acc, e) -> acc + e.price, acc -> acc) AS t FROM orders", [("items.element.price", "projected", "t")]),
-        ("SELECT zip_with(items, other, (x, y) -> x.price + y.p) AS z FROM orders", [("items.element.price", "projected", "z"), ("other.element.p", "projected", "z")]),
+        (
+            "SELECT id FROM orders WHERE exists(items, e -> e.sku = 'q')",
+            [("id", "projected", "id"), ("items.element.sku", "filter", None)],
+        ),
+        (
+            "SELECT transform(items, e -> e.price) AS p FROM orders",
+            [("items.element.price", "projected", "p")],
+        ),
+        (
+            "SELECT transform(items, (e, i) -> e.price * i) AS p FROM orders",
+            [("items.element.price", "projected", "p")],
+        ),
+        (
+            "SELECT transform(items, e -> transform(e.parts, x -> x.n)) AS n FROM orders",
+            [("items.element.parts.element.n", "projected", "n")],
+        ),
+        (
+            "SELECT aggregate(items, 0D, (acc, e) -> acc + e.price, acc -> acc) AS t FROM orders",
+            [("items.element.price", "projected", "t")],
+        ),
+        (
+            "SELECT zip_with(items, other, (x, y) -> x.price + y.p) AS z FROM orders",
+            [("items.element.price", "projected", "z"), ("other.element.p", "projected", "z")],
+        ),
         # a function that returns the elements (or entries) reads them whole as well
-        ("SELECT filter(items, e -> e.price > 1) AS f FROM orders", [("items", "projected", "f"), ("items.element.price", "projected", "f")]),
-        ("SELECT map_filter(attrs, (k, v) -> v.a > 1) AS m FROM orders", [("attrs", "projected", "m"), ("attrs.value.a", "projected", "m")]),
+        (
+            "SELECT filter(items, e -> e.price > 1) AS f FROM orders",
+            [("items", "projected", "f"), ("items.element.price", "projected", "f")],
+        ),
+        (
+            "SELECT map_filter(attrs, (k, v) -> v.a > 1) AS m FROM orders",
+            [("attrs", "projected", "m"), ("attrs.value.a", "projected", "m")],
+        ),
         # a lambda that reads no part of its argument leaves it read whole; a column named like a
         # parameter is the parameter (Spark's lambda scope), a field named like it is a field
         ("SELECT transform(items, e -> 1) AS o FROM orders", [("items", "projected", "o")]),
         ("SELECT transform(items, id -> id.sku) AS s FROM orders", [("items.element.sku", "projected", "s")]),
     ],
-)  # fmt: skip
+)
 def test_a_lambda_reads_the_parts_of_its_argument(
     sql: str, expected: list[tuple[str, str, str | None]]
 ) -> None:

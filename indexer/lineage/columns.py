@@ -661,7 +661,7 @@ _HIGHER_ORDER: dict[str, _HigherOrder] = {
 """Spark's and Trino's higher-order functions, as sqlglot names them."""
 
 
-def _lambda_references(node: exp.Expr) -> tuple[list[tuple[str, exp.Expr]], bool]:
+def _lambda_references(node: exp.Expr) -> tuple[list[tuple[str, exp.Identifier]], bool]:
     """When `node` is an argument of a higher-order function (`transform(items, e -> e.sku)`):
     (part, reference) for each reference, in a lambda's body, to a parameter bound to a part of it;
     and whether `node` is read whole as well (the function returns it, or no lambda reads it)."""
