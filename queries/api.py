@@ -672,12 +672,13 @@ def read_target(conn: duckdb.DuckDBPyConnection, text: str, at: int) -> tuple[st
     """What views' reads of `text` are matched against: the catalog and name of the indexed table,
     or else the view at `at`, that `text` names, so that `sales.orders` and `prod.sales.orders` (or
     its uuid) are one question, as in `impact`; `text` as written (`table_reference`) when it names
-    none. Several are ambiguous, as in `show`."""
+    none. Several are ambiguous, as in `show`, but tables whose directories' names differ only in
+    case: their one name is what reads name (each a `shared-name` match)."""
     tables = tables_named(conn, text, at)
-    if len(tables) > 1:
+    if len({(row["catalog"], tuple(row["name"])) for row in tables}) > 1:
         resolve_table(conn, text, at)  # raises: ambiguous
     named = tables or views_named(conn, text, at)
-    if len(named) > 1:
+    if len(named) > 1 and not tables:
         resolve_view(conn, text, at)  # raises: ambiguous
     if named and named[0]["name"]:  # (a view with no name is read by none)
         return named[0]["catalog"], list(named[0]["name"])

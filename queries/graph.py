@@ -21,10 +21,9 @@ from viewlineage.queries import api
 from viewlineage.queries.names import FOREVER_MS, dotted, iso, query_rows, tables_named, views_named
 
 GRAPH_FORMATS = ("json", "dot", "mermaid")
-MATCHES = ("exact", "namespace-and-name", "other-catalog", "leading-part")
 UNKNOWN = "unknown"
 """The `match` of an edge to a view whose lineage is unknown: it may read the source, or not."""
-_SURENESS = (*MATCHES, UNKNOWN)
+_SURENESS = (*api.MATCHES, UNKNOWN)
 
 
 @dataclass(frozen=True)
@@ -58,7 +57,7 @@ class _Lineage:
             [at],
         ):
             source = row["target_view_id"] or dotted([row["catalog"], *row["namespace"], row["table_name"]])
-            read = _Read(row["view_id"], source, MATCHES[row["read_match"] or 0])
+            read = _Read(row["view_id"], source, api.MATCHES[row["read_match"] or 0])
             self.reads_of.setdefault(read.reader, []).append(read)
             self.readers_of.setdefault(read.source, []).append(read)
 

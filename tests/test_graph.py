@@ -11,14 +11,14 @@ from click.testing import CliRunner
 from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.pipeline.rows import Batch, Removal
 from viewlineage.indexer.pipeline.runs import index_locations
-from viewlineage.queries import graph
+from viewlineage.queries import api, graph
 from viewlineage.queries.cli import cli
 from viewlineage.queries.web import api as web_api
 from viewlineage.sinks.readers import open_reader
 from viewlineage.sinks.store import Store
 
 from .conftest import settings_for
-from .metadata_files import Table, View
+from .metadata_files import Table, View, schema_of
 
 A, B, C, D = (f"9a000000-0000-4000-8000-00000000000{letter}" for letter in "abcd")
 
@@ -258,3 +258,30 @@ def test_a_view_created_again_at_its_path_is_told_apart_in_text(tmp_path: Path) 
         ["lake.db.t", "lake.db.v (9c100000)", "removed"],
         ["lake.db.t", "lake.db.v (9c200000)", "added"],
     ]
+
+
+def test_a_name_two_tables_share_is_drawn_and_asked_about_as_a_guess(tmp_path: Path) -> None:
+    """Found by the thirteenth new-user trial: with `shop.Sales` and `shop.sales` two tables (a
+    JDBC catalog keeps them apart), a view's read was `exact` in `graph` and `deps`, and the graph
+    of the name, which the web UI links its table nodes to, was refused as ambiguous."""
+    root = tmp_path / "warehouse"
+    columns = schema_of(("id", "int"))
+    Table(root, "shop", "Sales", "d5000000-0000-4000-8000-000000000001", schema=columns).commit(1000, 1)
+    Table(root, "shop", "sales", "d5000000-0000-4000-8000-000000000002", schema=columns).commit(1000, 2)
+    View(root, "shop", "v", "d5000000-0000-4000-8000-000000000003").commit(2000, "SELECT id FROM shop.Sales")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        up = graph.lineage_graph(conn, "prod.shop.v")
+        down = graph.lineage_graph(conn, "prod.shop.sales")
+        read = api.deps(conn, "prod.shop.v")["reads"]
+        used = api.uses(conn, "shop.sales")
+    view = "d5000000-0000-4000-8000-000000000003"
+    assert (
+        up["edges"]
+        == down["edges"]
+        == [{"source": "prod.shop.sales", "target": view, "match": "shared-name"}]
+    )
+    assert (up["uncertain"], down["uncertain"]) == (1, 1)
+    assert [(r["table"], r["match"]) for r in read] == [("prod.shop.sales", "shared-name")]
+    assert [(v["view"], v["match"]) for v in used["views"]] == [("prod.shop.v", "shared-name")]

@@ -13,7 +13,8 @@ SELECT view_id, catalog, name, reads FROM view_heads_as_of(t) WHERE version_hash
 -- catalog or no known catalog (`lake.sales.v` read in spark_catalog, 3). A table: one leading part
 -- more than an indexed table's name, that part no known catalog (3); the reference's catalog
 -- unknown, or an indexed table of that name in none (1); its catalog one no stored view or table is
--- in (2); else 0.
+-- in (2); else 0. A view or table whose name two directories hold (names that differ only in
+-- case): 5, shared-name.
 CREATE OR REPLACE MACRO view_reads_as_of(t) AS TABLE
 WITH current AS MATERIALIZED (
     -- `shared`: another current view has the name (directories whose names differ only in case).
@@ -25,6 +26,10 @@ catalogs AS MATERIALIZED (
     UNION SELECT catalog FROM table_names WHERE catalog IS NOT NULL
 ),
 tables AS MATERIALIZED (SELECT DISTINCT catalog, name FROM table_names),
+shared_tables AS MATERIALIZED (  -- names tables in two directories held by t (table_name_shared)
+    SELECT catalog, name FROM table_files WHERE commit_ms <= t
+    GROUP BY catalog, name HAVING count(DISTINCT metadata_directory(location)) > 1
+),
 reference AS (
     SELECT *, len(namespace) > 0 AND namespace[1] IN (SELECT catalog FROM catalogs) AS leads_with_catalog,
            catalog IS NOT NULL AND catalog NOT IN (SELECT catalog FROM catalogs) AS other_catalog
@@ -38,6 +43,8 @@ SELECT r.view_id, r.catalog, r.namespace, r.name AS table_name, r.suffix, r.pin,
                      WHEN r.catalog IS NULL OR target.catalog IS NULL THEN 1
                      ELSE 2 END
             WHEN shifted.view_id IS NOT NULL THEN 3
+            WHEN EXISTS (FROM shared_tables s WHERE s.name = list_append(r.namespace, r.name)
+                         AND (r.catalog IS NULL OR s.catalog IS NULL OR s.catalog = r.catalog)) THEN 5
             WHEN len(r.namespace) > 1 AND NOT r.leads_with_catalog
                  AND list_append(r.namespace[2:], r.name) IN (SELECT name FROM tables)
                  AND list_append(r.namespace, r.name) NOT IN (SELECT name FROM tables) THEN 3
@@ -94,7 +101,9 @@ FROM walk;
 --   leading-part        one leading part more, which the indexer read as a namespace level for
 --                       want of a known catalog of that name (`lake.crm.t` read in spark_catalog);
 --   tied-file           read by the current version of a file that ties with the view's file in
---                       force (`tied_files_of`): which of them holds the view is a guess;
+--                       force (`tied_files_of`), or by a version made current at the same instant
+--                       as the view's, which no file settles (`activation-tie`): which of them
+--                       holds the view is a guess;
 --   shared-name         through a view whose name another current view holds too, or of a table
 --                       whose name tables in two directories held (directories whose names differ
 --                       only in case): which one an engine reads is a guess.

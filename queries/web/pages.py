@@ -428,10 +428,10 @@ def _refusal(request: Request, answered: api.Answer, retry: str | None) -> Refus
 
 
 def _result_link(row: dict[str, Any]) -> str:
-    """A search result's page: a view's own (by id: a name may be held by several), a table's."""
+    """A search result's page, by id (a name may be held by several): a view's own, a table's."""
     if row["kind"] == "view":
         return view_link({"view_id": row["id"]})
-    return f"/table?{urlencode({'table': row['name']})}"
+    return f"/table?{urlencode({'table': row['id']})}"
 
 
 _CHANGES = {"drop": "drop_column", "rename": "rename_column", "type": "change_type"}
