@@ -982,6 +982,12 @@ def impact(
             f" -> {result['target']}" if change.kind == "change-type" else f", to {result['target']}"
         )
     click.echo(f"{change.kind} {result['table']}.{result['column']} ({column_type}): {verdict}")
+    if result["stale_schemas"]:
+        assumed = result["stale_schemas_assumed"]
+        click.echo(
+            f"stale stored schemas: {', '.join(result['stale_schemas'])}"
+            + (f" (assumed: {', '.join(assumed)})" if assumed else "")
+        )
     output_for(fmt).result(
         [
             {
