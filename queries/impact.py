@@ -687,8 +687,9 @@ def _readers(
     conn: duckdb.DuckDBPyConnection, catalog: str | None, parts: list[str], at: int
 ) -> list[_Reader]:
     """Every view reading the table at `at`, directly or through views, with its column lineage:
-    from its version in force, and from the version each file tied with its file in force made
-    current (which file holds the view is a guess: `tied-file`)."""
+    from its version in force, from the version each file tied with its file in force made current
+    (which file holds the view is a guess: `tied-file`), and from the versions made current at the
+    instant of its own that no file settles (which holds is a guess: `tied-file`)."""
     heads = query_rows(
         conn,
         """
@@ -715,9 +716,22 @@ def _readers(
         GROUP BY t.view_id, t.location ORDER BY t.view_id, t.location""",
         [[head["view_id"] for head in heads], at],
     )
+    # Versions made current at the instant of a head's, which no file settles: which holds is a guess.
+    partners = query_rows(
+        conn,
+        """
+        SELECT DISTINCT c.view_id, v.version_hash
+        FROM (SELECT unnest(?1) AS view_id) r, view_current_version(r.view_id, ?2) c
+        JOIN activations a
+          ON a.view_id = c.view_id AND a.timestamp_ms = c.activated_ms AND a.version_id <> c.version_id
+        JOIN preferred_versions v ON v.view_id = a.view_id AND v.version_id = a.version_id
+        WHERE NOT activation_settled(c.view_id, c.version_id, c.activated_ms)
+        ORDER BY ALL""",
+        [[head["view_id"] for head in heads], at],
+    )
     copies = [(head, head["version_hash"], 0) for head in heads]
     by_id = {head["view_id"]: head for head in heads}
-    copies += [(by_id[row["view_id"]], row["version_hash"], _TIED) for row in tied]
+    copies += [(by_id[row["view_id"]], row["version_hash"], _TIED) for row in [*tied, *partners]]
     schemas: dict[TableKey, list[tuple[str, str]] | None] = {}
     return [
         reader

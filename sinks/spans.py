@@ -1,5 +1,5 @@
-"""Point-in-time indexes (migrations 0006, 0009, 0010, 0012, 0017, 0018, 0020 and 0021), derived from
-the stored rows.
+"""Point-in-time indexes (migrations 0006, 0009, 0010, 0012, 0017, 0018, 0020, 0021 and 0023), derived
+from the stored rows.
 
 `view_spans` turns "which file and which version held at T, was that file removed by then, and
 what did that version read" into one interval filter. The spans and preferred copies of the views
@@ -51,24 +51,34 @@ WITH tied_views AS (
     SELECT DISTINCT view_id FROM activations WHERE view_id IN (SELECT view_id FROM _touched)
     GROUP BY view_id, timestamp_ms HAVING count(*) > 1
 ),
+logged AS (
+    -- Of versions made current at one instant, the one the file that logged them names current
+    -- (its current-version-id) wins, else the greater id.
+    SELECT a.view_id, a.version_id, least(a.timestamp_ms, {LATEST_MS}) AS timestamp_ms,
+           a.timestamp_ms AS activated_ms, f.view_id IS NOT NULL AS settled
+    FROM activations a
+    LEFT JOIN (SELECT view_id, last_log_ms, current_version_id FROM view_files
+               WHERE view_id IN (SELECT view_id FROM tied_views) GROUP BY ALL) f
+      ON f.view_id = a.view_id AND f.last_log_ms = a.timestamp_ms
+     AND f.current_version_id = a.version_id
+    WHERE a.view_id IN (SELECT view_id FROM _touched)
+),
+tie_partners AS (
+    -- Versions made current at one instant that no file settles: that the greater id holds is a
+    -- guess, so what the others read is kept with it, as a tied file's is (rare).
+    SELECT DISTINCT a.view_id, a.version_id, b.version_id AS partner
+    FROM logged a JOIN logged b
+      ON b.view_id = a.view_id AND b.timestamp_ms = a.timestamp_ms AND b.version_id <> a.version_id
+    WHERE a.view_id IN (SELECT view_id FROM tied_views)
+    QUALIFY NOT bool_or(a.settled OR b.settled) OVER (PARTITION BY a.view_id, a.timestamp_ms)
+),
 held_versions AS (
     SELECT view_id, version_id, timestamp_ms AS from_ms, activated_ms,
            coalesce(next_ms, {OPEN_MS}) AS until_ms
     FROM (
         SELECT *, lead(timestamp_ms) OVER (
                    PARTITION BY view_id ORDER BY timestamp_ms, settled, version_id) AS next_ms
-        FROM (
-            -- Of versions made current at one instant, the one the file that logged them names
-            -- current (its current-version-id) wins, else the greater id.
-            SELECT a.view_id, a.version_id, least(a.timestamp_ms, {LATEST_MS}) AS timestamp_ms,
-                   a.timestamp_ms AS activated_ms, f.view_id IS NOT NULL AS settled
-            FROM activations a
-            LEFT JOIN (SELECT view_id, last_log_ms, current_version_id FROM view_files
-                       WHERE view_id IN (SELECT view_id FROM tied_views) GROUP BY ALL) f
-              ON f.view_id = a.view_id AND f.last_log_ms = a.timestamp_ms
-             AND f.current_version_id = a.version_id
-            WHERE a.view_id IN (SELECT view_id FROM _touched)
-        )
+        FROM logged
     ) WHERE next_ms IS NULL OR timestamp_ms < next_ms
     UNION ALL
     SELECT view_id, NULL, -{OPEN_MS}, NULL, least(min(timestamp_ms), {LATEST_MS}) FROM activations
@@ -152,10 +162,15 @@ tied_copies AS (
     JOIN file_versions fv ON fv.location = t.location AND fv.version_id = t.current_version_id
     GROUP BY h.location, t.location
 ),
+partner_copies AS (
+    SELECT DISTINCT p.view_id, p.version_id, c.version_hash
+    FROM tie_partners p JOIN copies c ON c.view_id = p.view_id AND c.version_id = p.partner
+),
 held_copies AS (
     SELECT DISTINCT c.version_hash FROM copies c JOIN held_versions v USING (view_id, version_id)
     UNION SELECT version_hash FROM own_copies
     UNION SELECT version_hash FROM tied_copies
+    UNION SELECT version_hash FROM partner_copies
 ),
 kept_reads AS (
     SELECT version_hash, any_value(reads) AS reads FROM _replaced_spans
@@ -181,25 +196,31 @@ copy_reads AS (
 tied_reads AS (
     SELECT t.held_location, list_distinct(flatten(list(r.reads))) AS reads
     FROM tied_copies t JOIN copy_reads r USING (version_hash) GROUP BY t.held_location
+),
+partner_reads AS (
+    SELECT p.view_id, p.version_id, list_distinct(flatten(list(r.reads))) AS reads
+    FROM partner_copies p JOIN copy_reads r USING (version_hash) GROUP BY p.view_id, p.version_id
 )
 SELECT f.view_id, greatest(f.from_ms, coalesce(v.from_ms, -{OPEN_MS})),
        least(f.until_ms, coalesce(v.until_ms, {OPEN_MS})), f.location, f.view_uuid, f.catalog,
        array_to_string(f.name, chr(31)), f.commit_ms, f.commit_source, v.version_id,
        CASE WHEN v.version_id IS NOT NULL THEN v.activated_ms END, coalesce(o.version_hash, c.version_hash),
        {_read_paths("r.reads")}, d.dropped_ms, r.reads,
-       hash(regexp_replace(f.location, '(/metadata)?/[^/]*$', '')), {_read_paths("t.reads")}
+       hash(regexp_replace(f.location, '(/metadata)?/[^/]*$', '')),
+       {_read_paths("list_distinct(flatten([coalesce(t.reads, []), coalesce(p.reads, [])]))")}
 FROM held_files f
 LEFT JOIN held_versions v ON v.view_id = f.view_id AND v.from_ms < f.until_ms AND f.from_ms < v.until_ms
 LEFT JOIN copies c ON c.view_id = f.view_id AND c.version_id = v.version_id
 LEFT JOIN own_copies o ON o.location = f.location AND o.version_id = v.version_id
 LEFT JOIN copy_reads r ON r.version_hash = coalesce(o.version_hash, c.version_hash)
 LEFT JOIN drops d ON d.location = f.location
-LEFT JOIN tied_reads t ON t.held_location = f.location"""
+LEFT JOIN tied_reads t ON t.held_location = f.location
+LEFT JOIN partner_reads p ON p.view_id = f.view_id AND p.version_id = v.version_id"""
 """A file holds from its commit to the next file's (ties: greater sequence number, then location);
 the first also before its commit. A view none of whose files has a commit time (no object time, no
 log) is held by its file with the greatest sequence number, then location, at every time. A version
 holds from its activation to the next one (of two at one instant, the one the file logging them
-names current, else the greater id), and no
+names current, else the greater id, with what the other reads as its tied reads), and no
 version before the first. Each interval is where one file's and one version's spans overlap. A
 version reads the distinct references of its representations' lineage: the replaced spans give
 those of the versions they held, the others are found by key, through the indexes (scans of

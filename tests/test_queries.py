@@ -1056,12 +1056,7 @@ def test_a_version_log_that_leaves_the_current_version_open_is_a_finding(tmp_pat
         assert api.findings(conn, view="db.tied") == []
     # A tie no file settles (its only file names a later version current): the greater id, and it
     # says so (the tenth adversarial trial: only `findings` did, not `show` itself).
-    document["view-uuid"] = "e3000000-0000-4000-8000-000000000003"
-    document["location"] = str(root / "db" / "open_tie")
-    document["current-version-id"] = 3
-    document["versions"].append({**document["versions"][-1], "version-id": 3})
-    document["version-log"].append({"timestamp-ms": 3000, "version-id": 3})
-    write(root / "db" / "open_tie" / "metadata" / "00001-e3.metadata.json", document, 3000)
+    _open_tie(root, document, "e3000000-0000-4000-8000-000000000003")
     index_locations([str(root)], settings_for(db, f"{root}=prod"))
     with open_reader(db) as conn:
         shown = api.show(conn, "db.open_tie", 2500)
@@ -1072,9 +1067,26 @@ def test_a_version_log_that_leaves_the_current_version_open_is_a_finding(tmp_pat
             (
                 "activation-tie",
                 "versions 1, 2 are made current at one instant (2000) by version-logs; the greatest id "
-                "is taken as current from then",
+                "is taken as current from then, and what the others read is matched tied-file",
             )
         ]
+        # Found by the thirteenth adversarial trial: what version 1 reads was left out of `uses`
+        # and `impact`, and version 2's reads were `exact`, though which one holds is a guess.
+        one = [(v["view"], v["match"]) for v in api.uses(conn, "db.one", 2500)["views"]]
+        two = [(v["view"], v["match"]) for v in api.uses(conn, "db.two", 2500)["views"]]
+        dropped = impact.impact(conn, "db.one", impact.parse_change("a", None, None), 2500)
+    assert one == [("prod.db.open_tie", "tied-file"), ("prod.db.tied", "namespace-and-name")]
+    assert two == [("prod.db.open_tie", "namespace-and-name")]  # `db.two`: its catalog unknown
+    assert [(u["view"], u["match"]) for u in dropped["uses"]] == one
+
+
+def _open_tie(root: Path, tied: dict[str, Any], uuid: str) -> None:
+    """View `db.open_tie`: `_tied_view`'s document logging a third version later, its current:
+    versions 1 and 2 made current at one instant, which no file settles."""
+    document = {**tied, "view-uuid": uuid, "location": str(root / "db" / "open_tie"), "current-version-id": 3}
+    document["versions"] = [*tied["versions"], {**tied["versions"][-1], "version-id": 3}]
+    document["version-log"] = [*tied["version-log"], {"timestamp-ms": 3000, "version-id": 3}]
+    write(root / "db" / "open_tie" / "metadata" / "00001-e3.metadata.json", document, 3000)
 
 
 def _tied_view(root: Path, uuid: str) -> tuple[Path, dict[str, Any]]:
@@ -1108,6 +1120,25 @@ def test_migration_0022_derives_again_the_spans_of_views_with_tied_activations(t
         pass
     with open_reader(db) as conn:
         assert api.show(conn, "db.tied")["version_id"] == 1
+
+
+def test_migration_0023_keeps_what_the_versions_of_an_open_tie_read(tmp_path: Path) -> None:
+    """A store whose spans left out what the other versions of a tie no file settles read matches
+    those reads `tied-file` once a writer applies migration 0023."""
+    root = tmp_path / "warehouse"
+    _, document = _tied_view(root, "e3200000-0000-4000-8000-000000000001")
+    _open_tie(root, document, "e3200000-0000-4000-8000-000000000002")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with duckdb.connect(str(db)) as conn:  # as spans were derived before 0023
+        conn.execute("UPDATE view_spans SET tied_read_paths = NULL")
+        conn.execute("DELETE FROM _migrations WHERE id = 23")
+        conn.execute("DELETE FROM _stale_spans")
+    with Store(db, replica_interval=None):
+        pass
+    with open_reader(db) as conn:
+        used = [(v["view"], v["match"]) for v in api.uses(conn, "db.one", 2500)["views"]]
+    assert used == [("prod.db.open_tie", "tied-file"), ("prod.db.tied", "namespace-and-name")]
 
 
 def test_an_ambiguous_name_suggests_the_full_names(tmp_path: Path) -> None:

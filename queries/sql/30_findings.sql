@@ -65,7 +65,7 @@ UNION ALL
 SELECT 'view', NULL, view_id, max(version_id), 'activation-tie', 'warning',
        'versions ' || string_agg(DISTINCT version_id::VARCHAR, ', ' ORDER BY version_id::VARCHAR)
        || ' are made current at one instant (' || timestamp_ms || ') by version-logs; the greatest id '
-       || 'is taken as current from then', '$.version-log'
+       || 'is taken as current from then, and what the others read is matched tied-file', '$.version-log'
 FROM activations a GROUP BY view_id, timestamp_ms
 HAVING count(DISTINCT version_id) > 1
    AND NOT bool_or(activation_settled(a.view_id, a.version_id, a.timestamp_ms))
