@@ -144,10 +144,20 @@ def test_sql_keeps_to_its_memory_limit_and_writes_nowhere(sample_store: Path, tm
 def test_ctrl_c_stops_a_running_query_without_a_traceback(sample_store: Path) -> None:
     command = [sys.executable, "-m", "viewlineage.queries.cli", "sql", SLOW_SQL, "--db", str(sample_store)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(2)  # well into the query
+    # Into the query: the store is open, DuckDB's threads started (a fixed sleep sent it during
+    # the imports on a loaded machine, and Python printed its own traceback).
+    deadline = time.monotonic() + 60
+    while _threads(process.pid) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=20)
     assert (process.returncode, stderr.strip()) == (1, "Aborted!")
+
+
+def _threads(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("Threads:")))
 
 
 def _invoke(store: Path, *arguments: str) -> str:
