@@ -1127,6 +1127,20 @@ def test_stale_schemas_of_nested_fields_are_inferred_and_guesses_say_so(tmp_path
         "it, 2 of them in an output column whose stored type goes stale (engines refuse such a view until "
         "it is re-created; 1 of them assumed: a type that cannot be inferred)"
     )
+    # Found by the thirteenth new-user trial: which views, only JSON said.
+    assert (
+        text.stdout.splitlines()[1]
+        == "stale stored schemas: prod.db.field, prod.db.udf (assumed: prod.db.udf)"
+    )
+    markdown = CliRunner().invoke(
+        cli, ["impact", "db.t", "--change-type", "s.a=long", "--db", str(db), "--format", "markdown"]
+    )
+    assert markdown.stdout.split("\n\n")[1:5] == [
+        "views whose stored schema goes stale: engines refuse them until they are re-created:",
+        "| view |\n|---|\n| prod.db.field |\n| prod.db.udf |",
+        "of those, assumed stale: an output type that cannot be inferred:",
+        "| view |\n|---|\n| prod.db.udf |\n",
+    ]
 
 
 def test_arithmetic_of_a_double_and_a_decimal_stays_double(tmp_path: Path) -> None:
@@ -1799,8 +1813,11 @@ def test_a_field_read_inside_a_lambda_is_read_by_name(tmp_path: Path) -> None:
     _nested_warehouse(root)
     lambdas = {
         "v_exists": ("SELECT id FROM db.customers WHERE exists(items, e -> e.sku = 'q')", []),
-        "v_prices": ("SELECT id, transform(items, e -> e.price) AS prices FROM db.customers", [("prices", "string")]),
-    }  # fmt: skip
+        "v_prices": (
+            "SELECT id, transform(items, e -> e.price) AS prices FROM db.customers",
+            [("prices", "string")],
+        ),
+    }
     for number, (name, (sql, columns)) in enumerate(lambdas.items(), start=6):
         schema = schema_of(("id", "int"), *columns)
         View(root, "db", name, f"d1000000-0000-4000-8000-00000000000{number}", schema=schema).commit(
