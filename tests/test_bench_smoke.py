@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from .browser import needs_chromium
+
 pytestmark = pytest.mark.integration
 
 
@@ -74,3 +76,25 @@ def test_scale_benchmark_prints_every_row(tmp_path: Path) -> None:
     for row in rows:
         assert row[1].split()[0] == "10"  # calls timed
         assert float(row[2].removesuffix(" ms").replace(",", "")) > 0  # p50
+
+
+@needs_chromium
+def test_ui_benchmark_prints_every_row(tmp_path: Path) -> None:
+    """The web UI's figures on a tiny warehouse: each page's calls through a follower and `serve`,
+    each page in Chromium, a lineage graph."""
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.bench.ui", "--views", "12", "--commits", "5", "--samples", "1",
+         "--graph-nodes", "12", "--work", str(tmp_path)],
+        capture_output=True, text=True, timeout=600, cwd=Path(__file__).parents[1],
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [
+        line.split(" | ")
+        for line in result.stdout.splitlines()
+        if line.startswith("| ") and not line.startswith(("| page", "| lineage graph"))
+    ]
+    pages = ["Activity", "Materialized views", "Health", "View", "Lineage", "Impact", "Table", "Findings"]
+    assert [row[0].strip("| ") for row in rows] == [
+        *pages, "every call", *pages, "every page", "laid out and drawn", "fit()",
+    ]  # fmt: skip
+    assert all(float(row[2].split()[0].strip("*").replace(",", "")) > 0 for row in rows)  # p50

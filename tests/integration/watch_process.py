@@ -13,7 +13,14 @@ from viewlineage.sinks.readers import open_reader
 
 
 class Watch:
-    def __init__(self, root: Path, db: Path, *options: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        db: Path,
+        *options: str,
+        env: dict[str, str] | None = None,
+        ready_timeout: float = 30,
+    ) -> None:
         self.db = db
         self.log = root.parent / "watch.log"
         self.process = subprocess.Popen(
@@ -35,7 +42,7 @@ class Watch:
             stdout=subprocess.DEVNULL,
             env=env,
         )
-        self.wait_for("watching")
+        self.wait_for("watching", ready_timeout)
 
     def wait_for(self, text: str, timeout: float = 30) -> None:
         deadline = time.monotonic() + timeout
