@@ -137,3 +137,33 @@ def test_a_loopback_server_answers_only_to_its_own_names(sample_store: Path) -> 
         )
         for name in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost", f"[::1]:{port}"):
             assert request(server.url, asked, headers={"Host": name})[0] == 200
+
+
+def test_a_rotated_token_works_at_once_and_guessing_is_slowed(sample_store: Path, token_file: Path) -> None:
+    """Found by the adversarial trials: the token file was read once, at start (rotating it meant a
+    restart), and nothing slowed a client trying token after token."""
+    reader = functools.partial(open_reader, sample_store)
+    app = protected(web_app(reader, 30, store_health(reader)), "0.0.0.0", token_file)
+    asked, rotated = "/api/show?view=prod.db.event_agg", "fedcba9876543210fedcba9876543210"
+    with WebServer(app, "127.0.0.1", 0) as server:
+        url = server.url
+        form = {"Content-Type": "application/x-www-form-urlencoded"}
+        _, headers, _ = request(url, "/login", "POST", form, urlencode({"token": TOKEN}))
+        cookie = headers["set-cookie"].split(";")[0]
+        token_file.write_text(rotated + "\n")
+        assert request(url, asked, headers={"Authorization": f"Bearer {rotated}"})[0] == 200
+        assert request(url, asked, headers={"Authorization": f"Bearer {TOKEN}"})[0] == 401
+        assert request(url, asked, headers={"Cookie": cookie})[0] == 401  # signed with the old token
+        token_file.write_text("short\n")  # half-written, or a mistake: the last good token stays
+        assert request(url, asked, headers={"Authorization": f"Bearer {rotated}"})[0] == 200
+        for attempt in range(9):  # 10 wrong tokens a minute (one above), then refused
+            assert request(url, asked, headers={"Authorization": f"Bearer wrong{attempt}"})[0] == 401
+        status, headers, body = request(url, asked, headers={"Authorization": f"Bearer {rotated}"})
+        assert (status, json.loads(body)["error"].split(":")[0]) == (
+            429,
+            "too many wrong tokens from 127.0.0.1",
+        )
+        assert 1 <= int(headers["retry-after"]) <= 61
+        refused = request(url, "/login", "POST", form, urlencode({"token": rotated}))
+        assert refused[0] == 429
+        assert request(url, "/healthz")[0] == 200  # orchestrators' probes are never refused

@@ -5,14 +5,20 @@ Prometheus, and the stylesheet and scripts for the login page.
 
 The cookie holds an HMAC of the token, not the token: a cookie that leaks from a browser's store
 opens the pages, but does not reveal what API clients send. Every comparison takes constant time.
+The file is read again when it changes (a rotated token works at once, and the old one, and every
+cookie signed with it, stops working), and a client address that sends more than `MAX_FAILURES`
+wrong tokens in `FAILURE_WINDOW_SECONDS` is refused (429) until the window has passed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import ipaddress
+import threading
 import time
+from collections import deque
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -28,6 +34,10 @@ MIN_TOKEN_CHARS = 16
 SESSION_SECONDS = 12 * 3600
 """How long a browser's sign-in lasts."""
 MAX_FORM_BYTES = 4096
+MAX_FAILURES = 10
+FAILURE_WINDOW_SECONDS = 60.0
+MAX_TRACKED_CLIENTS = 10_000
+"""Addresses whose failures are kept: past it, those with none in the window are forgotten."""
 
 
 def loopback(host: str) -> bool:
@@ -71,7 +81,7 @@ def protected(app: ASGIApp, host: str, token_file: Path | None) -> ASGIApp:
         # own that resolves to 127.0.0.1 (DNS rebinding), and read the answer: only the machine's
         # own names are served.
         return OwnNames(app, {host, "127.0.0.1", "localhost", "::1"})
-    return TokenAuth(app, read_token(token_file))
+    return TokenAuth(app, TokenFile(token_file))
 
 
 class OwnNames:
@@ -97,17 +107,74 @@ class OwnNames:
         await self.app(scope, receive, send)
 
 
+class TokenFile:
+    """The token `auth-token-file` holds, read again when the file changes: a file that becomes
+    unreadable or holds too short a token keeps the last good one (no sign-in is opened or locked
+    out by a half-written file)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.token = read_token(path).encode()
+        self._seen = self._stamp()
+
+    def _stamp(self) -> tuple[int, int] | None:
+        try:
+            status = self.path.stat()
+        except OSError:
+            return None
+        return status.st_mtime_ns, status.st_size
+
+    def current(self) -> bytes:
+        stamp = self._stamp()
+        if stamp is not None and stamp != self._seen:
+            self._seen = stamp
+            with contextlib.suppress(UsageError):
+                self.token = read_token(self.path).encode()
+        return self.token
+
+
+class Failures:
+    """Wrong tokens per client address in the last `FAILURE_WINDOW_SECONDS`."""
+
+    def __init__(self) -> None:
+        self._times: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def retry_after(self, client: str) -> int | None:
+        """Seconds until `client` may try again; None when it may now."""
+        with self._lock:
+            times = self._recent(client)
+            if len(times) < MAX_FAILURES:
+                return None
+            return max(1, int(times[0] + FAILURE_WINDOW_SECONDS - time.monotonic()) + 1)
+
+    def record(self, client: str) -> None:
+        with self._lock:
+            if client not in self._times and len(self._times) >= MAX_TRACKED_CLIENTS:
+                for known in list(self._times):
+                    if not self._recent(known):
+                        del self._times[known]
+            self._times.setdefault(client, deque(maxlen=MAX_FAILURES)).append(time.monotonic())
+
+    def _recent(self, client: str) -> deque[float]:
+        times = self._times.get(client, deque())
+        while times and times[0] <= time.monotonic() - FAILURE_WINDOW_SECONDS:
+            times.popleft()
+        return times
+
+
 class TokenAuth:
     """ASGI middleware: the token (a bearer header, or the login form's cookie) or no answer."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: TokenFile) -> None:
         self.app = app
-        self.token = token.encode()
+        self.token = token
+        self.failures = Failures()
 
     def _session(self, expires: int) -> str:
         """A session cookie's value: its end (epoch seconds), signed with the token, so that a
         cookie copied or kept past a sign-out stops working by itself."""
-        signed = hmac.new(self.token, f"viewlineage session {expires}".encode(), hashlib.sha256)
+        signed = hmac.new(self.token.current(), f"viewlineage session {expires}".encode(), hashlib.sha256)
         return f"{expires}.{signed.hexdigest()}"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -116,8 +183,17 @@ class TokenAuth:
             return
         request = Request(scope, receive)
         path = request.url.path
-        if path == "/login":
-            response = await self._login(request)
+        client = request.client.host if request.client else ""
+        retry = self.failures.retry_after(client)
+        if retry is not None and not path.startswith(OPEN_PATHS):
+            response = Response(
+                encode({"error": f"too many wrong tokens from {client}: try again in {retry} s"}),
+                429,
+                media_type="application/json",
+                headers={"retry-after": str(retry)},
+            )
+        elif path == "/login":
+            response = await self._login(request, client)
         elif path == "/logout":
             response = RedirectResponse("/login", 303)
             response.delete_cookie(COOKIE, path="/")
@@ -138,15 +214,17 @@ class TokenAuth:
 
     def _authorized(self, request: Request) -> bool:
         scheme, _, given = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), self.token):
-            return True
+        if scheme.lower() == "bearer":
+            if hmac.compare_digest(given.strip().encode(), self.token.current()):
+                return True
+            self.failures.record(request.client.host if request.client else "")
         cookie = request.cookies.get(COOKIE, "")
         expires, _, _ = cookie.partition(".")
         if not expires.isdigit() or int(expires) <= time.time():
             return False
         return hmac.compare_digest(cookie.encode(), self._session(int(expires)).encode())
 
-    async def _login(self, request: Request) -> Response:
+    async def _login(self, request: Request, client: str) -> Response:
         """GET: the form. POST: the token typed in; right, the cookie and the page asked for."""
         wanted = _local_path(request.query_params.get("next", "/"))
         if request.method != "POST":
@@ -165,7 +243,8 @@ class TokenAuth:
         form = parse_qs(body.decode(errors="replace"))
         given = (form.get("token") or [""])[0].strip()
         wanted = _local_path((form.get("next") or [wanted])[0])
-        if not hmac.compare_digest(given.encode(), self.token):
+        if not hmac.compare_digest(given.encode(), self.token.current()):
+            self.failures.record(client)
             return _login_page(wanted, "wrong token", 401)
         response = RedirectResponse(wanted, 303)
         expires = int(time.time()) + SESSION_SECONDS
