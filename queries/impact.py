@@ -59,12 +59,15 @@ DROP, RENAME, CHANGE_TYPE = "drop-column", "rename-column", "change-type"
 ANALYSIS_FAILED = frozenset({"column-analysis-error", "sql-parse-error"})
 """Findings of a column analysis that found no uses because it failed, not because there are none."""
 STORED_COLUMN = "stored-column"
+"""The `kind` of an already-broken view's column that its `*` of the table no longer gives where
+the engine looks for it (see `_Reader.missing_outputs`), though the view's stored column list has it."""
 STORED_TYPE = "stored-type"
 """The `kind` of an already-broken view's column whose type the table's column no longer up-casts
 to (an earlier type change: Spark refuses "Cannot up cast", Trino calls the view stale)."""
+THROUGH_VIEW = "through-view"
+"""The `kind` of a view that reads an already-broken view, directly or through views: engines
+resolve the views a query reads, so it fails with it."""
 _TIED, _SHARED = MATCHES.index("tied-file"), MATCHES.index("shared-name")
-"""The `kind` of an already-broken view's column that its `*` of the table no longer gives where
-the engine looks for it (see `_Reader.missing_outputs`), though the view's stored column list has it."""
 _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 _PROMOTIONS = {("int", "long"), ("float", "double")}
 
@@ -494,6 +497,7 @@ def _already_broken(
                     "match": MATCHES[certainty],
                 },
             )
+    _broken_through_views(broken, readers, catalogs)
     # A table whose name another table's directory holds too: which one a read names is a guess.
     return [
         broken[key] | {"match": MATCHES[max(MATCHES.index(broken[key]["match"]), target.certainty)]}
@@ -605,6 +609,42 @@ def _inferred_gone_stale(
     return [
         use for use in created.uses if use.output in borne_out and (use.table, use.path[0].lower()) in changed
     ]
+
+
+def _broken_through_views(
+    broken: dict[tuple[str, str, str, str], dict[str, Any]], readers: list[_Reader], catalogs: frozenset[str]
+) -> None:
+    """Adds to `broken` the views reading a broken one, through views: an engine resolves the views
+    a query reads, so they fail with it (kind `through-view`, the column naming the view read)."""
+    surest: dict[str, int] = {}  # broken view id -> its surest row's match
+    for row in broken.values():
+        certainty = MATCHES.index(row["match"])
+        surest[row["view_id"]] = min(surest.get(row["view_id"], certainty), certainty)
+    by_id = {reader.view_id: reader for reader in readers}
+    pending = list(surest)
+    while pending:
+        view = by_id.get(pending.pop())
+        if view is None:
+            continue
+        for reader in readers:
+            matches = [reader.match(key, view.key, catalogs) for key in reader.reads]
+            certainty = min((match for match in matches if match is not None), default=None)
+            if certainty is None or reader.view_id == view.view_id:
+                continue
+            certainty = max(certainty, surest[view.view_id])
+            if reader.view_id not in surest:
+                surest[reader.view_id] = certainty
+                pending.append(reader.view_id)
+            broken.setdefault(
+                (reader.name, reader.view_id, view.name, THROUGH_VIEW),
+                {
+                    "view": reader.name,
+                    "view_id": reader.view_id,
+                    "column": view.name,
+                    "kind": THROUGH_VIEW,
+                    "match": MATCHES[certainty],
+                },
+            )
 
 
 def _columns_gone(conn: duckdb.DuckDBPyConnection, reader: _Reader) -> bool:

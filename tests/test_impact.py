@@ -1832,6 +1832,37 @@ def test_a_field_read_inside_a_lambda_is_read_by_name(tmp_path: Path) -> None:
     assert (price["views"], price["by_position"]) == (["prod.db.v_price", "prod.db.v_prices"], [])
 
 
+def test_views_reading_an_already_broken_view_are_broken_too(tmp_path: Path) -> None:
+    """Found by the adversarial trials: `already_broken` listed the views reading the table
+    directly; a view on a broken view fails as well (engines resolve the views a query reads)."""
+    root = tmp_path / "warehouse"
+    table = Table(
+        root, "db", "t", "d6000000-0000-4000-8000-000000000001", schema=schema_of(("a", "int"), ("b", "int"))
+    )
+    table.commit(1000, 1)
+    for number, (name, sql) in enumerate(
+        [
+            ("v1", "SELECT a, b FROM db.t"),
+            ("v2", "SELECT b FROM db.v1"),
+            ("v3", "SELECT * FROM db.v2"),
+            ("v_ok", "SELECT a FROM db.t"),
+        ],
+        start=2,
+    ):
+        View(root, "db", name, f"d6000000-0000-4000-8000-00000000000{number}").commit(2000, sql)
+    table.schema = schema_of(("a", "int"))
+    table.commit(3000, 2)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        broken = impact(conn, "db.t", parse_change("a", None, None))["already_broken"]
+    assert [(b["view"], b["column"], b["kind"], b["match"]) for b in broken] == [
+        ("prod.db.v1", "b", "projected", "exact"),
+        ("prod.db.v2", "prod.db.v1", "through-view", "exact"),
+        ("prod.db.v3", "prod.db.v2", "through-view", "exact"),
+    ]
+
+
 def test_a_spark_star_view_reads_no_column_added_after_it(tmp_path: Path) -> None:
     """Found by the twelfth new-user trial: `SELECT *` stored with 2 columns, then the table
     gained 2: Spark reads the view's stored columns by position and no more, so dropping or
