@@ -68,6 +68,8 @@ THROUGH_VIEW = "through-view"
 """The `kind` of a view that reads an already-broken view, directly or through views: engines
 resolve the views a query reads, so it fails with it."""
 _TIED, _SHARED = MATCHES.index("tied-file"), MATCHES.index("shared-name")
+_FIXED_PARTS = frozenset({("list", "element"), ("map", "key"), ("map", "value")})
+"""Parts of a list or map that Iceberg neither drops nor renames (nor retypes, for a map's key)."""
 _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 _PROMOTIONS = {("int", "long"), ("float", "double")}
 
@@ -715,6 +717,14 @@ def _checked(change: Change, fields: dict[tuple[str, ...], str], table: str) -> 
         )
     if change.kind == RENAME and (*change.column[:-1], change.target) in fields:
         raise UsageError(f"{table} already has a column {change.target!r}")
+    holder, part = fields.get(change.column[:-1]), change.column[-1]
+    if (holder, part) in _FIXED_PARTS and (change.kind != CHANGE_TYPE or part == "key"):
+        # Found by the fourteenth new-user trial: Spark refuses these ("Cannot delete map keys").
+        verb = {DROP: "dropped", RENAME: "renamed", CHANGE_TYPE: "retyped"}[change.kind]
+        raise UsageError(
+            f"{'.'.join(change.column)} is the {part} of a {holder}, which Iceberg refuses to have {verb}: "
+            f"change the column holding it ({'.'.join(change.column[:-1])}), or a field inside it"
+        )
     kind = fields[change.column]
     if change.kind == CHANGE_TYPE and kind in ("struct", "list", "map"):
         raise UsageError(f"{'.'.join(change.column)} is a {kind}: change the type of a field inside it")

@@ -126,7 +126,8 @@ SIDE_TABLES = {
     "already_broken": "already broken: they read columns the table does not have",
     "stale_schemas": "views whose stored schema goes stale: engines refuse them until they are re-created",
     "stale_schemas_assumed": "of those, assumed stale: an output type that cannot be inferred",
-    "by_position": "Spark views projecting it only through `*`, read by position: they keep working",
+    "by_position": "Spark views reading it only by position (through `*`, or the struct or array holding "
+    "it): they keep working",
     "time_travel": "views reading it by time travel or a tag, in that snapshot's schema: not affected",
     "tied": "views whose file in force ties with another, analysed from a guessed one",
     "property_changes": "commits that changed properties",

@@ -844,8 +844,9 @@ def test_spark_views_projecting_a_renamed_column_through_stars_keep_working(tmp_
         cli, ["impact", "exp.t", "--rename-column", "b=bb", "--db", str(db), "--format", "csv"]
     )
     assert csv.stderr.splitlines() == [
-        "warning: Spark views projecting it only through `*`, read by position: they keep working: "
-        "prod.exp.v_cte_star, prod.exp.v_star (not in this table; --format text or json lists them)",
+        "warning: Spark views reading it only by position (through `*`, or the struct or array holding it): "
+        "they keep working: prod.exp.v_cte_star, prod.exp.v_star (not in this table; --format text or json "
+        "lists them)",
         "warning: views reading it by time travel or a tag, in that snapshot's schema: not affected: "
         "prod.exp.v_tt_star (not in this table; --format text or json lists them)",
     ]
@@ -855,7 +856,8 @@ def test_spark_views_projecting_a_renamed_column_through_stars_keep_working(tmp_
     )
     assert markdown.exit_code == 0, markdown.output
     assert markdown.stdout.split("\n\n")[1:] == [
-        "Spark views projecting it only through `*`, read by position: they keep working:",
+        "Spark views reading it only by position (through `*`, or the struct or array holding it): they keep "
+        "working:",
         "| view |\n|---|\n| prod.exp.v_cte_star |\n| prod.exp.v_star |",
         "views reading it by time travel or a tag, in that snapshot's schema: not affected:",
         "| view |\n|---|\n| prod.exp.v_tt_star |\n",
@@ -1861,6 +1863,54 @@ def test_views_reading_an_already_broken_view_are_broken_too(tmp_path: Path) -> 
         ("prod.db.v2", "prod.db.v1", "through-view", "exact"),
         ("prod.db.v3", "prod.db.v2", "through-view", "exact"),
     ]
+
+
+def test_changes_iceberg_refuses_to_a_list_or_map_part_are_refused(tmp_path: Path) -> None:
+    """Found by the fourteenth new-user trial: `--drop-column attrs.key` answered "7 view(s)
+    affected"; Spark refuses it ("Cannot delete map keys"), and so a list's element dropped or a
+    map's key renamed."""
+    root = tmp_path / "warehouse"
+    attrs = {
+        "type": "map",
+        "key-id": 3,
+        "key": "string",
+        "value-id": 4,
+        "value": "int",
+        "value-required": False,
+    }
+    xs = {"type": "list", "element-id": 5, "element": "int", "element-required": False}
+    Table(
+        root,
+        "db",
+        "t",
+        "d7000000-0000-4000-8000-000000000001",
+        schema=schema_of(("id", "int"), ("attrs", attrs), ("xs", xs)),
+    ).commit(1000, 1)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    refused = []
+    with open_reader(db) as conn:
+        for change in (
+            parse_change("attrs.key", None, None),
+            parse_change("xs.element", None, None),
+            parse_change(None, "attrs.value=v", None),
+            parse_change(None, None, "attrs.key=long"),
+        ):
+            with pytest.raises(UsageError) as error:
+                impact(conn, "db.t", change)
+            refused.append(str(error.value))
+        promoted = impact(conn, "db.t", parse_change(None, None, "attrs.value=long"))
+    assert refused == [
+        "attrs.key is the key of a map, which Iceberg refuses to have dropped: change the column holding it "
+        "(attrs), or a field inside it",
+        "xs.element is the element of a list, which Iceberg refuses to have dropped: change the column "
+        "holding it (xs), or a field inside it",
+        "attrs.value is the value of a map, which Iceberg refuses to have renamed: change the column "
+        "holding it (attrs), or a field inside it",
+        "attrs.key is the key of a map, which Iceberg refuses to have retyped: change the column holding it "
+        "(attrs), or a field inside it",
+    ]
+    assert promoted["safe"] is True
 
 
 def test_a_spark_star_view_reads_no_column_added_after_it(tmp_path: Path) -> None:
