@@ -1913,6 +1913,34 @@ def test_changes_iceberg_refuses_to_a_list_or_map_part_are_refused(tmp_path: Pat
     assert promoted["safe"] is True
 
 
+def test_a_field_of_a_returned_value_is_read_by_name(tmp_path: Path) -> None:
+    """Found by the fourteenth new-user trial, checked on Spark 3.5: `max_by(address, id).city`,
+    `address['city']` and `items.sku` were "by position" or missed by a rename Spark fails them
+    on, affected by dropping a field they do not read, and `items.sku` was already broken on a
+    table that had not changed."""
+    root = tmp_path / "warehouse"
+    _nested_warehouse(root)
+    views = {
+        "v_max_by": "SELECT max_by(address, id).city AS city FROM db.customers",
+        "v_bracket": "SELECT address['city'] AS city FROM db.customers",
+        "v_skus": "SELECT items.sku AS skus FROM db.customers",
+    }
+    for number, (name, sql) in enumerate(views.items(), start=6):
+        View(root, "db", name, f"d1000000-0000-4000-8000-00000000000{number}").commit(3000, sql)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        city = impact(conn, "db.customers", parse_change(None, "address.city=town", None))
+        zip_code = impact(conn, "db.customers", parse_change("address.zip", None, None))
+        sku = impact(conn, "db.customers", parse_change(None, "items.element.sku=code", None))
+    assert (city["views"], city["by_position"]) == (
+        ["prod.db.v_bracket", "prod.db.v_city", "prod.db.v_max_by"],
+        ["prod.db.v_struct"],
+    )
+    assert zip_code["views"] == ["prod.db.v_struct", "prod.db.v_zip"]
+    assert (sku["views"], sku["already_broken"]) == (["prod.db.v_skus"], [])
+
+
 def test_a_spark_star_view_reads_no_column_added_after_it(tmp_path: Path) -> None:
     """Found by the twelfth new-user trial: `SELECT *` stored with 2 columns, then the table
     gained 2: Spark reads the view's stored columns by position and no more, so dropping or

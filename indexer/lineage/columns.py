@@ -592,35 +592,102 @@ def _output_names(scope: Scope) -> list[str]:
 
 def _paths(column: exp.Column, kind: object = None) -> list[tuple[str, ...]]:
     """The column and the fields below it a reference reads: `s.a.b`; a subscript steps into an
-    array's `element` (`items[0].price`) or a map's `value` (`m['k']`) when the column's type
-    (`kind`, as its schema spells it) says which, else the path stops there (the whole is read).
-    Passed to a higher-order function, it reads what the lambda reads of its element, key or
-    value (`exists(items, e -> e.sku = 'x')` reads `items.element.sku`): one path per read."""
+    array's `element` (`items[0].price`), a map's `value` (`m['k']`) or a struct's field
+    (`s['a']`) when the column's type (`kind`, as its schema spells it) says which, else the path
+    stops there (the whole is read). A field of an array of structs is that field of each element
+    (Spark's `items.price`). Through an expression that returns the value it is given
+    (`coalesce(s, t).a`, `max_by(s, ts).a`, `CASE ... THEN s END`, `filter(items, ...)[0].price`)
+    the path goes on. Passed to a higher-order function, it reads what the lambda reads of its
+    element, key or value (`exists(items, e -> e.sku = 'x')` reads `items.element.sku`): one path
+    per read."""
     return [(column.name, *below) for below in _below(column, _datatype(kind))]
 
 
 def _below(node: exp.Expr, datatype: exp.DataType | None) -> list[tuple[str, ...]]:
     """The fields below `node` (a column, or a lambda's parameter) the expression around it reads."""
     steps: list[str] = []
-    while node.parent is not None and node.arg_key == "this":
+    passed: list[tuple[str, ...]] = []
+    while node.parent is not None:
         parent = node.parent
-        if isinstance(parent, exp.Dot):
+        if isinstance(parent, exp.Dot) and node.arg_key == "this":
+            if datatype is not None and datatype.is_type(exp.DataType.Type.ARRAY):
+                steps.append("element")  # `items.price`: each element's `price`
+                datatype = _part(datatype, "element")
             steps.append(parent.name)
             datatype = _field(datatype, parent.name)
-        elif isinstance(parent, exp.Bracket) and datatype is not None and datatype.this in _SUBSCRIPTED:
-            step = _SUBSCRIPTED[datatype.this]
+        elif isinstance(parent, exp.Bracket) and node.arg_key == "this":
+            step = _subscript(datatype, parent)
+            if step is None:
+                break
             steps.append(step)
-            datatype = _part(datatype, step)
+            datatype = _part(datatype, step) if step in _PARTS else _field(datatype, step)
+        elif _returns_it(parent, node):
+            pass
+        elif _explodes(parent, node, datatype):
+            steps.append("element")
+            datatype = _part(datatype, "element")
+        elif (called := _lambda_references(node)) is not None:
+            references, returned = called  # what the lambdas read; the elements, if returned, go on
+            passed += [
+                (*steps, step, *below)
+                for step, parameter in references
+                for below in _below(parameter, _part(datatype, step))
+            ]
+            if not returned:
+                return passed or [tuple(steps)]  # a lambda reading none of it: read whole
         else:
             break
         node = parent
-    references, whole = _lambda_references(node)
-    passed = [
-        (*steps, step, *below)
-        for step, parameter in references
-        for below in _below(parameter, _part(datatype, step))
-    ]
-    return [tuple(steps), *passed] if whole else passed
+    return [tuple(steps), *passed]
+
+
+def _subscript(datatype: exp.DataType | None, bracket: exp.Bracket) -> str | None:
+    """What `x[...]` reads of `x`: an array's `element`, a map's `value`, a struct's field named by
+    a string; None when the type does not say."""
+    if datatype is None:
+        return None
+    if datatype.this in _SUBSCRIPTED:
+        return _SUBSCRIPTED[datatype.this]
+    key = bracket.expressions[0] if len(bracket.expressions) == 1 else None
+    if datatype.is_type(exp.DataType.Type.STRUCT) and isinstance(key, exp.Literal) and key.is_string:
+        return str(key.this)
+    return None
+
+
+_VALUE_ARGUMENTS: dict[type[exp.Expr], frozenset[str]] = {
+    exp.Paren: frozenset({"this"}),
+    exp.Coalesce: frozenset({"this", "expressions"}),
+    exp.If: frozenset({"true", "false"}),
+    exp.Case: frozenset({"ifs", "default"}),
+    exp.Nullif: frozenset({"this"}),
+    **dict.fromkeys(
+        (exp.First, exp.Last, exp.AnyValue, exp.ArgMax, exp.ArgMin, exp.Max, exp.Min), frozenset({"this"})
+    ),
+    **dict.fromkeys((exp.ArraySlice, exp.Reverse, exp.ArrayDistinct), frozenset({"this"})),
+}
+"""Expressions whose value is (one of) the values of these arguments, as it is: a field read of it
+is a field read of them (an array's functions here return some of its elements)."""
+
+
+def _returns_it(parent: exp.Expr, node: exp.Expr) -> bool:
+    """Whether `parent`'s value is `node`'s, as it is (`_VALUE_ARGUMENTS`); an array function's
+    only when it has no lambda (`array_sort(items)`; one with a comparator is `_lambda_references`')."""
+    if isinstance(parent, exp.ArraySort):
+        return node.arg_key == "this" and parent.args.get("expression") is None
+    return node.arg_key in _VALUE_ARGUMENTS.get(type(parent), ())
+
+
+def _explodes(parent: exp.Expr, node: exp.Expr, datatype: exp.DataType | None) -> bool:
+    """Whether `parent` explodes the array `node` into its elements in a query's projection
+    (`SELECT explode(items) AS item`); a `LATERAL VIEW`'s generator is `_Walker._generated`'s."""
+    return (
+        isinstance(parent, exp.Explode)
+        and not isinstance(parent, exp.Posexplode)
+        and node.arg_key == "this"
+        and not isinstance(parent.parent, exp.Lateral)
+        and datatype is not None
+        and datatype.is_type(exp.DataType.Type.ARRAY)
+    )
 
 
 _SUBSCRIPTED = {exp.DataType.Type.ARRAY: "element", exp.DataType.Type.MAP: "value"}
@@ -661,20 +728,20 @@ _HIGHER_ORDER: dict[str, _HigherOrder] = {
 """Spark's and Trino's higher-order functions, as sqlglot names them."""
 
 
-def _lambda_references(node: exp.Expr) -> tuple[list[tuple[str, exp.Identifier]], bool]:
+def _lambda_references(node: exp.Expr) -> tuple[list[tuple[str, exp.Identifier]], bool] | None:
     """When `node` is an argument of a higher-order function (`transform(items, e -> e.sku)`):
     (part, reference) for each reference, in a lambda's body, to a parameter bound to a part of it;
-    and whether `node` is read whole as well (the function returns it, or no lambda reads it)."""
+    and whether the function returns `node`'s elements or entries. None when it is no such argument."""
     function = node.parent
     if function is None or isinstance(function, exp.Lambda):
-        return [], True
+        return None
     arguments = list(function.iter_expressions())
     lambdas = [argument for argument in arguments if isinstance(argument, exp.Lambda)]
     higher_order = _HIGHER_ORDER.get(
         function.name.lower() if isinstance(function, exp.Anonymous) else function.key
     )
     if not lambdas or higher_order is None or not any(node is argument for argument in arguments):
-        return [], True
+        return None
     position = next(i for i, argument in enumerate(arguments) if argument is node)
     references = [
         (step, reference)
@@ -683,7 +750,7 @@ def _lambda_references(node: exp.Expr) -> tuple[list[tuple[str, exp.Identifier]]
         for step in (part for at, part in binding if at == position)
         for reference in _references(function_lambda.this, parameter)
     ]
-    return references, higher_order.returns_arguments or not references
+    return references, higher_order.returns_arguments
 
 
 def _references(body: exp.Expr, parameter: exp.Expr) -> Iterator[exp.Identifier]:
