@@ -793,14 +793,21 @@ def changes_command(
     help="Snapshots listed (and changes of main's snapshot).",
 )
 @click.option("--offset", type=click.IntRange(min=0), default=0, help="Snapshots skipped, newest first.")
+@as_of_option
 @format_option
 @query_options
 @click.pass_context
 @handle_errors
-def table_history_command(context: click.Context, name: str, limit: int, offset: int, fmt: str) -> None:
+def table_history_command(
+    context: click.Context, name: str, limit: int, offset: int, as_of: str | None, fmt: str
+) -> None:
     """Table NAME over time: its snapshots, newest first (what each commit did, records added and
-    deleted), when main's current snapshot changed, and each schema with what changed from the last."""
-    answer = _ask(context, lambda conn: table_history.table_history(conn, name, limit, offset))
+    deleted), when main's current snapshot changed, and each schema with what changed from the last.
+    --as-of says which table a name means (one dropped and created again is another): its whole
+    history all the same."""
+    answer = _ask(
+        context, lambda conn: table_history.table_history(conn, name, limit, offset, _as_of(as_of))
+    )
     if fmt != "text":
         output_for(fmt, rows="snapshots").result(answer)
         return

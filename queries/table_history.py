@@ -29,18 +29,19 @@ MAX_PAGE = 500
 
 
 def table_history(
-    conn: duckdb.DuckDBPyConnection, ref: str, limit: int = 50, offset: int = 0
+    conn: duckdb.DuckDBPyConnection, ref: str, limit: int = 50, offset: int = 0, as_of_ms: int | None = None
 ) -> dict[str, Any]:
     """The table's snapshots the store knows, newest first, a page (`offset`, `offset + limit`) at a
     time, with their count, commits per day and operation, and the records at each day's end (as
     the day's last snapshot summary counts them); the times main's current snapshot
     changed on that page's span (a rollback makes an older one current again); and each schema with
-    what changed from the one before it."""
+    what changed from the one before it. `as_of_ms` says which table a name means (a table dropped
+    and created again at its path is another): the one that held it then; its whole history."""
     if not 1 <= limit <= MAX_PAGE:
         raise UsageError(f"limit is 1 to {MAX_PAGE}, not {limit}")
     if offset < 0:
         raise UsageError(f"offset is 0 or more, not {offset}")
-    resolved = indexed_table(conn, ref)
+    resolved = indexed_table(conn, ref, as_of_ms)
     (answer,) = query_rows(
         conn,
         """

@@ -9,7 +9,7 @@ must see a follower's batches the moment they commit.
                                                      [&limit=][&offset=]
     GET /api/quarantine[?limit=][&offset=]      GET /api/graph?name=N[&as_of=][&compare=T0][&depth=D]
     GET /api/diff?view=V[&before=VERSION][&after=VERSION]
-    GET /api/table-history?table=T[&limit=][&offset=]
+    GET /api/table-history?table=T[&limit=][&offset=][&as_of=]
     GET /api/search?q=PART_OF_A_NAME[&limit=]
     GET /api/changes[?since=T][&until=T][&namespace=][&engine=][&dialect=][&kind=][&view=][&limit=][&offset=]
 
@@ -224,9 +224,9 @@ ENDPOINTS: dict[str, Endpoint] = {
     ),
     "table-history": Endpoint(
         lambda conn, q: table_history.table_history(
-            conn, q.required("table"), q.number("limit", 50), q.number("offset", 0)
+            conn, q.required("table"), q.number("limit", 50), q.number("offset", 0), q.as_of()
         ),
-        frozenset({"table", "limit", "offset"}),
+        frozenset({"table", "limit", "offset", "as_of"}),
         rows="snapshots",
     ),
     "mv-status": Endpoint(

@@ -315,7 +315,7 @@ class Pages:
             page = (("limit", limit), ("offset", asked.get("offset", "0")))
             questions = {  # a table only views read has no metadata here, but its readers
                 "table": Question("table", (("table", table), *at), optional=True),
-                "history": Question("table-history", (("table", table), *page), optional=True),
+                "history": Question("table-history", (("table", table), *at, *page), optional=True),
                 "readers": Question("uses", (("table", table), *at, ("transitive", "true"))),
             }
         return self._render(
