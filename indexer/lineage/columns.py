@@ -44,6 +44,9 @@ MAX_SQL_CHARS = 32_768
 5,000-term OR took 13 s), and impact asks it of every view reading the table. Its uses are unknown."""
 PROJECTED, AGGREGATE, WINDOW = "projected", "aggregate", "window"
 FILTER, JOIN_KEY, GROUP_BY, ORDER_BY, OTHER = "filter", "join-key", "group-by", "order-by", "other"
+_Resolved = tuple[TableKey, tuple[str, ...], str, bool, bool]
+"""A base column behind a reference: (table, path, what it is of the reference's value (`VALUE`,
+`ELEMENTS`, `READ`), under an aggregate, named by a projection on the way rather than a `*`)."""
 Outputs = Callable[[exp.Expr, str, exp.Expr], tuple[str, tuple[str | None, ...]]]
 """(projection, kind, column in it) -> (kind, the output columns it flows into) for the projections
 of one scope: one, except in a generator's `AS (k, v)`."""
@@ -161,6 +164,7 @@ def _analyse(
     except SqlglotError as exc:
         return ColumnLineage((), (), (), (Finding("sql-parse-error", Severity.ERROR, str(exc)[:200]),))
     fold_cte_names(statement, request.dialect)
+    _name_generated_columns(statement, request.dialect)
     scopes = traverse_scope(statement)
     if unscoped_queries(statement, scopes):
         message = "a query passed to a generator (`explode((SELECT ...))`): its columns are not traced"
@@ -262,6 +266,20 @@ def _analyse(
         tuple(pinned),
         *(_output_types(root, mapped) if typed else ((), (), ())),
     )
+
+
+_GENERATED_NAMES = frozenset({"spark", "spark2", "databricks", "hive"})
+"""Dialects that name an unaliased `explode(items)` in a projection `col`."""
+
+
+def _name_generated_columns(statement: exp.Expr, dialect: str) -> None:
+    """`SELECT explode(items)` as Spark names its column: `col` (sqlglot gives it none)."""
+    if dialect not in _GENERATED_NAMES:
+        return
+    for select in statement.find_all(exp.Select):
+        for projection in list(select.expressions):
+            if isinstance(projection, exp.Explode) and not isinstance(projection, exp.Posexplode):
+                projection.replace(exp.alias_(projection.copy(), "col"))
 
 
 def _argument_stars(select: exp.Select) -> list[exp.Expr]:
@@ -590,7 +608,7 @@ def _output_names(scope: Scope) -> list[str]:
     return list(_select(branches[0]).named_selects) if branches else []
 
 
-def _paths(column: exp.Column, kind: object = None) -> list[tuple[str, ...]]:
+def _paths(column: exp.Column, kind: object = None) -> list[tuple[tuple[str, ...], str]]:
     """The column and the fields below it a reference reads: `s.a.b`; a subscript steps into an
     array's `element` (`items[0].price`), a map's `value` (`m['k']`) or a struct's field
     (`s['a']`) when the column's type (`kind`, as its schema spells it) says which, else the path
@@ -598,15 +616,24 @@ def _paths(column: exp.Column, kind: object = None) -> list[tuple[str, ...]]:
     (Spark's `items.price`). Through an expression that returns the value it is given
     (`coalesce(s, t).a`, `max_by(s, ts).a`, `CASE ... THEN s END`, `filter(items, ...)[0].price`)
     the path goes on. Passed to a higher-order function, it reads what the lambda reads of its
-    element, key or value (`exists(items, e -> e.sku = 'x')` reads `items.element.sku`): one path
-    per read."""
-    return [(column.name, *below) for below in _below(column, _datatype(kind))]
+    element, key or value (`exists(items, e -> e.sku = 'x')` reads `items.element.sku`). One path
+    per read, each with what it is of the value of the expression around the column (`VALUE`,
+    `ELEMENTS`, `READ`): what a query reading that value through a CTE or subquery reads of it
+    follows (`_composed`)."""
+    return [((column.name, *below), role) for below, role in _below(column, _datatype(kind))]
 
 
-def _below(node: exp.Expr, datatype: exp.DataType | None) -> list[tuple[str, ...]]:
-    """The fields below `node` (a column, or a lambda's parameter) the expression around it reads."""
+VALUE, ELEMENTS, READ = "value", "elements", "read"
+"""What a path read is of the value an expression gives: that value (`s.a` in `coalesce(s.a, 0)`);
+each of its elements (`e.price` in `transform(items, e -> e.price)`); or only read on the way
+(`e.qty` in `filter(items, e -> e.qty > 0)`)."""
+
+
+def _below(node: exp.Expr, datatype: exp.DataType | None) -> list[tuple[tuple[str, ...], str]]:
+    """The fields below `node` (a column, or a lambda's parameter) the expression around it reads,
+    with what each is of that expression's value."""
     steps: list[str] = []
-    passed: list[tuple[str, ...]] = []
+    passed: list[tuple[tuple[str, ...], str]] = []
     while node.parent is not None:
         parent = node.parent
         if isinstance(parent, exp.Dot) and node.arg_key == "this":
@@ -627,18 +654,30 @@ def _below(node: exp.Expr, datatype: exp.DataType | None) -> list[tuple[str, ...
             steps.append("element")
             datatype = _part(datatype, "element")
         elif (called := _lambda_references(node)) is not None:
-            references, returned = called  # what the lambdas read; the elements, if returned, go on
-            passed += [
-                (*steps, step, *below)
-                for step, parameter in references
-                for below in _below(parameter, _part(datatype, step))
-            ]
-            if not returned:
-                return passed or [tuple(steps)]  # a lambda reading none of it: read whole
+            references, higher_order = called
+            for step, parameter in references:
+                for below, role in _below(parameter, _part(datatype, step)):
+                    made = higher_order.makes if role == VALUE else READ
+                    passed.append(((*steps, step, *below), made))
+            if not higher_order.returns_arguments:  # the elements, if returned, go on
+                return passed or [(tuple(steps), READ)]  # a lambda reading none of it: read whole
         else:
             break
         node = parent
-    return [tuple(steps), *passed]
+    return [(tuple(steps), VALUE), *passed]
+
+
+def _composed(
+    inner: tuple[str, ...], role: str, fields: tuple[str, ...], outer: str
+) -> tuple[tuple[str, ...], str]:
+    """What a query reads of a table, and what that is of its value (`outer`), where it reads
+    `fields` below a CTE's or subquery's column whose projection reads `inner` (`role`: what that
+    is of the column's value): `inner` as it is, only read, when the fields are not of it."""
+    if role == VALUE or not fields:
+        return (*inner, *fields), outer if role == VALUE else role if outer == VALUE else READ
+    if role == ELEMENTS and fields[:1] == ("element",):
+        return (*inner, *fields[1:]), outer
+    return inner, READ
 
 
 def _subscript(datatype: exp.DataType | None, bracket: exp.Bracket) -> str | None:
@@ -706,20 +745,22 @@ class _HigherOrder:
     """Per lambda, in order, what each of its parameters is bound to."""
     returns_arguments: bool = False
     """Whether it returns its arguments' elements or entries (`filter`), not only what lambdas make."""
+    makes: str = READ
+    """What a lambda's result is of the function's value: its elements (`transform`), the value
+    itself (`aggregate`), or nothing (`exists`, `filter`'s predicate: `READ`)."""
 
 
 _ELEMENT_THEN_INDEX = _HigherOrder(((((0, "element"),), ()),))
 _ENTRIES = _HigherOrder(((((0, "key"),), ((0, "value"),)),), returns_arguments=True)
 _HIGHER_ORDER: dict[str, _HigherOrder] = {
-    **dict.fromkeys(
-        ("transform", "exists", "forall", "any_match", "all_match", "none_match"), _ELEMENT_THEN_INDEX
-    ),
+    "transform": _HigherOrder(_ELEMENT_THEN_INDEX.lambdas, makes=ELEMENTS),
+    **dict.fromkeys(("exists", "forall", "any_match", "all_match", "none_match"), _ELEMENT_THEN_INDEX),
     **dict.fromkeys(
         ("arrayfilter", "filter"), _HigherOrder(_ELEMENT_THEN_INDEX.lambdas, returns_arguments=True)
     ),
-    "reduce": _HigherOrder((((), ((0, "element"),)), ((),))),  # (accumulator, element), then a finish
+    "reduce": _HigherOrder((((), ((0, "element"),)), ((),)), makes=VALUE),  # (accumulator, element), a finish
     "arraysort": _HigherOrder(((((0, "element"),), ((0, "element"),)),), returns_arguments=True),
-    "zip_with": _HigherOrder(((((0, "element"),), ((1, "element"),)),)),
+    "zip_with": _HigherOrder(((((0, "element"),), ((1, "element"),)),), makes=ELEMENTS),
     **dict.fromkeys(("map_filter", "transform_keys", "transform_values"), _ENTRIES),
     "map_zip_with": _HigherOrder(
         ((((0, "key"), (1, "key")), ((0, "value"),), ((1, "value"),)),), returns_arguments=True
@@ -728,10 +769,10 @@ _HIGHER_ORDER: dict[str, _HigherOrder] = {
 """Spark's and Trino's higher-order functions, as sqlglot names them."""
 
 
-def _lambda_references(node: exp.Expr) -> tuple[list[tuple[str, exp.Identifier]], bool] | None:
+def _lambda_references(node: exp.Expr) -> tuple[list[tuple[str, exp.Identifier]], _HigherOrder] | None:
     """When `node` is an argument of a higher-order function (`transform(items, e -> e.sku)`):
     (part, reference) for each reference, in a lambda's body, to a parameter bound to a part of it;
-    and whether the function returns `node`'s elements or entries. None when it is no such argument."""
+    and the function's rules. None when it is no such argument."""
     function = node.parent
     if function is None or isinstance(function, exp.Lambda):
         return None
@@ -750,7 +791,7 @@ def _lambda_references(node: exp.Expr) -> tuple[list[tuple[str, exp.Identifier]]
         for step in (part for at, part in binding if at == position)
         for reference in _references(function_lambda.this, parameter)
     ]
-    return references, higher_order.returns_arguments
+    return references, higher_order
 
 
 def _references(body: exp.Expr, parameter: exp.Expr) -> Iterator[exp.Identifier]:
@@ -832,6 +873,8 @@ class _Walker:
         """Uses in CTE or derived-table projections, by projection, until a query reads its column."""
         self.read: set[int] = set()
         """Projections of CTEs and derived tables a query read a column of."""
+        self.projected: dict[tuple[int, str], list[_Resolved]] = {}
+        """`_projected`'s answers, by (source, column)."""
 
     def unread_uses(self) -> list[ColumnUse]:
         """Uses in projections no query reads (`WITH x AS (SELECT a, b FROM t) SELECT a FROM x`):
@@ -857,7 +900,7 @@ class _Walker:
                         continue  # a `*`'s column: unread, nothing names it (dropping it breaks no query)
                     self.unread.setdefault(id(projection), []).extend(
                         ColumnUse(table, path, AGGREGATE if aggregated and kind == PROJECTED else kind, None)
-                        for table, path, aggregated, _ in self._resolve(scope, column, set())
+                        for table, path, _, aggregated, _ in self._resolve(scope, column, set())
                     )
                     continue
                 inner = kind
@@ -867,7 +910,7 @@ class _Walker:
                 starred = by_place and scope in _branches(root)
             else:  # a `*` a function is passed, in a filter or GROUP BY, reads by position as well
                 flows, starred = (None,), column.meta.get(_STAR_ARGUMENT, False) and scope in _branches(root)
-            for table, path, aggregated, named in self._resolve(scope, column, set()):
+            for table, path, _, aggregated, named in self._resolve(scope, column, set()):
                 final = AGGREGATE if aggregated and kind == PROJECTED else kind
                 self.uses.extend(
                     ColumnUse(table, path, final, output, starred and not named) for output in flows
@@ -875,7 +918,7 @@ class _Walker:
 
     def _pivoted(
         self, scope: Scope, column: exp.Column, pivot: exp.Pivot, seen: set[tuple[int, str]]
-    ) -> Iterator[tuple[TableKey, tuple[str, ...], bool, bool]]:
+    ) -> Iterator[_Resolved]:
         """The base columns behind a column of a PIVOT's or UNPIVOT's rows. A pivoted cell
         aggregates the columns its aggregations read; an unpivoted value is each IN column, its
         name column none; any other column is the pivoted source's own (PIVOT groups by it)."""
@@ -895,16 +938,16 @@ class _Walker:
         if pivoted:
             for value in inputs:
                 for inner in value.find_all(exp.Column):
-                    for table, path, _, named in self._resolve(scope, inner, seen, pivoted=True):
-                        yield table, path, not pivot.args.get("unpivot"), named
+                    for table, path, _, _, named in self._resolve(scope, inner, seen, pivoted=True):
+                        yield table, path, READ, not pivot.args.get("unpivot"), named
             return
         source = pivot.parent
         own = exp.Column(
             this=column.this.copy(), table=exp.to_identifier(source.alias_or_name if source else "")
         )
-        for table, path, aggregated, named in self._resolve(scope, own, seen, pivoted=True):
-            for below in _paths(column):
-                yield table, path + below[1:], aggregated, named
+        for table, path, role, aggregated, named in self._resolve(scope, own, seen, pivoted=True):
+            for fields, outer in _paths(column):
+                yield table, *_composed(path, role, fields[1:], outer), aggregated, named
 
     def _holds(self, source: object, name: str) -> bool:
         """Whether a table or query read has a column of this name."""
@@ -915,7 +958,7 @@ class _Walker:
 
     def _generated(
         self, scope: Scope, lateral: exp.Expr, column: exp.Column, seen: set[tuple[int, str]]
-    ) -> Iterator[tuple[TableKey, tuple[str, ...], bool, bool]]:
+    ) -> Iterator[_Resolved]:
         """The base columns behind an output of a `LATERAL VIEW` generator (`explode(items) t AS
         item`): the columns of the generator's arguments that flow into it, seen from the query whose
         FROM the generator follows. An explode of a column gives its elements (`item.q` reads
@@ -927,15 +970,15 @@ class _Walker:
         for inner in generator.find_all(exp.Column):
             if position not in _generator_outputs(generator, len(names), inner):
                 continue
-            below: list[tuple[str, ...]] = [()]
+            below: list[tuple[tuple[str, ...], str]] = [((), READ)]
             if isinstance(generator, exp.Explode | exp.Posexplode) and generator.this is inner:
                 slots = len(names) - isinstance(generator, exp.Posexplode)  # after posexplode's position
                 at = position - (len(names) - slots)
                 element = ("element",) if slots == 1 else ("key", "value")[at : at + 1]
-                below = [(*element, *path[1:]) for path in _paths(column)]
-            for table, path, aggregated, named in self._resolve(scope, inner, seen):
-                for fields in below:
-                    yield table, path + fields, aggregated, named
+                below = [((*element, *path[1:]), role) for path, role in _paths(column)]
+            for table, path, _, aggregated, named in self._resolve(scope, inner, seen):
+                for fields, role in below:
+                    yield table, path + fields, role, aggregated, named
 
     def _outputs(self, scope: Scope, root: Scope) -> Outputs | None:
         if scope in _branches(root):
@@ -971,7 +1014,7 @@ class _Walker:
 
     def _resolve(
         self, scope: Scope, column: exp.Column, seen: set[tuple[int, str]], pivoted: bool = False
-    ) -> Iterator[tuple[TableKey, tuple[str, ...], bool, bool]]:
+    ) -> Iterator[_Resolved]:
         """The base columns behind `column` as `scope` sees it: (table, path, under an aggregate,
         named by a CTE's or derived table's projection on the way rather than given by its `*`).
         `pivoted`: `column` names a column of the source a PIVOT reads, not of its rows."""
@@ -1023,8 +1066,8 @@ class _Walker:
                     else {}
                 )
                 renamed = self.renames.get(source.name, {})
-                for path in _paths(column, kinds.get(column.name.lower())):
-                    yield key, (renamed.get(path[0].lower(), path[0]), *path[1:]), False, False
+                for path, role in _paths(column, kinds.get(column.name.lower())):
+                    yield key, (renamed.get(path[0].lower(), path[0]), *path[1:]), role, False, False
             return
         if not isinstance(source, Scope) or (id(source), column.name) in seen:
             return
@@ -1032,18 +1075,28 @@ class _Walker:
         if _generates(source):
             yield from self._generated(outer, source.expression, column, seen)
             return
-        names = _output_names(source)
-        for branch in _branches(source):
-            select = _select(branch)
-            if column.name not in names:
-                continue
-            projection = _projection_at(select, names.index(column.name))
-            self.read.add(id(projection))
-            for inner in projection.find_all(exp.Column):
-                if inner.find_ancestor(exp.Select) is not select:
-                    continue
-                _, aggregated, _ = _context(inner, select)
-                named = _named_output(select, projection)
-                for table, path, below, named_below in self._resolve(branch, inner, seen):
-                    for fields in _paths(column):
-                        yield table, path + fields[1:], aggregated or below, named or named_below
+        for table, path, role, aggregated, named in self._projected(source, column.name, seen):
+            for fields, outer in _paths(column):
+                yield table, *_composed(path, role, fields[1:], outer), aggregated, named
+
+    def _projected(self, source: Scope, name: str, seen: set[tuple[int, str]]) -> list[_Resolved]:
+        """The base columns behind a CTE's or derived table's column `name`, each with what it is of
+        the column's value; once per column (a chain of CTEs each reading the one before twice
+        was walked 2^n times: 18 s at 14 levels)."""
+        key = (id(source), name)
+        if key not in self.projected:
+            names = _output_names(source)
+            found: list[_Resolved] = []
+            for branch in _branches(source) if name in names else []:
+                select = _select(branch)
+                projection = _projection_at(select, names.index(name))
+                self.read.add(id(projection))
+                for inner in projection.find_all(exp.Column):
+                    if inner.find_ancestor(exp.Select) is not select:
+                        continue
+                    _, aggregated, _ = _context(inner, select)
+                    named = _named_output(select, projection)
+                    for table, path, role, below, named_below in self._resolve(branch, inner, seen):
+                        found.append((table, path, role, aggregated or below, named or named_below))
+            self.projected[key] = list(dict.fromkeys(found))
+        return self.projected[key]
