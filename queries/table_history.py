@@ -8,6 +8,7 @@ only the newest metadata file was indexed.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import duckdb
@@ -68,8 +69,9 @@ def table_history(
             (SELECT list({'day': day, 'operation': operation, 'commits': commits} ORDER BY day, operation)
              FROM (SELECT day, operation, count(*) AS commits FROM dated GROUP BY ALL)) AS by_day,
             (SELECT list({'day': day, 'total_records': total_records} ORDER BY day) FROM (
-                SELECT day, arg_max(TRY_CAST(summary['total-records'] AS BIGINT), committed_ms)
-                       AS total_records
+                SELECT day, arg_max(CASE WHEN regexp_full_match(trim(summary['total-records']), '[0-9]+')
+                                         THEN TRY_CAST(trim(summary['total-records']) AS BIGINT) END,
+                                    committed_ms) AS total_records
                 FROM dated GROUP BY day)) AS records_by_day,
             (SELECT list({'made_current_ms': timestamp_ms, 'snapshot_id': snapshot_id}
                          ORDER BY timestamp_ms DESC, snapshot_id DESC) FROM (
@@ -112,8 +114,15 @@ def _snapshot(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _count(text: str | None) -> int | None:
-    """A summary count (Iceberg writes them as strings); None when absent or not a number."""
-    return int(text) if text is not None and text.strip().isdigit() else None
+    """A summary count (Iceberg writes them as strings); None when absent or not a count (digits
+    that fit a BIGINT, as `records_by_day` reads them in SQL: not `0x10`, `1.5`, `-5` or `²`)."""
+    if text is None or not _DIGITS.fullmatch(text.strip()):
+        return None
+    value = int(text.strip())
+    return value if value < 2**63 else None
+
+
+_DIGITS = re.compile(r"[0-9]+")
 
 
 def _schemas(conn: duckdb.DuckDBPyConnection, table_id: str) -> list[dict[str, Any]]:

@@ -8,11 +8,14 @@ import pytest
 from click.testing import CliRunner
 
 from viewlineage.indexer.errors import UsageError
+from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries.cli import cli
 from viewlineage.queries.table_history import table_history
 from viewlineage.sinks.readers import open_reader
 
 from . import table_scenario
+from .conftest import settings_for
+from .metadata_files import Table
 
 UUID = table_scenario.ORDERS
 
@@ -90,3 +93,18 @@ def test_cli_and_errors(table_store: Path) -> None:
             table_history(conn, "sales.orders", limit=0)
         with pytest.raises(UsageError, match="did you mean"):
             table_history(conn, "sales.order")
+
+
+def test_a_summary_count_that_is_no_count_is_none_in_every_field(tmp_path: Path) -> None:
+    """Found by the fourteenth adversarial trial: `total-records` "0x10", "1.5" and "-5" were null
+    in the snapshot rows and 16, 2 and -5 in `records_by_day`."""
+    root = tmp_path / "warehouse"
+    table = Table(root, "db", "t", "d8000000-0000-4000-8000-000000000001")
+    for snapshot, (day, count) in enumerate([(1, "0x10"), (2, "1.5"), (3, "-5"), (4, "²"), (5, "7")], 1):
+        table.commit(day * 86_400_000, snapshot, **{"total-records": count})
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        history = table_history(conn, "db.t")
+    assert [row["total_records"] for row in history["snapshots"]] == [7, None, None, None, None]
+    assert [row["total_records"] for row in history["records_by_day"]] == [None, None, None, None, 7]
