@@ -581,10 +581,12 @@ class Store:
         self._dirty = self._dirty or bool(forgotten and forgotten[0][0])
         return int(forgotten[0][0]) if forgotten else 0
 
-    def relisted(self, listed: pa.Array) -> int:
-        """Forget the removals a re-list recorded (source `reconcile`) of the `listed` locations: a
-        later listing holds them again (a file deleted, then put back). A removal a follower saw
-        happen stays: a late delete event must not be undone by a create seen before it."""
+    def reappeared(self, listed: pa.Array) -> list[str]:
+        """Of the `listed` locations, those a re-list had recorded removed (source `reconcile`): a
+        file deleted and put back, or other content written there since (a view dropped and
+        created again at its path). Read again and stored as `BACK`, the store tells which
+        (`_reused_set_aside`). A removal a follower saw happen stays: a late delete event must not
+        be undone by a create seen before it."""
         self.lookups.register("_listed", pa.table({"location": listed}))
         try:
             back = self.lookups.execute(
@@ -593,21 +595,7 @@ class Store:
             ).fetchall()
         finally:
             self.lookups.unregister("_listed")
-        if not back:
-            return 0
-        returned = pa.array([row[0] for row in back], pa.string())
-        with self._transaction():
-            self.conn.register("_returned", pa.table({"location": returned}))
-            self.conn.execute(
-                "DELETE FROM removals WHERE source = 'reconcile' "
-                "AND location IN (SELECT location FROM _returned)"
-            )
-            self.conn.unregister("_returned")
-            update = spans.defer if self.deferred_spans else spans.refresh
-            update(self.conn, pa.array([], pa.string()), returned)
-            self._spans_pending |= self.deferred_spans
-        self._dirty = True
-        return len(back)
+        return [row[0] for row in back]
 
     def known_lineage(self, keys: Iterable[str]) -> set[str]:
         """Which lineage keys have stored results (the memo across runs)."""

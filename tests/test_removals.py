@@ -305,6 +305,32 @@ def test_a_file_put_back_after_a_re_list_found_it_gone_is_there_again(tmp_path: 
         assert api.history(conn, "db.back")["dropped_at"] is None
 
 
+def test_other_content_where_a_re_list_found_a_file_gone_is_location_reused(tmp_path: Path) -> None:
+    """Found by the fourteenth adversarial trial: `index`, the view's file deleted, `index` (1
+    removed), another view written at that location, `index`: "1 already indexed", the removal gone
+    and the first view current again with its old SQL; the new one nowhere. The store keeps the first
+    file, removed, and quarantines the second `location-reused`, as a follower does."""
+    root = tmp_path / "warehouse"
+    path = View(root, "db", "v", "e8100000-0000-4000-8000-000000000001").commit(1000, "SELECT a FROM db.orig")
+    db = tmp_path / "store.duckdb"
+    settings = settings_for(db, f"{root}=prod")
+    index_locations([str(root)], settings)
+    path.unlink()
+    assert index_locations([str(root)], settings).removed == 1
+    written = View(root, "db", "v", "e8100000-0000-4000-8000-000000000002").commit(
+        5000, "SELECT a FROM db.new"
+    )
+    written.rename(path)  # under the first file's name, as a Hadoop catalog writes v1.metadata.json
+    stats = index_locations([str(root)], settings)
+    assert (stats.indexed, stats.quarantined, stats.already_indexed) == (0, 1, 0)
+    with open_reader(db) as conn:
+        assert api.history(conn, "e8100000-0000-4000-8000-000000000001")["dropped_source"] == "reconcile"
+        assert api.uses(conn, "db.orig")["views"] == []
+        assert [(q["location"], q["reason"]) for q in api.quarantine(conn)] == [
+            (str(path), "location-reused")
+        ]
+
+
 def test_uses_of_a_dropped_table_says_it_was_dropped(tmp_path: Path) -> None:
     """Found by the tenth new-user trial: after `DROP TABLE ... PURGE`, `uses` listed the views
     reading the table as exact matches with no word of the drop, while `table` and `impact` refused

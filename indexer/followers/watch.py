@@ -217,7 +217,8 @@ def watch_directory(
             held = pa.array(listed, pa.string())
             for location in store.gone(root, held, unlisted):
                 removals.put(Removal(location, now_ms, "reconcile"))
-            store.relisted(held)
+            # A file found gone before, there again: its removal stays until the loop reads it
+            # again (`indexed(removed_too=False)`) and the store tells back from `location-reused`.
             store.publish_replica(force=True)
             health.log("watching", root=root, store=settings.db)
             if on_ready is not None:
@@ -396,7 +397,7 @@ class _Loop:
         except ReadError as exc:  # the listing failed: the next round tries again
             self.health.log("reconcile-failed", root=self.root, error=str(exc))
             return
-        self.store.write(batch)
+        self.store.write_tables(batch.to_arrow(), follower=True)
         complete_files(self.store, self.indexer.config)
         self.health.count(outcomes)
         self.health.unlisted(self.reader.unlisted)

@@ -145,9 +145,10 @@ def index_locations(
             for location in store.gone(root, table.column("location"), unlisted)
         ]
         for root, table in zip(roots, listings, strict=True):
-            store.relisted(table.column("location").combine_chunks())  # a file found gone, put back since
             store.forget_missing(root, table.column("location").combine_chunks(), unlisted)
         indexer = Indexer(store, config, pool)
+        for reader, table in zip(readers, listings, strict=True):  # a file found gone, there again since
+            reread(indexer, reader, store.reappeared(table.column("location").combine_chunks()), settings)
         indexer.stats.unlisted = [str(error) for reader in readers for error in reader.unlisted]
         indexer.stats.listed = sum(table.num_rows for table in listings)
         if on_listed is not None:
@@ -215,6 +216,26 @@ def _unindexed_files(
             yield readers[root], item
 
 
+def reread(indexer: Indexer, reader: Reader, locations: list[str], settings: Settings) -> None:
+    """Read again the files a re-list finds at `locations`, recorded removed before: stored as a
+    follower stores them (`BACK`), a file holding what was indexed there is back, one holding other
+    content is quarantined `location-reused` and the first stays removed."""
+    if not locations:
+        return
+    store = indexer.store
+    assert store is not None, "reading files back needs the store"
+    batch = indexer.build_batch(
+        read_all([(reader, ListedFile(location)) for location in locations], settings)
+    )
+    batch.back = [item.read.location for item in batch.indexed]
+    reused = len(store.reused)
+    store.write_tables(batch.to_arrow(), follower=True)
+    reused = len(store.reused) - reused
+    indexer.stats.indexed -= reused
+    indexer.stats.quarantined += reused
+    indexer.stats.already_indexed -= len(locations)  # the listing's pass counts them as indexed
+
+
 def gap_batch(
     indexer: Indexer, reader: Reader, prefix: str, settings: Settings, now_ms: int
 ) -> tuple[Batch, Counter[str]]:
@@ -225,10 +246,10 @@ def gap_batch(
     store = indexer.store
     assert store is not None, "reconciling needs the store"
     listed = {item.location: item for item in reader.list(prefix)}
-    store.relisted(pa.array(list(listed), pa.string()))
-    known = store.indexed(listed)
+    known = store.indexed(listed) - set(store.reappeared(pa.array(list(listed), pa.string())))
     reads = list(read_all([(reader, item) for loc, item in listed.items() if loc not in known], settings))
     batch = indexer.build_batch(reads)
+    batch.back = [item.read.location for item in batch.indexed]  # for a follower's write: see `reread`
     unlisted = [error.location for error in reader.unlisted]
     vanished = store.gone(prefix, pa.array(list(listed), pa.string()), unlisted)
     store.forget_missing(prefix, pa.array(list(listed), pa.string()), unlisted)
