@@ -118,8 +118,10 @@ class EventIngest:
         indexed = {location for location in created_ms if location in self._recent}
         if self.indexer.store is not None:
             indexed |= self.indexer.store.indexed(set(created_ms) - indexed)
-        removed = self.indexer.store.removed_at(indexed) if self.indexer.store is not None else {}
-        for location in indexed & self._removed.keys():  # the store may not hold this removal yet
+        # Of every location created: a delete consumed before the create of a file never indexed
+        # (the fourteenth adversarial trial) is a removal the file is back from, too.
+        removed = self.indexer.store.removed_at(set(created_ms)) if self.indexer.store is not None else {}
+        for location in created_ms.keys() & self._removed.keys():  # the store may not hold it yet
             removed[location] = max(self._removed[location], removed.get(location, self._removed[location]))
         known = indexed - removed.keys()
         if self.indexer.store is not None:  # a create newer than the object indexed: written again
@@ -132,16 +134,33 @@ class EventIngest:
         back = {
             location for location, removed_ms in removed.items() if _newer(created_ms[location], removed_ms)
         }
-        return known | (removed.keys() - back), back
+        return known | ((removed.keys() & indexed) - back), back
+
+    def _written_ms(self, url: str) -> int | None:
+        """When the object there now was written; None when it is gone. Asked of the object store,
+        since the event does not say; one that cannot answer is waited out as for reads."""
+        try:
+            return self.reader(url).written_ms(url)
+        except TransientReadError as exc:
+            raise SourceUnavailable(url, f"the object store does not answer: {exc.message}") from exc
+
+    def _written_since(self, url: str, created_ms: dict[str, int | None]) -> int | None:
+        """When the object at `url` was last known written: by the newest create event this process
+        saw (in this batch or before); none seen (a restart forgets them), by the object there now
+        if it is another write than the one indexed (a put back); else None."""
+        seen = max(
+            (ms for ms in (created_ms.get(url), self._created.get(url)) if ms is not None), default=None
+        )
+        store = self.indexer.store
+        if seen is not None or store is None:
+            return seen
+        there = self._written_ms(url)
+        return there if there is not None and there != store.modified_at({url}).get(url) else None
 
     def _still_there(self, url: str) -> bool:
         """Whether the object a removal of one of its versions named is still there (another
-        version is current): then the metadata file was not removed. Asked of the store, since
-        the event does not say; a store that cannot answer is waited out as for reads."""
-        try:
-            return self.reader(url).exists(url)
-        except TransientReadError as exc:
-            raise SourceUnavailable(url, f"the object store does not answer: {exc.message}") from exc
+        version is current): then the metadata file was not removed."""
+        return self._written_ms(url) is not None
 
     def _remember(self, locations: Iterable[str]) -> None:
         for location in locations:
@@ -192,12 +211,11 @@ class EventIngest:
                     # current now and dropped at once): now is closest, and no later than the truth.
                     if removed_ms is None or removed_ms > now_ms + FUTURE_EVENT_SLACK_MS:
                         removed_ms = now_ms
-                    if _newer(created_ms.get(url, self._created.get(url)), removed_ms) and self._still_there(
-                        url
-                    ):
-                        # A delete older than a create seen already, of an object that is there: an
-                        # earlier incarnation's, late (the thirteenth adversarial trial: it dropped
-                        # a live view). A gone object's delete counts, whatever its time says.
+                    if _newer(self._written_since(url, created_ms), removed_ms) and self._still_there(url):
+                        # A delete older than a create seen already, or than the object written there
+                        # since: an earlier incarnation's, late (the thirteenth adversarial trial: it
+                        # dropped a live view; the fourteenth: after a restart, which forgets the
+                        # creates). A gone object's delete counts, whatever its time says.
                         built.outcomes["skipped:older-than-create"] += 1
                         continue
                     built.batch.removals.append(Removal(url, removed_ms, event.source))
@@ -464,7 +482,9 @@ class Consumer:
             "writer": writer.store is not None,
             "spool_seconds": round(time.monotonic() - spooled, 4),
         }
-        unmerged = _Unmerged(built.outcomes, started, offsets, fields)
+        unmerged = _Unmerged(
+            built.outcomes, started, offsets, fields, {i.read.location for i in built.batch.indexed}
+        )
         if writer.store is None:  # the writer merges it: in the spool, the batch counts as committed
             self._commit(consumer, unmerged)
             return
@@ -474,10 +494,16 @@ class Consumer:
     def _merge(self, unmerged: list[_Unmerged]) -> None:
         """On the store thread: the spool holds every batch submitted."""
         merging = time.monotonic()
+        reused = len(self.writer.store.reused) if self.writer.store is not None else 0
         self.writer.merge()
         self.faults.point("after-store-commit")
+        # A file the store set aside (`location-reused`) was quarantined, not indexed (as `watch` counts it).
+        set_aside = set(self.writer.store.reused[reused:]) if self.writer.store is not None else set()
         for each in unmerged:
             each.fields["store_seconds"] = round(time.monotonic() - merging, 4)
+            if quarantined := len(set_aside & each.indexed):
+                each.outcomes["indexed"] -= quarantined
+                each.outcomes["quarantined"] += quarantined
             self.merged.put(each)
 
     def _commit_merged(self, consumer: Any) -> None:
@@ -531,6 +557,8 @@ class _Unmerged:
     started: float
     offsets: dict[Any, Any]
     fields: dict[str, Any]
+    indexed: set[str]
+    """The locations of the files it indexed (the store may set one aside)."""
 
 
 def _lag(consumer: Any) -> int | None:

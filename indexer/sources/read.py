@@ -105,9 +105,10 @@ class Reader(Protocol):
         when no read succeeds, it tells an outage from objects that fail on their own."""
         ...
 
-    def exists(self, location: str) -> bool:
-        """Whether an object or file is there now; raises `TransientReadError` when the store
-        cannot say."""
+    def written_ms(self, location: str) -> int | None:
+        """When the object or file there now was written (LastModified, mtime; 0 when the store
+        does not say); None when none is there. Raises `TransientReadError` when the store cannot
+        say."""
         ...
 
 
@@ -191,8 +192,11 @@ class LocalReader:
     def answers(self, location: str) -> bool:
         return os.path.isdir(os.path.dirname(local_path(location)))
 
-    def exists(self, location: str) -> bool:
-        return os.path.lexists(local_path(location))
+    def written_ms(self, location: str) -> int | None:
+        try:
+            return os.lstat(local_path(location)).st_mtime_ns // 1_000_000
+        except FileNotFoundError:
+            return None
 
     def read(self, location: str, max_bytes: int, listed: ListedFile | None = None) -> FileRead:
         with mapped_errors(location):
@@ -272,10 +276,14 @@ class FsspecReader:
             return False
         return True
 
-    def exists(self, location: str) -> bool:
+    def written_ms(self, location: str) -> int | None:
         with mapped_errors(location):
             self.fs.invalidate_cache(location)
-            return bool(self.fs.exists(location))
+            try:
+                info = self.fs.info(location)
+            except FileNotFoundError:
+                return None
+            return _modified_ms(info) or 0
 
     def read(self, location: str, max_bytes: int, listed: ListedFile | None = None) -> FileRead:
         if self.protocol == "s3":
