@@ -315,8 +315,15 @@ def impact(
         shown = show(conn, table, as_of_ms)
         is_view, table_id, name = True, shown["view_id"], shown["view"]
         catalog, parts = table_reference(conn, name)
-        fields = {(column["name"].lower(),): str(column["type"]) for column in shown["columns"]}
-        spelled = {(column["name"].lower(),): (column["name"],) for column in shown["columns"]}
+        schema = query_rows(
+            conn,
+            "SELECT v.schema_hash FROM view_current_version(?1, ?2) c JOIN preferred_versions v "
+            "ON v.view_id = c.view_id AND v.version_id = c.version_id",
+            [table_id, at],
+        )
+        # Its columns' nested fields too (the fourteenth new-user trial: `cust.name` was "no column",
+        # and a struct's type printed as Iceberg's JSON)
+        fields, spelled = _fields_of(conn, schema[0]["schema_hash"] if schema else None)
     else:
         # A table views read though its own metadata was never indexed (many index only views):
         # its uses are known from the views' SQL, its schema is not.
@@ -690,13 +697,19 @@ def _schema_of(
     if not state or state[0]["name"] is None:
         raise UsageError(f"table {resolved.name} has no metadata file committed by {iso(at)}")
     check_table_not_dropped(conn, resolved, at)
-    rows = query_rows(
-        conn, "SELECT path, type FROM schema_fields WHERE schema_hash = ?", [state[0]["current_schema_hash"]]
-    )
+    fields, spelled = _fields_of(conn, state[0]["current_schema_hash"])
+    return state[0]["catalog"], list(state[0]["name"]), fields, spelled
+
+
+def _fields_of(
+    conn: duckdb.DuckDBPyConnection, schema_hash: str | None
+) -> tuple[dict[tuple[str, ...], str], dict[tuple[str, ...], tuple[str, ...]]]:
+    """A schema's field types by path (case-folded, at every depth), and each path as it spells it."""
+    rows = query_rows(conn, "SELECT path, type FROM schema_fields WHERE schema_hash = ?", [schema_hash])
     # As the lineage compares column names: unquoted identifiers are case-folded.
     fields = {tuple(part.lower() for part in row["path"]): row["type"] for row in rows}
     spelled = {tuple(part.lower() for part in row["path"]): tuple(row["path"]) for row in rows}
-    return state[0]["catalog"], list(state[0]["name"]), fields, spelled
+    return fields, spelled
 
 
 def _checked(change: Change, fields: dict[tuple[str, ...], str], table: str) -> str:

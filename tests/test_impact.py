@@ -1941,6 +1941,24 @@ def test_a_field_of_a_returned_value_is_read_by_name(tmp_path: Path) -> None:
     assert (sku["views"], sku["already_broken"]) == (["prod.db.v_skus"], [])
 
 
+def test_a_view_s_nested_fields_can_be_asked_about(tmp_path: Path) -> None:
+    """Found by the fourteenth new-user trial: `impact v --rename-column cust.name=nm` answered "no
+    column 'cust.name'" for a view's struct column, and the header printed its type as Iceberg's
+    JSON."""
+    root = tmp_path / "warehouse"
+    _nested_warehouse(root)
+    View(root, "db", "v_on_struct", "d1000000-0000-4000-8000-000000000009").commit(
+        3000, "SELECT address.city AS city FROM db.v_struct"
+    )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        renamed = impact(conn, "db.v_struct", parse_change(None, "address.city=town", None))
+    assert (renamed["column_type"], renamed["views"]) == ("string", ["prod.db.v_on_struct"])
+    text = CliRunner().invoke(cli, ["impact", "db.v_struct", "--drop-column", "address", "--db", str(db)])
+    assert text.stdout.splitlines()[0].startswith("drop-column prod.db.v_struct.address (struct): 1 view(s)")
+
+
 def test_a_spark_star_view_reads_no_column_added_after_it(tmp_path: Path) -> None:
     """Found by the twelfth new-user trial: `SELECT *` stored with 2 columns, then the table
     gained 2: Spark reads the view's stored columns by position and no more, so dropping or
