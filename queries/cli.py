@@ -805,9 +805,7 @@ def table_history_command(
     deleted), when main's current snapshot changed, and each schema with what changed from the last.
     --as-of says which table a name means (one dropped and created again is another): its whole
     history all the same."""
-    answer = _ask(
-        context, lambda conn: table_history.table_history(conn, name, limit, offset, _as_of(as_of))
-    )
+    answer = _ask(context, lambda conn: table_history.table_history(conn, name, limit, offset, _as_of(as_of)))
     if fmt != "text":
         output_for(fmt, rows="snapshots").result(answer)
         return
