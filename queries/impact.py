@@ -637,10 +637,10 @@ def _broken_through_views(
             continue
         for reader in readers:
             matches = [reader.match(key, view.key, catalogs) for key in reader.reads]
-            certainty = min((match for match in matches if match is not None), default=None)
-            if certainty is None or reader.view_id == view.view_id:
+            read = min((match for match in matches if match is not None), default=None)
+            if read is None or reader.view_id == view.view_id:
                 continue
-            certainty = max(certainty, surest[view.view_id])
+            certainty = max(read, surest[view.view_id])
             if reader.view_id not in surest:
                 surest[reader.view_id] = certainty
                 pending.append(reader.view_id)

@@ -946,8 +946,8 @@ class _Walker:
             this=column.this.copy(), table=exp.to_identifier(source.alias_or_name if source else "")
         )
         for table, path, role, aggregated, named in self._resolve(scope, own, seen, pivoted=True):
-            for fields, outer in _paths(column):
-                yield table, *_composed(path, role, fields[1:], outer), aggregated, named
+            for fields, around in _paths(column):
+                yield table, *_composed(path, role, fields[1:], around), aggregated, named
 
     def _holds(self, source: object, name: str) -> bool:
         """Whether a table or query read has a column of this name."""
@@ -1076,8 +1076,8 @@ class _Walker:
             yield from self._generated(outer, source.expression, column, seen)
             return
         for table, path, role, aggregated, named in self._projected(source, column.name, seen):
-            for fields, outer in _paths(column):
-                yield table, *_composed(path, role, fields[1:], outer), aggregated, named
+            for fields, around in _paths(column):
+                yield table, *_composed(path, role, fields[1:], around), aggregated, named
 
     def _projected(self, source: Scope, name: str, seen: set[tuple[int, str]]) -> list[_Resolved]:
         """The base columns behind a CTE's or derived table's column `name`, each with what it is of
