@@ -14,13 +14,21 @@ from .browser import needs_chromium
 pytestmark = pytest.mark.integration
 
 
-def test_benchmark_runner_prints_every_row(tmp_path: Path) -> None:
+def _bench(suite: str, *arguments: str) -> subprocess.CompletedProcess[str]:
+    """`python -m tests.bench.<suite>` with these arguments, which must succeed."""
     result = subprocess.run(
-        [sys.executable, "-m", "tests.bench.run", "--views", "12", "--commits", "20", "--sample", "100",
-         "--r-files", "20", "--quick", "--work", str(tmp_path)],
+        [sys.executable, "-m", f"tests.bench.{suite}", *arguments],
         capture_output=True, text=True, timeout=600, cwd=Path(__file__).parents[1],
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def test_benchmark_runner_prints_every_row(tmp_path: Path) -> None:
+    result = _bench(
+        "run", "--views", "12", "--commits", "20", "--sample", "100", "--r-files", "20", "--quick",
+        "--work", str(tmp_path),
+    )  # fmt: skip
     rows = [
         line.split(" | ")
         for line in result.stdout.splitlines()
@@ -51,12 +59,10 @@ def test_benchmark_runner_prints_every_row(tmp_path: Path) -> None:
 
 def test_scale_benchmark_prints_every_row(tmp_path: Path) -> None:
     """The 10^6 benchmark's steps on a tiny warehouse, its queries timed in a process of their own."""
-    result = subprocess.run(
-        [sys.executable, "-m", "tests.bench.scale", "--views", "12", "--commits", "5", "--samples", "10",
-         "--write-samples", "10", "--work", str(tmp_path)],
-        capture_output=True, text=True, timeout=600, cwd=Path(__file__).parents[1],
+    result = _bench(
+        "scale", "--views", "12", "--commits", "5", "--samples", "10", "--write-samples", "10",
+        "--work", str(tmp_path),
     )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
     assert "store: 12 views, 61 versions" in result.stdout
     lines = result.stdout.splitlines()
     rows = [line.split(" | ") for line in lines if line.startswith("| ") and not line.startswith("| query")]
@@ -82,12 +88,10 @@ def test_scale_benchmark_prints_every_row(tmp_path: Path) -> None:
 def test_ui_benchmark_prints_every_row(tmp_path: Path) -> None:
     """The web UI's figures on a tiny warehouse: each page's calls through a follower and `serve`,
     each page in Chromium, a lineage graph."""
-    result = subprocess.run(
-        [sys.executable, "-m", "tests.bench.ui", "--views", "12", "--commits", "5", "--samples", "1",
-         "--graph-nodes", "12", "--work", str(tmp_path)],
-        capture_output=True, text=True, timeout=600, cwd=Path(__file__).parents[1],
+    result = _bench(
+        "ui", "--views", "12", "--commits", "5", "--samples", "1", "--graph-nodes", "12",
+        "--work", str(tmp_path),
     )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
     rows = [
         line.split(" | ")
         for line in result.stdout.splitlines()

@@ -165,6 +165,14 @@ def render_times(base: str, pages: list[tuple[str, str]]) -> dict[str, list[floa
     return times
 
 
+def index(db: Path, root: Path) -> None:
+    """`viewlineage index` of `root` (its catalog `prod`) into `db`, as a process of its own."""
+    command = [sys.executable, "-m", "viewlineage.queries.cli", "--db", str(db), "index", str(root)]
+    subprocess.run(
+        [*command, "--catalog-map", f"{root}=prod", "--no-progress"], check=True, capture_output=True
+    )
+
+
 def graph_warehouse(root: Path, nodes: int) -> str:
     """One table and `nodes` - 1 views: each reads the table or the view before it, in chains of up
     to eight (a layered graph as lineage has it). The table's name."""
@@ -185,10 +193,7 @@ def graph_times(work: Path, nodes: int, runs: int = 5) -> dict[str, list[float]]
     db = root.parent / "store.duckdb"
     if not db.exists():
         table = graph_warehouse(root, nodes)
-        index = [sys.executable, "-m", "viewlineage.queries.cli", "--db", str(db), "index", str(root)]
-        subprocess.run(
-            [*index, "--catalog-map", f"{root}=prod", "--no-progress"], check=True, capture_output=True
-        )
+        index(db, root)
     else:
         table = "prod.db.base"
     times: dict[str, list[float]] = {"laid out and drawn": [], "fit()": []}
@@ -241,16 +246,7 @@ def main() -> None:
                 workers=os.cpu_count() or 1,
             )
         if not db.exists():
-            index = [
-                sys.executable,
-                "-m",
-                "viewlineage.queries.cli",
-                "--db",
-                str(db),
-                "index",
-                str(warehouse),
-            ]
-            subprocess.run([*index, "--catalog-map", f"{warehouse}=prod", "--no-progress"], check=True)
+            index(db, warehouse)
     assert warehouse is not None, "--store needs --warehouse (the tree the follower watches)"
     with open_reader(db) as conn:
         counts = conn.execute(
