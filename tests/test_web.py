@@ -149,6 +149,13 @@ def test_a_view_dropped_and_created_again_links_the_other(browser: Browser, site
     visit = Visit(browser, f"{site}/view?view=prod.db.big_days", "view-incarnations")
     page = visit.page
     assert visit.cells("incarnations", "view") == ["prod.db.big_days"]
+    # Found by the fourteenth new-user trial: by name, the timeline held both views' rows unlabelled.
+    owners = visit.cells("timeline", "view_id")
+    assert (len(owners), len(set(owners)), owners[-1]) == (
+        len(visit.cells("timeline", "kind")),
+        2,
+        "621f9620-d632-4552-aa8d-b485775cc8b8",
+    )
     page.click("#incarnations a")
     page.wait_for_url("**/view?view=4314fa7c-*")
     assert visit.cells("properties", "property_only") == ["false", "true", "true", "true"]
