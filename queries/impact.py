@@ -334,7 +334,8 @@ def impact(
     if fields is not None and change.column not in fields and (".".join(change.column),) in fields:
         change = replace(change, column=(".".join(change.column),))  # a column named `a.b`
     column_type = None if fields is None else _checked(change, fields, name)
-    readers = _readers(conn, catalog, parts, at)
+    schemas = _Schemas(conn)
+    readers = _readers(conn, catalog, parts, at, schemas)
     catalogs = frozenset(
         row["catalog"]
         for row in query_rows(
@@ -407,7 +408,7 @@ def impact(
         row for row in lineage_unknown(conn, at, transitive=True) if row["view_id"] != table_id
     ]
     result["already_broken"] = (
-        [] if fields is None else _already_broken(conn, readers, target, fields, catalogs)
+        [] if fields is None else _already_broken(schemas, readers, target, fields, catalogs)
     )
     # A view an earlier change broke does not keep working by position: it is broken already.
     result["by_position"] = sorted(set(by_position) - {row["view"] for row in result["already_broken"]})
@@ -438,7 +439,7 @@ def _reads_pinned(reader: _Reader, target: _Object, catalogs: frozenset[str]) ->
 
 
 def _already_broken(
-    conn: duckdb.DuckDBPyConnection,
+    schemas: _Schemas,
     readers: list[_Reader],
     target: _Object,
     fields: dict[tuple[str, ...], str],
@@ -455,11 +456,11 @@ def _already_broken(
         analysed = not reader.lineage.unknown_schemas and not any(
             f.code in ANALYSIS_FAILED for f in reader.lineage.findings
         )
-        if not analysed or _columns_gone(conn, reader):
+        if not analysed or _columns_gone(schemas, reader):
             # A column gone leaves `c.f`, a field of it, naming no table (read as nothing, or
             # failing): the SQL as it resolved when the version was created (and worked) says
             # what it reads.
-            as_created = _as_created(conn, reader)
+            as_created = _as_created(schemas, reader)
             if as_created is None and not analysed:
                 continue
             # (a `*` gives the columns there are now: what it lost is `missing_outputs`')
@@ -494,7 +495,7 @@ def _already_broken(
                 },
             )
         for column, certainty in (
-            _outputs_gone_stale(conn, reader, target, fields, catalogs) if analysed else []
+            _outputs_gone_stale(schemas, reader, target, fields, catalogs) if analysed else []
         ):
             broken.setdefault(
                 (reader.name, reader.view_id, column, STORED_TYPE),
@@ -526,7 +527,7 @@ def _missing(fields: dict[tuple[str, ...], str], path: tuple[str, ...]) -> bool:
 
 
 def _outputs_gone_stale(
-    conn: duckdb.DuckDBPyConnection,
+    schemas: _Schemas,
     reader: _Reader,
     target: _Object,
     fields: dict[tuple[str, ...], str],
@@ -572,7 +573,7 @@ def _outputs_gone_stale(
             for each in ([kind] if direct and kind is not None else []) + list(branches.get(position, ()))
         )
     }
-    uses = [use for use in typed.uses if use.output in stale] + _inferred_gone_stale(conn, reader, typed)
+    uses = [use for use in typed.uses if use.output in stale] + _inferred_gone_stale(schemas, reader, typed)
     return [
         (".".join(use.path), certainty)
         for use in uses
@@ -581,9 +582,7 @@ def _outputs_gone_stale(
     ]
 
 
-def _inferred_gone_stale(
-    conn: duckdb.DuckDBPyConnection, reader: _Reader, typed: ColumnLineage
-) -> list[ColumnUse]:
+def _inferred_gone_stale(schemas: _Schemas, reader: _Reader, typed: ColumnLineage) -> list[ColumnUse]:
     """The uses, as the version was created, of columns retyped or dropped since, that flow into an
     output computed from columns (`price * qty`, `struct(*)`) whose type, inferred from the schemas
     at T, no longer up-casts to the stored one, where the inference is borne out: from the schemas
@@ -600,7 +599,7 @@ def _inferred_gone_stale(
     }
     if not suspects:
         return []
-    as_created = _as_created(conn, reader, typed=True)
+    as_created = _as_created(schemas, reader, typed=True)
     if as_created is None or as_created[0].outputs != typed.outputs:
         return []
     created, known = as_created
@@ -656,25 +655,25 @@ def _broken_through_views(
             )
 
 
-def _columns_gone(conn: duckdb.DuckDBPyConnection, reader: _Reader) -> bool:
+def _columns_gone(schemas: _Schemas, reader: _Reader) -> bool:
     """Whether a read of the version had a column when it was created that it has not at T."""
     if reader.created_ms is None:
         return False
     for key, columns in reader.schemas.items():
-        then = _schema_at(conn, key, reader.created_ms)
+        then = schemas.at(key, reader.created_ms)
         if then is not None and {name.lower() for name, _ in then} - {name.lower() for name, _ in columns}:
             return True
     return False
 
 
 def _as_created(
-    conn: duckdb.DuckDBPyConnection, reader: _Reader, typed: bool = False
+    schemas: _Schemas, reader: _Reader, typed: bool = False
 ) -> tuple[ColumnLineage, dict[TableKey, list[tuple[str, str]]]] | None:
     """The version's lineage from the schemas of its reads when it was created (when it worked),
     with those schemas; None when one is unknown or the analysis fails even so."""
     if reader.created_ms is None:
         return None
-    then = {key: _schema_at(conn, key, reader.created_ms) for key in dict.fromkeys(reader.resolved.values())}
+    then = {key: schemas.at(key, reader.created_ms) for key in dict.fromkeys(reader.resolved.values())}
     known = {key: columns for key, columns in then.items() if columns is not None}
     if len(known) < len(then):
         return None
@@ -747,7 +746,7 @@ def _checked(change: Change, fields: dict[tuple[str, ...], str], table: str) -> 
 
 
 def _readers(
-    conn: duckdb.DuckDBPyConnection, catalog: str | None, parts: list[str], at: int
+    conn: duckdb.DuckDBPyConnection, catalog: str | None, parts: list[str], at: int, schemas: _Schemas
 ) -> list[_Reader]:
     """Every view reading the table at `at`, directly or through views, with its column lineage:
     from its version in force, from the version each file tied with its file in force made current
@@ -795,7 +794,6 @@ def _readers(
     copies = [(head, head["version_hash"], 0) for head in heads]
     by_id = {head["view_id"]: head for head in heads}
     copies += [(by_id[row["view_id"]], row["version_hash"], _TIED) for row in [*tied, *partners]]
-    schemas: dict[TableKey, list[tuple[str, str]] | None] = {}
     return [
         reader
         for head, version, floor in copies
@@ -808,7 +806,7 @@ def _analysed(
     head: dict[str, Any],
     version_hash: str,
     floor: int,
-    schemas: dict[TableKey, list[tuple[str, str]] | None],
+    schemas: _Schemas,
     at: int,
 ) -> list[_Reader]:
     """A reader per dialect of one version of the view `head` (its id, name and catalog at `at`),
@@ -837,9 +835,7 @@ def _analysed(
             [representation["lineage_key"]],
         )
         resolved = {r["raw"]: (r["catalog"], tuple(r["namespace"]), r["name"]) for r in references}
-        for key in resolved.values():
-            if key not in schemas:
-                schemas[key] = _schema_at(conn, key, at)
+        read = {key: schemas.at(key, at) for key in resolved.values()}
         request = LineageRequest(
             representation["sql"],
             representation["dialect"],
@@ -847,7 +843,7 @@ def _analysed(
             tuple(v["default_namespace"]),
             head["catalog"],
         )
-        known = {key: columns for key, columns in schemas.items() if columns is not None}
+        known = {key: columns for key, columns in read.items() if columns is not None}
         lineage = column_lineage(request, LineageConfig(), known, resolved)
         stored = schema_columns(v["columns"])
         readers.append(
@@ -940,57 +936,105 @@ def _whole(reader: _Reader, use: dict[str, Any], kind: str) -> _Object:
     )
 
 
-def _schema_at(conn: duckdb.DuckDBPyConnection, key: TableKey, at: int) -> list[tuple[str, str]] | None:
-    """(name, type) of the view or table a reference names, as its schema was at `at`; None if unknown.
-    A leading part the indexer read as a namespace level may be a catalog: the second try leaves it
-    out."""
-    catalog, namespace, name = key
-    for wanted, wanted_catalog in ([*namespace, name], catalog), ([*namespace[1:], name], None):
-        if len(wanted) < 2:
-            break
-        columns = _columns_at(conn, wanted_catalog, wanted, at)
-        if columns is not None:
-            return columns
-    return None
+class _Schemas:
+    """The schemas of the views and tables readers read, at any time, for one question: each view's
+    versions with their schemas in one query, each table's schema at a time once (a question asks
+    of each read at T and at its version's creation: ~4,000 small queries on a table 150 views
+    read, most of the answer's time)."""
 
+    def __init__(self, conn: duckdb.DuckDBPyConnection) -> None:
+        self.conn = conn
+        self._ids: dict[tuple[str, str | None, tuple[str, ...]], list[str]] = {}
+        self._views: dict[str, list[dict[str, Any]]] = {}
+        self._tables: dict[tuple[str, int], list[tuple[str, str]] | None] = {}
+        self._single: dict[str, tuple[int | None, list[tuple[str, str]]] | None] = {}
 
-def _columns_at(
-    conn: duckdb.DuckDBPyConnection, catalog: str | None, wanted: list[str], at: int
-) -> list[tuple[str, str]] | None:
-    """The schema of the view, else the table, named `wanted` at `at`."""
-    for view in _named_ids(conn, "view", catalog, wanted):
-        columns = query_rows(
-            conn,
-            """
-            SELECT s.columns FROM view_current_version(?1, ?2) c
-            JOIN preferred_versions v ON v.view_id = c.view_id AND v.version_id = c.version_id
-            JOIN schemas s ON s.schema_hash = v.schema_hash""",
-            [view, at],
-        )
-        if columns:
-            return schema_columns(columns[0]["columns"])
-    for table in _named_ids(conn, "table", catalog, wanted):
-        columns = query_rows(
-            conn,
-            """
-            SELECT s.columns FROM table_file_as_of(?1, ?2) f
-            JOIN schemas s ON s.schema_hash = f.current_schema_hash WHERE f.commit_ms <= ?2""",
-            [table, at],
-        )
-        if columns:
-            return schema_columns(columns[0]["columns"])
-    return None
+    def at(self, key: TableKey, at: int) -> list[tuple[str, str]] | None:
+        """(name, type) of the view or table a reference names, as its schema was at `at`; None if
+        unknown. A leading part the indexer read as a namespace level may be a catalog: the second
+        try leaves it out."""
+        catalog, namespace, name = key
+        for wanted, wanted_catalog in ([*namespace, name], catalog), ([*namespace[1:], name], None):
+            if len(wanted) < 2:
+                break
+            columns = self._columns_at(wanted_catalog, wanted, at)
+            if columns is not None:
+                return columns
+        return None
 
+    def _columns_at(self, catalog: str | None, wanted: list[str], at: int) -> list[tuple[str, str]] | None:
+        """The schema of the view, else the table, named `wanted` at `at`: a view's version current
+        then (as `view_current_version` orders them), a table's file in force then."""
+        for view in self._named("view", catalog, wanted):
+            current = next((row for row in self._history(view) if row["timestamp_ms"] <= at), None)
+            if current is not None and current["columns"] is not None:
+                return schema_columns(current["columns"])
+        for table in self._named("table", catalog, wanted):
+            only = self._only_schema(table)
+            if only is not None:  # one schema all along: there once a file is committed
+                first_ms, columns = only
+                if first_ms is not None and first_ms <= at:
+                    return columns
+                continue
+            if (table, at) not in self._tables:
+                rows = query_rows(
+                    self.conn,
+                    """
+                    SELECT s.columns FROM table_file_as_of(?1, ?2) f
+                    JOIN schemas s ON s.schema_hash = f.current_schema_hash WHERE f.commit_ms <= ?2""",
+                    [table, at],
+                )
+                self._tables[(table, at)] = schema_columns(rows[0]["columns"]) if rows else None
+            if self._tables[(table, at)] is not None:
+                return self._tables[(table, at)]
+        return None
 
-def _named_ids(conn: duckdb.DuckDBPyConnection, kind: str, catalog: str | None, name: list[str]) -> list[str]:
-    """Views or tables (`kind`) under this name; a reference without a catalog matches any."""
-    rows = query_rows(
-        conn,
-        f"SELECT DISTINCT {kind}_id AS id FROM {kind}_names "
-        "WHERE name = ?1 AND (?2 IS NULL OR catalog IS NULL OR catalog = ?2) ORDER BY 1",
-        [name, catalog],
-    )
-    return [row["id"] for row in rows]
+    def _only_schema(self, table_id: str) -> tuple[int | None, list[tuple[str, str]]] | None:
+        """(its first commit, its schema) for a table whose files all hold one current schema (most
+        tables, most of the time); None when they do not."""
+        if table_id not in self._single:
+            rows = query_rows(
+                self.conn,
+                """
+                SELECT min(f.commit_ms) AS first_ms, any_value(s.columns) AS columns FROM table_files f
+                JOIN schemas s ON s.schema_hash = f.current_schema_hash WHERE f.table_id = ?
+                HAVING count(DISTINCT f.current_schema_hash) = 1""",
+                [table_id],
+            )
+            self._single[table_id] = (
+                (rows[0]["first_ms"], schema_columns(rows[0]["columns"])) if rows else None
+            )
+        return self._single[table_id]
+
+    def _history(self, view_id: str) -> list[dict[str, Any]]:
+        """The view's activations, latest first as `view_current_version` takes them, each with its
+        version's schema (None when the version is not stored)."""
+        if view_id not in self._views:
+            self._views[view_id] = query_rows(
+                self.conn,
+                """
+                SELECT a.timestamp_ms, s.columns FROM activations a
+                LEFT JOIN preferred_versions v ON v.view_id = a.view_id AND v.version_id = a.version_id
+                LEFT JOIN schemas s ON s.schema_hash = v.schema_hash
+                WHERE a.view_id = ?1
+                ORDER BY a.timestamp_ms DESC, activation_settled(?1, a.version_id, a.timestamp_ms) DESC,
+                         a.version_id DESC""",
+                [view_id],
+            )
+        return self._views[view_id]
+
+    def _named(self, kind: str, catalog: str | None, name: list[str]) -> list[str]:
+        """Views or tables (`kind`) under this name; a reference without a catalog matches any."""
+        key = (kind, catalog, tuple(name))
+        if key not in self._ids:
+            rows = query_rows(
+                self.conn,
+                f"SELECT DISTINCT {kind}_id AS id FROM {kind}_names "
+                "WHERE name = ?1 AND (?2 IS NULL OR catalog IS NULL OR catalog = ?2) ORDER BY 1",
+                [name, catalog],
+            )
+            self._ids[key] = [row["id"] for row in rows]
+        return self._ids[key]
 
 
 def _match(reference: TableKey, wanted: TableKey, catalogs: frozenset[str]) -> int | None:
