@@ -6,6 +6,7 @@ the page embeds.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -85,7 +86,17 @@ def counted(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
+def type_name(kind: Any) -> str:
+    """An Iceberg type as a column list names it: `long`, `decimal(10, 2)`; `struct`, `list` or
+    `map` for a nested one (as JSON text or an object)."""
+    if isinstance(kind, str) and kind.startswith("{"):
+        with contextlib.suppress(ValueError):
+            kind = json.loads(kind)
+    return str(kind.get("type", "?")) if isinstance(kind, dict) else str(kind)
+
+
 TEMPLATES.filters["embedded"] = _embedded
+TEMPLATES.filters["type_name"] = type_name
 TEMPLATES.filters["counted"] = counted
 TEMPLATES.globals["node_link"] = node_link
 TEMPLATES.globals["finding_link"] = lambda row: f"/findings?{urlencode({'code': row['code']})}"
