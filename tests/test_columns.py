@@ -398,6 +398,15 @@ def test_a_lambda_reads_the_parts_of_its_argument(
             [("items.element.price", "projected", "price")],
         ),
         ("SELECT cust.name.x AS n FROM orders", [("cust.name.x", "projected", "n")]),
+        # found by the fifteenth new-user trial: a generator of several outputs in a subquery
+        (
+            "SELECT k, v.a FROM (SELECT explode(attrs) AS (k, v) FROM orders) x",
+            [("attrs.key", "projected", "k"), ("attrs.value.a", "projected", "a")],
+        ),
+        (
+            "SELECT it.sku FROM (SELECT posexplode(items) AS (p, it) FROM orders) x",
+            [("items.element.sku", "projected", "sku")],
+        ),
     ],
 )
 def test_a_field_of_an_expression_that_returns_its_value_is_the_columns(

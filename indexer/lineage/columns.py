@@ -573,12 +573,40 @@ def _projection_names(projection: exp.Expr) -> list[str]:
 
 def _projection_at(select: exp.Select, position: int) -> exp.Expr:
     """The projection giving the output at `position` of the select's outputs (`named_selects`)."""
+    return _projection_and_slot(select, position)[0]
+
+
+def _projection_and_slot(select: exp.Select, position: int) -> tuple[exp.Expr, int]:
+    """The projection giving the output at `position` of the select's outputs, and which of its
+    outputs that is (a generator's `AS (k, v)` gives several)."""
     projections: list[exp.Expr] = select.expressions
     for projection in projections:
-        position -= len(_projection_names(projection))
-        if position < 0:
-            return projection
+        width = len(_projection_names(projection))
+        if position < width:
+            return projection, position
+        position -= width
     raise IndexError("no projection gives that output")
+
+
+def _generator_part(generator: exp.Expr, width: int, at: int) -> tuple[str, ...] | None:
+    """What output `at` of a generator with `width` outputs gives of its array or map argument:
+    (`element`,), (`key`,) or (`value`,); None for `posexplode`'s position."""
+    slots = width - isinstance(generator, exp.Posexplode)  # after posexplode's position
+    if at < width - slots:
+        return None
+    at -= width - slots
+    return ("element",) if slots == 1 else ("key", "value")[at : at + 1]
+
+
+def _projected_part(projection: exp.Expr, slot: int) -> tuple[exp.Expr, tuple[str, ...] | None] | None:
+    """For a projection that is a generator with several outputs (`explode(m) AS (k, v)`,
+    `posexplode(items) AS (p, item)`): its argument, and what output `slot` gives of it; None for
+    another projection (an array's `explode(items) AS item` is `_explodes`')."""
+    generator = projection.this if isinstance(projection, exp.Aliases) else None
+    width = len(_projection_names(projection))
+    if not isinstance(generator, exp.Posexplode) and not (isinstance(generator, exp.Explode) and width > 1):
+        return None
+    return generator.this, _generator_part(generator, width, slot)
 
 
 def _generated_into(projection: exp.Expr, column: exp.Expr) -> range | tuple[int, ...]:
@@ -971,10 +999,8 @@ class _Walker:
             if position not in _generator_outputs(generator, len(names), inner):
                 continue
             below: list[tuple[tuple[str, ...], str]] = [((), READ)]
-            if isinstance(generator, exp.Explode | exp.Posexplode) and generator.this is inner:
-                slots = len(names) - isinstance(generator, exp.Posexplode)  # after posexplode's position
-                at = position - (len(names) - slots)
-                element = ("element",) if slots == 1 else ("key", "value")[at : at + 1]
+            element = _generator_part(generator, len(names), position)
+            if isinstance(generator, exp.Explode | exp.Posexplode) and generator.this is inner and element:
                 below = [((*element, *path[1:]), role) for path, role in _paths(column)]
             for table, path, _, aggregated, named in self._resolve(scope, inner, seen):
                 for fields, role in below:
@@ -1089,7 +1115,8 @@ class _Walker:
             found: list[_Resolved] = []
             for branch in _branches(source) if name in names else []:
                 select = _select(branch)
-                projection = _projection_at(select, names.index(name))
+                projection, slot = _projection_and_slot(select, names.index(name))
+                generated = _projected_part(projection, slot)
                 self.read.add(id(projection))
                 for inner in projection.find_all(exp.Column):
                     if inner.find_ancestor(exp.Select) is not select:
@@ -1097,6 +1124,9 @@ class _Walker:
                     _, aggregated, _ = _context(inner, select)
                     named = _named_output(select, projection)
                     for table, path, role, below, named_below in self._resolve(branch, inner, seen):
+                        if generated is not None and inner is generated[0]:  # its elements, keys or values
+                            part = generated[1]
+                            path, role = (*path, *part) if part else path, role if part else READ
                         found.append((table, path, role, aggregated or below, named or named_below))
             self.projected[key] = list(dict.fromkeys(found))
         return self.projected[key]
