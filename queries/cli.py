@@ -108,12 +108,16 @@ def setting_options(*names: str) -> Callable[[F], F]:
     return decorate
 
 
+OFFSET = click.IntRange(0, 10**15 - 1)
+"""Rows skipped: below 10^15, as the API takes it (past a BIGINT, DuckDB failed with a traceback)."""
+
+
 def page_options(what: str) -> Callable[[F], F]:
     """`--limit` and `--offset` of a list that may be long (default: all of it)."""
 
     def decorate(function: F) -> F:
         function = click.option(
-            "--offset", type=click.IntRange(min=0), default=0, help=f"{what} skipped, in the list's order."
+            "--offset", type=OFFSET, default=0, help=f"{what} skipped, in the list's order."
         )(function)
         return click.option(
             "--limit",
@@ -768,7 +772,7 @@ def diff_command(context: click.Context, view: str, before: int | None, after: i
 @click.option(
     "--limit", type=click.IntRange(1, changes.MAX_PAGE), default=50, show_default=True, help="Changes listed."
 )
-@click.option("--offset", type=click.IntRange(min=0), default=0, help="Changes skipped, newest first.")
+@click.option("--offset", type=OFFSET, default=0, help="Changes skipped, newest first.")
 @format_option
 @query_options
 @click.pass_context
@@ -792,7 +796,7 @@ def changes_command(
     show_default=True,
     help="Snapshots listed (and changes of main's snapshot).",
 )
-@click.option("--offset", type=click.IntRange(min=0), default=0, help="Snapshots skipped, newest first.")
+@click.option("--offset", type=OFFSET, default=0, help="Snapshots skipped, newest first.")
 @as_of_option
 @format_option
 @query_options

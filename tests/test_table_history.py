@@ -93,6 +93,14 @@ def test_cli_and_errors(table_store: Path) -> None:
             table_history(conn, "sales.orders", limit=0)
         with pytest.raises(UsageError, match="did you mean"):
             table_history(conn, "sales.order")
+    # Found by the fifteenth adversarial trial: an offset past a BIGINT was DuckDB's traceback.
+    huge = CliRunner().invoke(
+        cli, ["table-history", "sales.orders", "--offset", str(2**63), "--db", str(table_store)]
+    )
+    assert (huge.exit_code, huge.stderr.splitlines()[-1]) == (
+        2,
+        f"Error: Invalid value for '--offset': {2**63} is not in the range 0<=x<=999999999999999.",
+    )
 
 
 def test_a_summary_count_that_is_no_count_is_none_in_every_field(tmp_path: Path) -> None:

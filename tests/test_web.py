@@ -430,6 +430,13 @@ def test_a_tables_page_shows_its_snapshots_schemas_and_readers(browser: Browser,
             == f"/impact?table={table_scenario.ORDERS}"
         )
         visit.close()
+        # Found by the fifteenth adversarial trial: a bad `limit` dropped the snapshots without a word.
+        bad = Visit(browser, f"{url}/table?table=sales.orders&limit=-5", "table-bad-limit")
+        assert (
+            bad.page.inner_text("#no-history")
+            == "No snapshots shown: limit is a whole number below 10^15, not '-5'"
+        )
+        bad.close()
         unindexed = Visit(browser, f"{url}/table?table=sales.returns", "table-not-indexed")
         assert unindexed.page.inner_text("#not-indexed").startswith(
             "no metadata file of table 'sales.returns' was indexed: views read it"
