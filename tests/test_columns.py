@@ -407,6 +407,15 @@ def test_a_lambda_reads_the_parts_of_its_argument(
             "SELECT it.sku FROM (SELECT posexplode(items) AS (p, it) FROM orders) x",
             [("items.element.sku", "projected", "sku")],
         ),
+        # found by the fifteenth adversarial trial: a struct built in a subquery gave `cust.name.name`
+        (
+            "SELECT z.name FROM (SELECT named_struct('name', cust.name) AS z FROM orders) x",
+            [("cust.name", "projected", "name")],
+        ),
+        (
+            "SELECT z.n FROM (SELECT struct(cust.name AS n, cust.tier AS t) AS z FROM orders) x",
+            [("cust.name", "projected", "n"), ("cust.tier", "projected", "n")],  # (Spark resolves both)
+        ),
     ],
 )
 def test_a_field_of_an_expression_that_returns_its_value_is_the_columns(

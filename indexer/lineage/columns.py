@@ -651,10 +651,11 @@ def _paths(column: exp.Column, kind: object = None) -> list[tuple[tuple[str, ...
     return [((column.name, *below), role) for below, role in _below(column, _datatype(kind))]
 
 
-VALUE, ELEMENTS, READ = "value", "elements", "read"
+VALUE, ELEMENTS, READ, FIELD = "value", "elements", "read", "field:"
 """What a path read is of the value an expression gives: that value (`s.a` in `coalesce(s.a, 0)`);
 each of its elements (`e.price` in `transform(items, e -> e.price)`); or only read on the way
-(`e.qty` in `filter(items, e -> e.qty > 0)`)."""
+(`e.qty` in `filter(items, e -> e.qty > 0)`); or a field of it, `field:` and its name (`s.b` in
+`struct(s.b AS b)`)."""
 
 
 def _below(node: exp.Expr, datatype: exp.DataType | None) -> list[tuple[tuple[str, ...], str]]:
@@ -662,9 +663,18 @@ def _below(node: exp.Expr, datatype: exp.DataType | None) -> list[tuple[tuple[st
     with what each is of that expression's value."""
     steps: list[str] = []
     passed: list[tuple[tuple[str, ...], str]] = []
+    member: str | None = None  # the field the value around is made of it as (`struct(x AS f)`)
     while node.parent is not None:
         parent = node.parent
-        if isinstance(parent, exp.Dot) and node.arg_key == "this":
+        if isinstance(parent, exp.Dot) and node.arg_key == "this" and member is not None:
+            if parent.name.lower() != member.lower():  # another field of the struct it makes
+                return [(tuple(steps), READ), *passed]
+            member = None
+        elif isinstance(parent, exp.Struct) and member is None and (named := _member(node)) is not None:
+            member = named
+        elif isinstance(parent, exp.PropertyEQ) and node.arg_key == "expression" and member is None:
+            pass  # `named_struct('f', x)`, `struct(x AS f)`: named by the struct (`_member`)
+        elif isinstance(parent, exp.Dot) and node.arg_key == "this":
             if datatype is not None and datatype.is_type(exp.DataType.Type.ARRAY):
                 steps.append("element")  # `items.price`: each element's `price`
                 datatype = _part(datatype, "element")
@@ -692,7 +702,17 @@ def _below(node: exp.Expr, datatype: exp.DataType | None) -> list[tuple[tuple[st
         else:
             break
         node = parent
-    return [(tuple(steps), VALUE), *passed]
+    return [(tuple(steps), VALUE if member is None else f"{FIELD}{member}"), *passed]
+
+
+def _member(node: exp.Expr) -> str | None:
+    """The field name a struct's argument gets: `f` of `x AS f` or `named_struct('f', x)`, a
+    column's or field's own name; None for one it cannot tell (`s.*`, an expression)."""
+    if isinstance(node, exp.PropertyEQ | exp.Alias):
+        return node.name if isinstance(node, exp.PropertyEQ) else node.alias
+    if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
+        return node.name
+    return node.name if isinstance(node, exp.Dot) else None
 
 
 def _composed(
@@ -703,6 +723,8 @@ def _composed(
     is of the column's value): `inner` as it is, only read, when the fields are not of it."""
     if role == VALUE or not fields:
         return (*inner, *fields), outer if role == VALUE else role if outer == VALUE else READ
+    if role.startswith(FIELD) and fields[:1] and fields[0].lower() == role[len(FIELD) :].lower():
+        return (*inner, *fields[1:]), outer
     if role == ELEMENTS and fields[:1] == ("element",):
         return (*inner, *fields[1:]), outer
     return inner, READ
