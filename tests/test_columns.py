@@ -407,6 +407,12 @@ def test_a_lambda_reads_the_parts_of_its_argument(
             "SELECT it.sku FROM (SELECT posexplode(items) AS (p, it) FROM orders) x",
             [("items.element.sku", "projected", "sku")],
         ),
+        # found by the fifteenth adversarial trial: an element or a window's value, read by name
+        ("SELECT array_max(items).sku AS m FROM orders", [("items.element.sku", "projected", "m")]),
+        (
+            "SELECT first_value(cust) OVER (ORDER BY id).name AS f FROM orders",
+            [("cust.name", "aggregate", "f"), ("id", "window", "f")],
+        ),
         # found by the fifteenth adversarial trial: a struct built in a subquery gave `cust.name.name`
         (
             "SELECT z.name FROM (SELECT named_struct('name', cust.name) AS z FROM orders) x",

@@ -688,7 +688,9 @@ def _below(node: exp.Expr, datatype: exp.DataType | None) -> list[tuple[tuple[st
             datatype = _part(datatype, step) if step in _PARTS else _field(datatype, step)
         elif _returns_it(parent, node):
             pass
-        elif _explodes(parent, node, datatype):
+        elif _explodes(parent, node, datatype) or (
+            isinstance(parent, exp.ArrayMax | exp.ArrayMin) and node.arg_key == "this"
+        ):  # each element, or one of them
             steps.append("element")
             datatype = _part(datatype, "element")
         elif (called := _lambda_references(node)) is not None:
@@ -752,6 +754,7 @@ _VALUE_ARGUMENTS: dict[type[exp.Expr], frozenset[str]] = {
     **dict.fromkeys(
         (exp.First, exp.Last, exp.AnyValue, exp.ArgMax, exp.ArgMin, exp.Max, exp.Min), frozenset({"this"})
     ),
+    **dict.fromkeys((exp.FirstValue, exp.LastValue, exp.NthValue, exp.Window), frozenset({"this"})),
     **dict.fromkeys((exp.ArraySlice, exp.Reverse, exp.ArrayDistinct), frozenset({"this"})),
 }
 """Expressions whose value is (one of) the values of these arguments, as it is: a field read of it
