@@ -146,16 +146,10 @@ class EventIngest:
 
     def _written_since(self, url: str, created_ms: dict[str, int | None]) -> int | None:
         """When the object at `url` was last known written: by the newest create event this process
-        saw (in this batch or before); none seen (a restart forgets them), by the object there now
-        if it is another write than the one indexed (a put back); else None."""
-        seen = max(
-            (ms for ms in (created_ms.get(url), self._created.get(url)) if ms is not None), default=None
-        )
-        store = self.indexer.store
-        if seen is not None or store is None:
-            return seen
-        there = self._written_ms(url)
-        return there if there is not None and there != store.modified_at({url}).get(url) else None
+        saw (in this batch or before), or by the object there now (what a restart, which forgets
+        the creates, still knows); None when nothing says."""
+        times = (created_ms.get(url), self._created.get(url), self._written_ms(url))
+        return max((ms for ms in times if ms is not None), default=None)
 
     def _still_there(self, url: str) -> bool:
         """Whether the object a removal of one of its versions named is still there (another
@@ -212,9 +206,9 @@ class EventIngest:
                     if removed_ms is None or removed_ms > now_ms + FUTURE_EVENT_SLACK_MS:
                         removed_ms = now_ms
                     if _newer(self._written_since(url, created_ms), removed_ms) and self._still_there(url):
-                        # A delete older than a create seen already, or than the object written there
-                        # since: an earlier incarnation's, late (the thirteenth adversarial trial: it
-                        # dropped a live view; the fourteenth: after a restart, which forgets the
+                        # A delete older than a create seen already, or than the object there now: an
+                        # earlier incarnation's, late (the thirteenth adversarial trial: it dropped a
+                        # live view; the fourteenth and fifteenth: after a restart, which forgets the
                         # creates). A gone object's delete counts, whatever its time says.
                         built.outcomes["skipped:older-than-create"] += 1
                         continue
