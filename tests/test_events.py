@@ -255,19 +255,39 @@ def test_an_object_key_is_kept_as_it_is(key: str) -> None:
     assert normalize_location(event.url) == f"s3://lake/{key}"  # as `consume` stores its removal
 
 
-def test_a_removal_dated_in_the_future_counts_from_when_it_is_consumed(tmp_path: Any) -> None:
+def test_a_removal_dated_in_the_future_counts_from_when_it_is_consumed(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Found by the twelfth adversarial trial: `ObjectRemoved:Delete` with `eventTime`
-    9999-12-31 dropped the view at that time, so it was current now and dropped too."""
-    import time
+    9999-12-31 dropped the view at that time, so it was current now and dropped too. (A delete
+    asks the object store whether the object is there now, and since when: a real one answers.)"""
 
-    from viewlineage.indexer.followers.consume import EventIngest, Message
+    from viewlineage.indexer.followers.consume import EventIngest
     from viewlineage.indexer.parse.config import ParseConfig
     from viewlineage.indexer.pipeline.indexer import Indexer
 
     from .conftest import settings_for
+    from .servers import seaweed_s3
 
     key = "wh/db/v/metadata/00001-x.metadata.json"
-    ingest = EventIngest(Indexer(None, ParseConfig()), settings_for(tmp_path / "s.duckdb"), None)
+    with seaweed_s3(tmp_path / "s3") as s3:
+        s3.client().create_bucket(Bucket="lake")  # the object is gone: the delete counts
+        for name, value in s3.environment.items():
+            monkeypatch.setenv(name, value)
+        settings = settings_for(tmp_path / "s.duckdb", s3_endpoint=s3.endpoint)
+        removals = _removals_of(EventIngest(Indexer(None, ParseConfig()), settings, None), key)
+    (clamped, before, after), (kept, _, _) = removals
+    assert before <= clamped <= after
+    assert kept == 1_767_323_045_000
+
+
+def _removals_of(ingest: Any, key: str) -> list[tuple[int, int, int]]:
+    """The removal time of a delete dated in the future, then of one dated in the past, each with
+    the clock's time before and after it was consumed."""
+    import time
+
+    from viewlineage.indexer.followers.consume import Message
+
     removals = []
     for when in ("9999-12-31T23:59:59.000Z", "2026-01-02T03:04:05.000Z"):
         record = {
@@ -279,6 +299,4 @@ def test_a_removal_dated_in_the_future_counts_from_when_it_is_consumed(tmp_path:
         before = int(time.time() * 1000)
         (removal,) = ingest.build([message]).batch.removals
         removals.append((removal.removed_ms, before, int(time.time() * 1000)))
-    (clamped, before, after), (kept, _, _) = removals
-    assert before <= clamped <= after
-    assert kept == 1_767_323_045_000
+    return removals
