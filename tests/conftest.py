@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -96,12 +97,17 @@ def iceberg_jars() -> str:
     """spark.jars for Spark 3.5 + Iceberg 1.10, prepared by the shared recipe (idempotent, ~1 s when
     already prepared). It installs into the interpreter running the tests, so `python` is put first."""
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    result = subprocess.run(
-        ["bash", str(SHARED / "iceberg-spark" / "setup.sh"), str(ROOT / ".cache" / "iceberg-spark")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    cache = ROOT / ".cache" / "iceberg-spark"
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    # Each xdist worker prepares it: one at a time (two at once raced on the recipe's temporary files).
+    with (cache.parent / "iceberg-spark.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        result = subprocess.run(
+            ["bash", str(SHARED / "iceberg-spark" / "setup.sh"), str(cache)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
     assert result.returncode == 0, result.stderr[-4000:]
     return result.stdout.strip().splitlines()[-1]
