@@ -489,15 +489,7 @@ def deps(
         [view.view_id, at],
     )
     rows = [row for row in walk if row["depth"] == 1 or transitive]
-    # The walk stops at a view already on its path: a cycle (`a` reads `b` reads `a`), which no
-    # engine can run. A view reading itself is one of one view.
-    cycles = sorted(
-        {
-            (*row["path"][row["path"].index(row["target_view_id"]) :], row["target_view_id"])
-            for row in walk
-            if row["target_view_id"] in row["path"]
-        }
-    )
+    cycles = _cycles(view.view_id, [(row["view_id"], row["target_view_id"]) for row in walk])
     names = _names(conn, {v for row in walk for v in row["path"]}, at)
     _mark_guessed_catalogs(conn, rows, at)
     seen: set[tuple[Any, ...]] = set()
@@ -553,6 +545,31 @@ def deps(
             for cycle in cycles
         ],
     }
+
+
+def _cycles(start: str, reads: list[tuple[str, str | None]]) -> list[tuple[str, ...]]:
+    """The cycles among views that `start` reads through views (`a` reads `b` reads `a`), which no
+    engine can run, each from the view where a depth-first walk (in view id order) came back to it:
+    one per way back, not one per path, whose number grows exponentially. A view reading itself is
+    one of one view."""
+    targets: dict[str, list[str]] = {}
+    for reader, read in sorted({(r, t) for r, t in reads if t is not None}):
+        targets.setdefault(reader, []).append(read)
+    found: set[tuple[str, ...]] = set()
+    done: set[str] = set()
+    path = [start]
+    pending = [iter(targets.get(start, []))]
+    while pending:
+        target = next(pending[-1], None)
+        if target is None:
+            done.add(path.pop())
+            pending.pop()
+        elif target in path:
+            found.add((*path[path.index(target) :], target))
+        elif target not in done:
+            path.append(target)
+            pending.append(iter(targets.get(target, [])))
+    return sorted(found)
 
 
 def _mark_guessed_catalogs(conn: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]], at: int) -> None:

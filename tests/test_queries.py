@@ -1176,6 +1176,46 @@ def test_a_view_that_reads_itself_is_a_finding(tmp_path: Path) -> None:
     ]
 
 
+def test_views_sharing_ancestors_are_walked_once_per_depth_not_per_path(tmp_path: Path) -> None:
+    """A ladder of views, each reading both views of the level below: `uses`, `deps` and `impact`
+    walked every path, 2^levels of them (40 levels held a query for hours and 1.3 GB). Now a view is
+    walked once per depth (and, for `uses`, per view reading the table directly)."""
+    root = tmp_path / "warehouse"
+    levels = 16
+    for level in range(levels):
+        below = "db.t" if level == levels - 1 else f"db.l{level + 1}a JOIN db.l{level + 1}b USING (x)"
+        for side in "ab":
+            uuid = f"e6200000-0000-4000-8000-{level:06d}00000{'ab'.index(side)}"
+            View(root, "db", f"l{level}{side}", uuid).commit(1000, f"SELECT x FROM {below}")
+    top = View(root, "db", "top", "e6200000-0000-4000-8000-999999999999")
+    top.commit(1000, "SELECT x FROM db.l0a, db.l0b")
+    table = Table(root, "db", "t", "e6200000-0000-4000-8000-888888888888", schema=schema_of(("x", "int")))
+    table.commit(900, 1)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        deps = api.deps(conn, "db.top", transitive=True)
+        uses = api.uses(conn, "db.t", transitive=True)
+        broken = impact.impact(conn, "db.t", impact.parse_change("x", None, None))
+    # Each view's reads once: top's two, both of each upper level's, the lowest level's table.
+    assert len(deps["reads"]) == 2 + (levels - 1) * 2 * 2 + 2
+    upper_a = ["prod.db.top", *[f"prod.db.l{n}a" for n in range(levels - 1)]]
+    last = [[*upper_a, f"prod.db.l{levels - 1}a"], [*upper_a, f"prod.db.l{levels - 1}b"]]
+    assert [(r["table"], r["depth"], r["via"]) for r in deps["reads"][-2:]] == [
+        ("prod.db.t", levels + 1, last[0]),
+        ("prod.db.t", levels + 1, last[1]),
+    ]
+    # Each view once per view reading the table directly: the lowest level's two, then two each.
+    assert len(uses["views"]) == 2 + (levels - 1) * 2 * 2 + 2
+    assert [(v["view"], v["depth"], v["path"]) for v in uses["views"] if v["view"] == "prod.db.top"] == [
+        ("prod.db.top", levels + 1, last[0]),
+        ("prod.db.top", levels + 1, last[1]),
+    ]
+    assert sorted({use["view"] for use in broken["uses"]}) == sorted(
+        ["prod.db.top", *[f"prod.db.l{n}{side}" for n in range(levels) for side in "ab"]]
+    )
+
+
 def test_views_that_read_each_other_are_a_cycle_deps_names(tmp_path: Path) -> None:
     """`a` reads `b` reads `a`: `deps` stopped where the walk came back, without a word, so the
     answer read as two views reading one another as any two views do. Now it names the cycle."""

@@ -64,25 +64,27 @@ LEFT JOIN current shifted
    AND (shifted.catalog IS NULL OR r.namespace[1] = shifted.catalog OR NOT r.leads_with_catalog);
 
 -- deps_as_of(start, t): what view `start` reads, through views recursively; depth 1 is direct.
--- match: the least sure step of the path to the read, its own included.
+-- match: the least sure step of the path to the read, its own included. The walk reaches each view
+-- once per depth, by its surest path (then the least in order): views that share ancestors are
+-- walked in time linear in their reads, not path by path, whose number grows exponentially.
 CREATE OR REPLACE MACRO deps_as_of(start, t) AS TABLE
 WITH RECURSIVE reads AS MATERIALIZED (SELECT * FROM view_reads_as_of(t)),
-walk(view_id, depth, path, catalog, namespace, table_name, suffix, pin, catalog_unknown, target_view_id,
-     read_match, via) AS (
-    SELECT view_id, 1, [view_id], catalog, namespace, table_name, suffix, pin, catalog_unknown, target_view_id,
-           read_match, 0
-    FROM reads WHERE view_id = start
+readers(view_id, depth, path, via) AS (
+    SELECT start, 1, [start], 0
     UNION ALL
-    SELECT r.view_id, w.depth + 1, list_append(w.path, r.view_id), r.catalog, r.namespace, r.table_name,
-           r.suffix, r.pin, r.catalog_unknown, r.target_view_id, r.read_match,
-           greatest(w.via, w.read_match)
-    FROM walk w JOIN reads r ON r.view_id = w.target_view_id
-    WHERE NOT list_contains(w.path, r.view_id)
+    SELECT r.target_view_id, w.depth + 1,
+           first(list_append(w.path, r.target_view_id)
+                 ORDER BY greatest(w.via, r.read_match), list_append(w.path, r.target_view_id)),
+           min(greatest(w.via, r.read_match))
+    FROM readers w JOIN reads r ON r.view_id = w.view_id
+    WHERE r.target_view_id IS NOT NULL AND NOT list_contains(w.path, r.target_view_id)
+    GROUP BY r.target_view_id, w.depth
 )
-SELECT * EXCLUDE (read_match, via),
+SELECT r.view_id, w.depth, w.path, r.catalog, r.namespace, r.table_name, r.suffix, r.pin, r.catalog_unknown,
+       r.target_view_id,
        ['exact', 'namespace-and-name', 'other-catalog', 'leading-part', 'tied-file', 'shared-name'][
-           greatest(via, coalesce(read_match, 0)) + 1] AS match
-FROM walk;
+           greatest(w.via, coalesce(r.read_match, 0)) + 1] AS match
+FROM readers w JOIN reads r USING (view_id);
 
 -- uses_as_of(ref_catalog, ref_parts, t): views reading the table named by ref_parts (namespace
 -- levels then name; ref_catalog NULL when the table's catalog is unknown), directly (depth 1) or
@@ -159,26 +161,34 @@ walk(view_id, depth, path, catalog_unknown, certainty, path_names) AS (
     WHERE certainty IS NOT NULL GROUP BY view_id, view_name
     UNION ALL
     -- A view read through a view: matched by the rules of `direct`, the view's own name standing
-    -- for the table's (joined on the last part, so that the join stays a hash join).
-    SELECT r.view_id, w.depth + 1, list_prepend(r.view_id, w.path), w.catalog_unknown OR r.catalog IS NULL,
-           greatest(w.certainty, CASE
-               WHEN n.shared THEN 5
-               WHEN r.tied THEN 4
-               WHEN r.read_name <> n.read_name THEN 3
-               WHEN r.catalog = n.catalog THEN 0
-               WHEN r.catalog IS NULL OR n.catalog IS NULL THEN 1
-               ELSE 2 END),
-           list_prepend(r.view_name, w.path_names)
-    FROM walk w JOIN named n ON n.view_id = w.path[1]
-    JOIN reads r ON r.tail = n.tail
-    WHERE NOT list_contains(w.path, r.view_id)
-      AND ((r.read_name = n.read_name
-            AND (r.catalog IS NULL OR n.catalog IS NULL OR r.catalog = n.catalog
-                 OR r.catalog NOT IN (SELECT catalog FROM catalogs)))
-           OR (r.read_name LIKE '%' || chr(31) || n.read_name
-               AND len(string_split(r.read_name, chr(31))) = len(string_split(n.read_name, chr(31))) + 1
-               AND (n.catalog IS NULL OR split_part(r.read_name, chr(31), 1) = n.catalog
-                    OR split_part(r.read_name, chr(31), 1) NOT IN (SELECT catalog FROM catalogs))))
+    -- for the table's (joined on the last part, so that the join stays a hash join). A reader once
+    -- per depth and view reading the table directly, by its surest path there (then the least in
+    -- order): not once per path, whose number grows exponentially with shared ancestors.
+    SELECT view_id, depth, best.path, best.catalog_unknown, best.certainty, best.path_names FROM (
+        SELECT view_id, depth, first(step ORDER BY step.certainty, step.path) AS best FROM (
+            SELECT r.view_id, w.depth + 1 AS depth, w.path[-1] AS direct_reader,
+                   {'path': list_prepend(r.view_id, w.path),
+                    'catalog_unknown': w.catalog_unknown OR r.catalog IS NULL,
+                    'certainty': greatest(w.certainty, CASE
+                        WHEN n.shared THEN 5
+                        WHEN r.tied THEN 4
+                        WHEN r.read_name <> n.read_name THEN 3
+                        WHEN r.catalog = n.catalog THEN 0
+                        WHEN r.catalog IS NULL OR n.catalog IS NULL THEN 1
+                        ELSE 2 END),
+                    'path_names': list_prepend(r.view_name, w.path_names)} AS step
+            FROM walk w JOIN named n ON n.view_id = w.path[1]
+            JOIN reads r ON r.tail = n.tail
+            WHERE NOT list_contains(w.path, r.view_id)
+              AND ((r.read_name = n.read_name
+                    AND (r.catalog IS NULL OR n.catalog IS NULL OR r.catalog = n.catalog
+                         OR r.catalog NOT IN (SELECT catalog FROM catalogs)))
+                   OR (r.read_name LIKE '%' || chr(31) || n.read_name
+                       AND len(string_split(r.read_name, chr(31))) = len(string_split(n.read_name, chr(31))) + 1
+                       AND (n.catalog IS NULL OR split_part(r.read_name, chr(31), 1) = n.catalog
+                            OR split_part(r.read_name, chr(31), 1) NOT IN (SELECT catalog FROM catalogs))))
+        ) GROUP BY view_id, depth, direct_reader
+    )
 )
 SELECT view_id, path_names[1] AS view_name, depth, path, path_names, catalog_unknown,
        ['exact', 'namespace-and-name', 'other-catalog', 'leading-part', 'tied-file', 'shared-name'][
@@ -229,12 +239,15 @@ WITH RECURSIVE unknown AS MATERIALIZED (SELECT view_id, view_name FROM lineage_u
 reads AS MATERIALIZED (
     SELECT DISTINCT view_id, target_view_id FROM view_reads_as_of(t) WHERE target_view_id IS NOT NULL
 ),
-walk(view_id, through, path) AS (
-    SELECT r.view_id, u.view_name, [u.view_id, r.view_id] FROM reads r JOIN unknown u ON r.target_view_id = u.view_id
+-- Each reader once per depth, with the least `through` (and its least path) of that depth.
+walk(view_id, depth, through, path) AS (
+    SELECT r.view_id, 1, min(u.view_name), first([u.view_id, r.view_id] ORDER BY u.view_name, u.view_id)
+    FROM reads r JOIN unknown u ON r.target_view_id = u.view_id GROUP BY r.view_id
     UNION ALL
-    SELECT r.view_id, w.through, list_append(w.path, r.view_id)
+    SELECT r.view_id, w.depth + 1, min(w.through), first(list_append(w.path, r.view_id) ORDER BY w.through, w.path)
     FROM walk w JOIN reads r ON r.target_view_id = w.view_id
     WHERE NOT list_contains(w.path, r.view_id)
+    GROUP BY r.view_id, w.depth
 )
 SELECT h.view_id,
        CASE WHEN h.name_path IS NULL THEN h.view_id ELSE path_name(h.catalog, h.name_path) END AS view_name,

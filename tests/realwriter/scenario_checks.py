@@ -157,7 +157,7 @@ def uses_transitive_changes_with_time(conn: duckdb.DuckDBPyConnection, steps: St
     # The old big_days at step 20 and the re-created one at step 34 are different views.
     old = api.uses(conn, "prod.sales.orders", steps[20], transitive=True)["views"][-1]["view_id"]
     new = api.uses(conn, "prod.sales.orders", steps[34], transitive=True)["views"]
-    # One row per path: revenue_by_region reads orders through two views.
+    # One row per direct reader: revenue_by_region reads orders through two views.
     assert [(v["view"], v["depth"], v["path"][-1]) for v in new] == [
         ("prod.db.event_agg", 1, "prod.db.event_agg"),
         ("prod.sales.customer_revenue", 1, "prod.sales.customer_revenue"),
