@@ -2030,3 +2030,70 @@ def test_tables_whose_names_differ_only_in_case_are_a_shared_name(tmp_path: Path
     assert [(row["view"], row["column"], row["match"]) for row in lower["already_broken"]] == [
         ("prod.shop.v_amount", "amount", "shared-name")
     ]
+
+
+def test_a_trino_view_of_a_struct_column_is_not_stale_while_the_struct_is_unchanged(tmp_path: Path) -> None:
+    """Found by the sixteenth new-user trial: a Trino view projecting a struct column was already
+    broken (`stored-type`) from its creation, on every `impact` of the table: the table's Spark type
+    (`struct<...>`) was given to sqlglot to parse as Trino SQL, which has no such type, so the
+    output's type was unknown and never fit the stored one. The Spark view of the same SQL was not."""
+    root = tmp_path / "warehouse"
+
+    def owner(first_id: int) -> dict[str, Any]:
+        fields = [
+            {"id": first_id, "name": "nick", "required": False, "type": "string"},
+            {"id": first_id + 1, "name": "email", "required": False, "type": "string"},
+        ]
+        return {"type": "struct", "fields": fields}
+
+    customers = Table(
+        root, "db", "customers", "c1600000-0000-4000-8000-000000000001",
+        schema=schema_of(("cust_id", "int"), ("score", "int"), ("owner", owner(5))),
+    )  # fmt: skip
+    customers.commit(1000, 1)
+    stored = schema_of(("cust_id", "int"), ("owner", owner(2)))
+    sql = "SELECT cust_id, owner FROM db.customers"
+    for n, dialect in enumerate(("trino", "spark"), 2):
+        View(root, "db", f"{dialect}_owner", f"c1600000-0000-4000-8000-00000000000{n}", schema=stored).commit(
+            2000, sql, representations=[{"type": "sql", "sql": sql, "dialect": dialect}]
+        )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        answer = impact(conn, "db.customers", parse_change("score", None, None))
+        retyped = impact(conn, "db.customers", parse_change(None, None, "cust_id=long"))
+    assert answer["already_broken"] == []
+    assert answer["uses"] == []
+    assert retyped["stale_schemas"] == ["prod.db.spark_owner", "prod.db.trino_owner"]
+
+
+def test_a_choice_of_a_decimal_and_an_integer_is_typed_wide_enough_for_both(tmp_path: Path) -> None:
+    """Found by the sixteenth new-user trial, checked on Spark: `CASE ... THEN amount ELSE 0 END`
+    over decimal(10, 2) is decimal(12, 2) (the integer's ten digits), which the view stores; sqlglot
+    typed it decimal(10, 2), so widening `amount` to decimal(12, 2) changed the inferred type and
+    the view was listed stale, though Spark read it as before."""
+    root = tmp_path / "warehouse"
+    orders = Table(
+        root, "db", "orders", "c1610000-0000-4000-8000-000000000001",
+        schema=schema_of(("order_id", "long"), ("status", "string"), ("amount", "decimal(10, 2)")),
+    )  # fmt: skip
+    orders.commit(1000, 1)
+    views = {
+        "v_case": "SELECT order_id, CASE WHEN status = 'x' THEN amount ELSE 0 END AS amt FROM db.orders",
+        "v_if": "SELECT order_id, IF(status = 'x', amount, 0) AS amt FROM db.orders",
+        "v_coalesce": "SELECT order_id, coalesce(amount, 0) AS amt FROM db.orders",
+        "v_null": "SELECT order_id, CASE WHEN status = 'x' THEN amount END AS amt FROM db.orders",
+    }
+    stored = {name: "decimal(10, 2)" if name == "v_null" else "decimal(12, 2)" for name in views}
+    for n, (name, sql) in enumerate(views.items(), 2):
+        View(
+            root, "db", name, f"c1610000-0000-4000-8000-00000000000{n}",
+            schema=schema_of(("order_id", "long"), ("amt", stored[name])),
+        ).commit(2000, sql)  # fmt: skip
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        twelve = impact(conn, "db.orders", parse_change(None, None, "amount=decimal(12,2)"))
+        fourteen = impact(conn, "db.orders", parse_change(None, None, "amount=decimal(14,2)"))
+    assert twelve["stale_schemas"] == ["prod.db.v_null"]  # CASE without ELSE: amount's own type
+    assert fourteen["stale_schemas"] == [f"prod.db.{name}" for name in sorted(views)]

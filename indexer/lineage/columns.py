@@ -10,6 +10,7 @@ filter on the base column behind it.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -202,7 +203,7 @@ def _analyse(
         placeholder = f"_vl_t{len(placeholders)}"
         placeholders[placeholder] = key
         if schema is not None:
-            mapping[placeholder] = {name: kind for name, kind in schema}
+            mapping[placeholder] = {name: _in_dialect(kind, request.dialect) for name, kind in schema}
         elif key not in unknown:
             unknown.append(key)
         alias = table.alias or table.name
@@ -416,6 +417,18 @@ def _spelled(kind: exp.DataType | None) -> str | None:
     return spark_type(kind)
 
 
+@functools.lru_cache(maxsize=4096)
+def _in_dialect(kind: str, dialect: str) -> str:
+    """A Spark type string (`iceberg_type_sql`) as `dialect` spells it, for sqlglot's schema to
+    parse in the query's dialect: Trino has no `struct<...>` (it reads as an unknown type)."""
+    if dialect == "spark":
+        return kind
+    try:
+        return exp.DataType.build(kind, dialect="spark").sql(dialect, identify=True)
+    except SqlglotError:
+        return kind
+
+
 def spark_type(kind: exp.DataType) -> str:
     """A type in Spark's spelling, its struct fields' names quoted only where they must be."""
     spelled = kind.copy()
@@ -481,11 +494,46 @@ _DECIMAL_DIGITS: dict[str, dict[type[exp.Expr], Digits]] = {
 the engine's."""
 
 
+def _branches_widened(original: Mapping[str, Any]) -> Callable[[TypeAnnotator, exp.Expr], None]:
+    """An annotator of `CASE`, `IF` or `coalesce` that types it as sqlglot does (`original`), but
+    one whose branches hold a decimal as Spark and Trino do: wide enough for every branch's digits
+    (`CASE ... THEN decimal(10, 2) ELSE 0 END` is decimal(12, 2); sqlglot keeps decimal(10, 2))."""
+
+    def annotate(annotator: TypeAnnotator, chosen: exp.Expr) -> None:
+        original["annotator"](annotator, chosen)
+        if isinstance(chosen, exp.Case):
+            branches = [branch.args.get("true") for branch in chosen.args.get("ifs") or []]
+            branches.append(chosen.args.get("default"))
+        elif isinstance(chosen, exp.If):
+            branches = [chosen.args.get("true"), chosen.args.get("false")]
+        else:
+            branches = [chosen.this, *chosen.expressions]
+        kinds = [_spelled(branch.type) for branch in branches if branch is not None and not _is_null(branch)]
+        if not any(kind is not None and SPARK_DECIMAL.match(kind) for kind in kinds):
+            return
+        widest: str | None = kinds[0]
+        for kind in kinds[1:]:
+            widest = _wider(widest, kind)
+        if widest is not None:
+            annotator._set_type(chosen, exp.DataType.build(widest, dialect="spark"))
+
+    return annotate
+
+
+def _is_null(branch: exp.Expr) -> bool:
+    """`NULL`, which takes the other branches' type, even cast (as sqlglot casts `CASE`'s)."""
+    return isinstance(branch.this if isinstance(branch, exp.Cast) else branch, exp.Null)
+
+
 def _type_rules(dialect: Dialect) -> dict[type[exp.Expr], Any]:
-    """sqlglot's typing rules of the dialect, with its engine's for decimal aggregates."""
+    """sqlglot's typing rules of the dialect, with its engine's for decimal aggregates and for
+    the decimal a choice of branches (`CASE`, `IF`, `coalesce`) gives."""
     rules = dict(dialect.EXPRESSION_METADATA)
     for kind, digits in _DECIMAL_DIGITS.get(type(dialect).__name__.lower(), {}).items():
         rules[kind] = {"annotator": _decimal_aggregate(rules.get(kind, {}), digits)}
+    for choice in (exp.Case, exp.If, exp.Coalesce):
+        if "annotator" in rules.get(choice, {}):
+            rules[choice] = {"annotator": _branches_widened(rules[choice])}
     return rules
 
 
