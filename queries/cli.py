@@ -952,6 +952,9 @@ def impact(
             "(engines refuse such a view until it is re-created"
             + (f"; {assumed} of them assumed: a type that cannot be inferred)" if assumed else ")")
         )
+    running = {use["view"] for use in result["uses"] if use["keeps_running"]}
+    if running:
+        verdict += f", {len(running)} of them keep running with other values (see `reason`)"
     if result["uncertain"]:
         verdict += f", {result['uncertain']} of them matched uncertainly (see `match`)"
     if result["unresolved"]:
@@ -997,24 +1000,10 @@ def impact(
             f"stale stored schemas: {', '.join(result['stale_schemas'])}"
             + (f" (assumed: {', '.join(assumed)})" if assumed else "")
         )
-    output_for(fmt).result(
-        [
-            {
-                key: use[key]
-                for key in (
-                    "depth",
-                    "view",
-                    "reads",
-                    "column",
-                    "kind",
-                    "output",
-                    "schemas_known",
-                    "match",
-                )
-            }
-            for use in result["uses"]
-        ]
-    )
+    shown = ["depth", "view", "reads", "column", "kind", "output", "schemas_known", "match"]
+    if any(use["reason"] for use in result["uses"]):
+        shown.append("reason")
+    output_for(fmt).result([{key: use[key] for key in shown} for use in result["uses"]])
     if result["lineage_unknown"]:
         click.echo("lineage unknown:")
         output_for(fmt).result(result["lineage_unknown"])

@@ -878,6 +878,13 @@ def _schema_unknown(reader: _Reader, source: _Object, catalogs: frozenset[str]) 
     )
 
 
+_REBINDS = (
+    "keeps running with other values: Spark then reads `{}` as the output of that name before it "
+    "(a lateral column alias)"
+)
+"""The reason of a use that a drop or rename leaves reading a lateral alias (`ColumnUse.rebinds`)."""
+
+
 def _row(
     reader: _Reader, source: _Object, depth: int, column: str, kind: str, output: str | None, certainty: int
 ) -> dict[str, Any]:
@@ -894,6 +901,7 @@ def _row(
         "schemas_known": kind != "unknown" and source.schemas_known and not reader.lineage.unknown_schemas,
         "match": MATCHES[certainty],
         "unknown_schemas": [dotted([k[0], *k[1], k[2]]) for k in reader.lineage.unknown_schemas],
+        "keeps_running": False,
         "reason": None,
     }
 
@@ -1117,6 +1125,8 @@ def _walk(
             ):
                 by_position.add(reader.name)
                 continue
+            # Spark reads a lateral alias of the name instead: the view keeps running, on other values.
+            rebinding = breaks and reader.spark and bool(matched) and all(use.rebinds for use, _ in matched)
             # Of a view reading the table itself, which outputs' types no longer fit (None: unknown).
             fitting = going_stale(reader, source) if going_stale is not None else None
             for use, certainty in matched:
@@ -1137,8 +1147,12 @@ def _walk(
                         **_row(reader, source, depth, column, use.kind, output, certainty),
                         "via": [*source.via, f"{source.name}.{'.'.join(wanted)}"],
                         "schemas_known": known,
+                        "keeps_running": rebinding,
+                        "reason": _REBINDS.format(use.path[0]) if rebinding else None,
                     }
                 )
+                if rebinding:
+                    continue
                 if output is not None and (not retyped or goes_stale):  # an output of unchanged type
                     below = (output.lower(), *wanted[len(read) :])  # takes the question no further
                     via = (*source.via, f"{source.name}.{'.'.join(wanted)}")
@@ -1153,7 +1167,7 @@ def _walk(
                     )
             # A dropped or renamed column fails the view; a retyped one carried into an output
             # leaves its stored schema stale, which engines refuse when any reader resolves it.
-            if len(uses) > found and (breaks or reader.name in stale):
+            if len(uses) > found and not rebinding and (breaks or reader.name in stale):
                 queue.append((_whole(reader, uses[-1], "fails"), depth + 1))
             elif len(uses) == found and _schema_unknown(reader, source, catalogs):
                 unresolved = _whole_use(reader, source, depth, catalogs, "unknown")

@@ -2097,3 +2097,52 @@ def test_a_choice_of_a_decimal_and_an_integer_is_typed_wide_enough_for_both(tmp_
         fourteen = impact(conn, "db.orders", parse_change(None, None, "amount=decimal(14,2)"))
     assert twelve["stale_schemas"] == ["prod.db.v_null"]  # CASE without ELSE: amount's own type
     assert fourteen["stale_schemas"] == [f"prod.db.{name}" for name in sorted(views)]
+
+
+def test_a_dropped_column_a_lateral_alias_shadows_leaves_spark_s_view_running(tmp_path: Path) -> None:
+    """Found by the sixteenth new-user trial, checked on Spark: in `qty + 1 AS price, price * 2 AS
+    p2` the second `price` is the table's column while it exists; dropped, Spark reads the alias
+    instead and the view keeps running, p2 going from 12.5 to 6.0. `impact` listed the use as if
+    the view failed, and its readers as failing with it. The use now says what happens, and its
+    readers do not fail. A `price` read anywhere else (a filter) still fails the view."""
+    root = tmp_path / "warehouse"
+    orders = Table(
+        root, "db", "orders", "c1620000-0000-4000-8000-000000000001",
+        schema=schema_of(("order_id", "long"), ("qty", "int"), ("price", "double")),
+    )  # fmt: skip
+    orders.commit(1000, 1)
+    views = {
+        "lca": ("spark", "SELECT qty + 1 AS price, price * 2 AS p2 FROM db.orders"),
+        "lca_filter": ("spark", "SELECT qty + 1 AS price, price * 2 AS p2 FROM db.orders WHERE price > 0"),
+        "lca_trino": ("trino", "SELECT qty + 1 AS price, price * 2 AS p2 FROM db.orders"),
+        "on_lca": ("spark", "SELECT p2 FROM db.lca"),
+    }
+    for n, (name, (dialect, sql)) in enumerate(views.items(), 2):
+        columns = [("price", "int"), ("p2", "double")]
+        stored = schema_of(*(columns[1:] if name == "on_lca" else columns))
+        View(root, "db", name, f"c1620000-0000-4000-8000-00000000000{n}", schema=stored).commit(
+            2000, sql, representations=[{"type": "sql", "sql": sql, "dialect": dialect}]
+        )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        dropped = impact(conn, "db.orders", parse_change("price", None, None))
+    rebinds = (
+        "keeps running with other values: Spark then reads `price` as the output of that name before it "
+        "(a lateral column alias)"
+    )
+    assert [
+        (u["view"], u["column"], u["kind"], u["output"], u["keeps_running"], u["reason"])
+        for u in dropped["uses"]
+    ] == [
+        ("prod.db.lca", "price", "projected", "p2", True, rebinds),
+        ("prod.db.lca_filter", "price", "projected", "p2", False, None),
+        ("prod.db.lca_filter", "price", "filter", None, False, None),
+        ("prod.db.lca_trino", "price", "projected", "p2", False, None),
+    ]
+    text = CliRunner().invoke(cli, ["impact", "db.orders", "--drop-column", "price", "--db", str(db)])
+    assert text.stdout.splitlines()[0] == (
+        "drop-column prod.db.orders.price (double): 3 view(s) affected, 1 of them keep running with other "
+        "values (see `reason`)"
+    )
+    assert text.stdout.splitlines()[3].endswith(f"exact  {rebinds}")

@@ -67,6 +67,10 @@ class ColumnUse:
     """Whether the output column is one a `*` gives (or a field of one a `struct(*)` gives), through
     `*`s only from the table: no name in the SQL names it, so the view's column keeps its place (and
     its stored name) if it is renamed."""
+    rebinds: bool = False
+    """Whether the column is read by a name that an output before it in the same SELECT list also
+    has (`qty + 1 AS price, price * 2 AS p2`): dropped or renamed, in Spark the name then reads that
+    output (a lateral column alias), so the query keeps running with other values."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +170,7 @@ def _analyse(
         return ColumnLineage((), (), (), (Finding("sql-parse-error", Severity.ERROR, str(exc)[:200]),))
     fold_cte_names(statement, request.dialect)
     _name_generated_columns(statement, request.dialect)
+    _mark_lateral_names(statement, request.dialect)
     scopes = traverse_scope(statement)
     if unscoped_queries(statement, scopes):
         message = "a query passed to a generator (`explode((SELECT ...))`): its columns are not traced"
@@ -281,6 +286,26 @@ def _name_generated_columns(statement: exp.Expr, dialect: str) -> None:
         for projection in list(select.expressions):
             if isinstance(projection, exp.Explode) and not isinstance(projection, exp.Posexplode):
                 projection.replace(exp.alias_(projection.copy(), "col"))
+
+
+_LATERAL = "viewlineage_lateral_name"
+"""Meta key on an unqualified column of a projection whose name an earlier output has too."""
+
+
+def _mark_lateral_names(statement: exp.Expr, dialect: str) -> None:
+    """Marks the columns `ColumnUse.rebinds` is about, while they are unqualified as written (after
+    `qualify` every column names its table). Spark's dialects alone resolve lateral aliases."""
+    if dialect not in _GENERATED_NAMES:
+        return
+    for select in statement.find_all(exp.Select):
+        earlier: set[str] = set()
+        for projection in select.expressions:
+            for column in projection.find_all(exp.Column):
+                own = column.find_ancestor(exp.Select) is select
+                if own and not column.table and column.name.lower() in earlier:
+                    column.meta[_LATERAL] = True
+            if isinstance(projection, exp.Alias):
+                earlier.add(projection.alias.lower())
 
 
 def _argument_stars(select: exp.Select) -> list[exp.Expr]:
@@ -954,6 +979,11 @@ def _context(node: exp.Expr, select: exp.Expr) -> tuple[str, bool, exp.Expr | No
     return OTHER, aggregated, None
 
 
+def _aggregated(kind: str, aggregated: bool) -> str:
+    """A projected use's kind, `aggregate` if an aggregate reads it where it is resolved."""
+    return AGGREGATE if aggregated and kind == PROJECTED else kind
+
+
 class _Walker:
     def __init__(
         self,
@@ -999,8 +1029,9 @@ class _Walker:
                     named = select.meta.get(_NAMED)
                     if named is not None and projection.alias_or_name not in named:
                         continue  # a `*`'s column: unread, nothing names it (dropping it breaks no query)
+                    rebinds = column.meta.get(_LATERAL, False)
                     self.unread.setdefault(id(projection), []).extend(
-                        ColumnUse(table, path, AGGREGATE if aggregated and kind == PROJECTED else kind, None)
+                        ColumnUse(table, path, _aggregated(kind, aggregated), None, rebinds=rebinds)
                         for table, path, _, aggregated, _ in self._resolve(scope, column, set())
                     )
                     continue
@@ -1011,10 +1042,11 @@ class _Walker:
                 starred = by_place and scope in _branches(root)
             else:  # a `*` a function is passed, in a filter or GROUP BY, reads by position as well
                 flows, starred = (None,), column.meta.get(_STAR_ARGUMENT, False) and scope in _branches(root)
+            rebinds = column.meta.get(_LATERAL, False)
             for table, path, _, aggregated, named in self._resolve(scope, column, set()):
-                final = AGGREGATE if aggregated and kind == PROJECTED else kind
+                final = _aggregated(kind, aggregated)
                 self.uses.extend(
-                    ColumnUse(table, path, final, output, starred and not named) for output in flows
+                    ColumnUse(table, path, final, output, starred and not named, rebinds) for output in flows
                 )
 
     def _pivoted(
