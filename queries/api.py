@@ -754,11 +754,21 @@ def uses(
         else []
     )
     dropped = drop[0] if drop and drop[0]["dropped_ms"] <= at else None
+    first = (
+        query_rows(
+            conn, "SELECT min(commit_ms) AS ms FROM table_files WHERE table_id = ?", [named[0]["table_id"]]
+        )
+        if len(named) == 1
+        else []
+    )
+    created_ms = first[0]["ms"] if first else None
     return {
         "table": dotted([catalog, *reference]),
         "as_of_ms": as_of_ms,
         "as_of": iso(as_of_ms),
         "transitive": transitive,
+        "created_ms": created_ms,
+        "created_at": iso(created_ms),
         "dropped_ms": dropped["dropped_ms"] if dropped else None,
         "dropped_at": iso(dropped["dropped_ms"]) if dropped else None,
         "dropped_source": dropped["source"] if dropped else None,

@@ -117,13 +117,15 @@ class _MainTableOutput(Output):
         views |= {str(row) for row in rows if isinstance(row, str)}  # a list of view names
         named = ", ".join(sorted(views)) or f"{len(rows)}"
         click.echo(
-            f"warning: {title}: {named} (not in this table; --format text or json lists them)", err=True
+            f"warning: {title}: {named} (not in this table; --format text, json or markdown lists them)",
+            err=True,
         )
 
 
 SIDE_TABLES = {
     "lineage_unknown": "lineage unknown, so they could read or use anything",
-    "already_broken": "already broken: they read columns the table does not have",
+    "already_broken": "already broken: they read columns the table no longer has (renamed or dropped), or "
+    "whose type no longer fits their stored schema (kind stored-type: retyped)",
     "stale_schemas": "views whose stored schema goes stale: engines refuse them until they are re-created",
     "stale_schemas_assumed": "of those, assumed stale: an output type that cannot be inferred",
     "by_position": "Spark views reading it only by position (through `*`, or the struct or array holding "

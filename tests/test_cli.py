@@ -315,7 +315,7 @@ def test_csv_and_markdown_never_leave_unknown_lineage_unsaid(tmp_path: Path) -> 
     index_locations([str(root)], settings_for(db))
     warning = (
         "warning: lineage unknown, so they could read or use anything: db.broken (not in this table; "
-        "--format text or json lists them)\n"
+        "--format text, json or markdown lists them)\n"
     )
     deps = CliRunner().invoke(cli, ["deps", "db.broken", "--format", "csv", "--db", str(db)])
     assert (deps.exit_code, deps.stdout, deps.stderr) == (0, "", warning)
@@ -458,9 +458,10 @@ def test_history_exports_and_sql_errors_say_everything_on_one_line(sample_store:
     )
     assert exported.stderr.splitlines() == [
         # each commit that changed properties (the fourth new-user trial: "property-only" counted them all)
-        "warning: commits that changed properties: 1 (not in this table; --format text or json lists them)",
+        "warning: commits that changed properties: 1 (not in this table; --format text, json or markdown "
+        "lists them)",
         "warning: earlier or later views or tables at the same path: prod.db.big_days (not in this table; "
-        "--format text or json lists them)",
+        "--format text, json or markdown lists them)",
     ]
     failed = CliRunner().invoke(cli, ["sql", "SELECT count(*) FROM views", "--db", str(sample_store)])
     assert (failed.exit_code, failed.stderr) == (

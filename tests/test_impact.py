@@ -789,6 +789,19 @@ def test_a_rename_under_a_star_breaks_trino_s_view_not_spark_s(tmp_path: Path) -
     assert text.stdout.splitlines()[0] == (
         "drop-column prod.exp.t.a (int): 2 view(s) affected, 1 of them already broken (see below)"
     )
+    # The sixteenth trial: markdown and csv titled these "columns the table does not have", and
+    # csv sent its readers to text or json only.
+    title = (
+        "already broken: they read columns the table no longer has (renamed or dropped), or whose type "
+        "no longer fits their stored schema (kind stored-type: retyped)"
+    )
+    args = ["impact", "exp.t", "--drop-column", "a", "--db", str(db), "--format"]
+    markdown = CliRunner().invoke(cli, [*args, "markdown"])
+    assert f"\n{title}:\n\n| view | view_id | column | kind | match |\n" in markdown.stdout
+    csv_run = CliRunner().invoke(cli, [*args, "csv"])
+    assert csv_run.stderr.splitlines() == [
+        f"warning: {title}: prod.exp.v_trino (not in this table; --format text, json or markdown lists them)"
+    ]
 
 
 def test_spark_views_projecting_a_renamed_column_through_stars_keep_working(tmp_path: Path) -> None:
@@ -845,10 +858,10 @@ def test_spark_views_projecting_a_renamed_column_through_stars_keep_working(tmp_
     )
     assert csv.stderr.splitlines() == [
         "warning: Spark views reading it only by position (through `*`, or the struct or array holding it): "
-        "they keep working: prod.exp.v_cte_star, prod.exp.v_star (not in this table; --format text or json "
-        "lists them)",
+        "they keep working: prod.exp.v_cte_star, prod.exp.v_star (not in this table; --format text, json or "
+        "markdown lists them)",
         "warning: views reading it by time travel or a tag, in that snapshot's schema: not affected: "
-        "prod.exp.v_tt_star (not in this table; --format text or json lists them)",
+        "prod.exp.v_tt_star (not in this table; --format text, json or markdown lists them)",
     ]
     # Found by the twelfth new-user trial: markdown failed on lists of names (AttributeError).
     markdown = CliRunner().invoke(

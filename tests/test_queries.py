@@ -1253,7 +1253,7 @@ def test_views_that_read_each_other_are_a_cycle_deps_names(tmp_path: Path) -> No
     csv_run = CliRunner().invoke(cli, ["deps", "db.top", "--format", "csv", "--db", str(db)])
     assert csv_run.stderr.splitlines() == [
         "warning: views that read themselves through views: no engine can run them: prod.db.a "
-        "(not in this table; --format text or json lists them)"
+        "(not in this table; --format text, json or markdown lists them)"
     ]
 
 

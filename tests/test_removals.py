@@ -358,6 +358,30 @@ def test_uses_of_a_dropped_table_says_it_was_dropped(tmp_path: Path) -> None:
     )
 
 
+def test_uses_before_the_table_was_created_says_it_did_not_exist_yet(tmp_path: Path) -> None:
+    """Found by the sixteenth new-user trial: `uses` at a time before the table's first metadata
+    file answered its views (or none) with no word, while `table` and `impact` refused the time."""
+    root = tmp_path / "warehouse"
+    table = Table(root, "db", "t", "e7000000-0000-4000-8000-000000000021", schema=schema_of(("a", "long")))
+    table.commit(2000, 1)
+    View(root, "db", "v", "e7000000-0000-4000-8000-000000000022").commit(1000, "SELECT a FROM db.t")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        early, late = api.uses(conn, "db.t", 1500), api.uses(conn, "db.t", 2500)
+    assert (early["created_at"], [v["view"] for v in early["views"]]) == (
+        "1970-01-01T00:00:02.000Z",
+        ["prod.db.v"],
+    )
+    assert (late["created_ms"], [v["view"] for v in late["views"]]) == (2000, ["prod.db.v"])
+    args = ["uses", "db.t", "--db", str(db), "--as-of"]
+    assert CliRunner().invoke(cli, [*args, "1970-01-01T00:00:01.500Z"]).stderr == (
+        "warning: table prod.db.t has no metadata file committed by 1970-01-01T00:00:01.500Z (its first is "
+        "of 1970-01-01T00:00:02.000Z): the views listed read a table that did not exist yet\n"
+    )
+    assert CliRunner().invoke(cli, [*args, "1970-01-01T00:00:02.500Z"]).stderr == ""
+
+
 @pytest.mark.parametrize("order", ["removal, then the file back", "the file, then its removal"])
 def test_a_removal_and_the_file_back_in_one_transaction_keep_their_order(tmp_path: Path, order: str) -> None:
     """Found under load in the twelfth round: a follower's removal and the file back, built one

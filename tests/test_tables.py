@@ -395,7 +395,7 @@ def test_a_table_name_resolves_to_the_table_that_held_it_at_the_time(tmp_path: P
     exported = CliRunner().invoke(cli, ["table-history", "db.t", "--format", "csv", "--db", str(db)])
     assert exported.stderr.splitlines() == [
         "warning: earlier or later views or tables at the same path: prod.db.t (not in this table; "
-        "--format text or json lists them)"
+        "--format text, json or markdown lists them)"
     ]
 
 
