@@ -883,6 +883,11 @@ _REBINDS = (
     "(a lateral column alias)"
 )
 """The reason of a use that a drop or rename leaves reading a lateral alias (`ColumnUse.rebinds`)."""
+_OPAQUE = (
+    "may use it: the view reads fields of a value made of {} by name (`map_values(m).price`, "
+    "`nick` of `SELECT owner.* ...`), which the analysis cannot map onto its fields"
+)
+"""The reason of a use of a column or field above the one asked, read opaquely (`ColumnUse.opaque`)."""
 
 
 def _row(
@@ -1121,7 +1126,10 @@ def _walk(
                 change == RENAME
                 and reader.spark
                 and matched
-                and all(use.starred or len(use.path) < len(source.column) for use, _ in matched)
+                and all(
+                    use.starred or (len(use.path) < len(source.column) and not use.opaque)
+                    for use, _ in matched
+                )
             ):
                 by_position.add(reader.name)
                 continue
@@ -1148,7 +1156,11 @@ def _walk(
                         "via": [*source.via, f"{source.name}.{'.'.join(wanted)}"],
                         "schemas_known": known,
                         "keeps_running": rebinding,
-                        "reason": _REBINDS.format(use.path[0]) if rebinding else None,
+                        "reason": _REBINDS.format(use.path[0])
+                        if rebinding
+                        else _OPAQUE.format(column)
+                        if use.opaque and len(read) < len(wanted)
+                        else None,
                     }
                 )
                 if rebinding:

@@ -67,6 +67,10 @@ class ColumnUse:
     """Whether the output column is one a `*` gives (or a field of one a `struct(*)` gives), through
     `*`s only from the table: no name in the SQL names it, so the view's column keeps its place (and
     its stored name) if it is renamed."""
+    opaque: bool = False
+    """Whether fields of a value made of the path are read by name, which the analysis cannot map
+    onto the path's fields (`map_values(m).price`, `nick` of `SELECT owner.* ...`): a rename or
+    drop of any field below the path may break the query."""
     rebinds: bool = False
     """Whether the column is read by a name that an output before it in the same SELECT list also
     has (`qty + 1 AS price, price * 2 AS p2`): dropped or renamed, in Spark the name then reads that
@@ -256,6 +260,7 @@ def _analyse(
     )
     for scope in traverse_scope(qualified):
         _expand_argument_stars(scope, mapping)
+        _fields_of_derived_columns(scope)
     walker = _Walker(placeholders, renames, schemas_known=not unknown, columns=mapping)
     scopes = traverse_scope(qualified)
     root = scopes[-1]
@@ -288,6 +293,8 @@ def _name_generated_columns(statement: exp.Expr, dialect: str) -> None:
                 projection.replace(exp.alias_(projection.copy(), "col"))
 
 
+_GIVEN_NAME = re.compile(r"_col_\d+")
+"""The name `qualify` gives a projection its SQL does not name (`inline(items)`)."""
 _LATERAL = "viewlineage_lateral_name"
 """Meta key on an unqualified column of a projection whose name an earlier output has too."""
 
@@ -306,6 +313,27 @@ def _mark_lateral_names(statement: exp.Expr, dialect: str) -> None:
                     column.meta[_LATERAL] = True
             if isinstance(projection, exp.Alias):
                 earlier.add(projection.alias.lower())
+
+
+def _fields_of_derived_columns(scope: Scope) -> None:
+    """`value.price` where no source is named `value`: a field of the column `value` of the query's
+    only source, as Spark resolves it, which `qualify` takes for a table's column when it does not
+    know the source's columns (`SELECT explode(m) FROM t`'s `key` and `value`)."""
+    select = scope.expression
+    generators = [name for name, source in scope.sources.items() if _generates(source)]
+    sources = generators or [name for name in scope.selected_sources if name not in generators]
+    if not isinstance(select, exp.Select) or len(sources) != 1 or select.find(exp.Pivot):
+        return
+    for column in list(select.find_all(exp.Column)):
+        table = column.table
+        if not table or column.args.get("db") or column.find_ancestor(exp.Select) is not select:
+            continue
+        outer: Scope | None = scope
+        while outer is not None and table not in outer.sources:
+            outer = outer.parent
+        if outer is None and not isinstance(column.this, exp.Star):
+            holder = exp.column(table, table=sources[0])
+            column.replace(exp.Dot(this=holder, expression=column.this.copy()))
 
 
 def _argument_stars(select: exp.Select) -> list[exp.Expr]:
@@ -729,6 +757,11 @@ VALUE, ELEMENTS, READ, FIELD = "value", "elements", "read", "field:"
 each of its elements (`e.price` in `transform(items, e -> e.price)`); or only read on the way
 (`e.qty` in `filter(items, e -> e.qty > 0)`); or a field of it, `field:` and its name (`s.b` in
 `struct(s.b AS b)`)."""
+MADE, OPAQUE = "made", "opaque"
+"""Also: what the value is made of by a function the analysis does not see through (`s` in
+`to_json(s)`, `arrays_zip(a, b)`); and such a value, or a column the analysis cannot trace to a
+projection (`nick` of `SELECT owner.* ...`), whose fields are then read by name (`map_values(m).price`):
+which of the path's fields are read, by name, cannot be told (`ColumnUse.opaque`)."""
 
 
 def _below(node: exp.Expr, datatype: exp.DataType | None) -> list[tuple[tuple[str, ...], str]]:
@@ -756,7 +789,7 @@ def _below(node: exp.Expr, datatype: exp.DataType | None) -> list[tuple[tuple[st
         elif isinstance(parent, exp.Bracket) and node.arg_key == "this":
             step = _subscript(datatype, parent)
             if step is None:
-                break
+                return [(tuple(steps), OPAQUE if _field_read_above(parent) else MADE), *passed]
             steps.append(step)
             datatype = _part(datatype, step) if step in _PARTS else _field(datatype, step)
         elif _returns_it(parent, node):
@@ -774,10 +807,23 @@ def _below(node: exp.Expr, datatype: exp.DataType | None) -> list[tuple[tuple[st
                     passed.append(((*steps, step, *below), made))
             if not higher_order.returns_arguments:  # the elements, if returned, go on
                 return passed or [(tuple(steps), READ)]  # a lambda reading none of it: read whole
-        else:
+        elif isinstance(parent, exp.Explode | exp.Inline):  # a generator's parts: `_projected_part`
+            break
+        elif isinstance(parent, exp.Func | exp.Binary | exp.Unary):  # a value made of it
+            return [(tuple(steps), OPAQUE if _field_read_above(parent) else MADE), *passed]
+        else:  # where the expression ends (`AS x`, the query)
             break
         node = parent
     return [(tuple(steps), VALUE if member is None else f"{FIELD}{member}"), *passed]
+
+
+def _field_read_above(node: exp.Expr) -> bool:
+    """Whether the expression around `node` (up to its query) reads a field of a value made of it."""
+    while node.parent is not None and not isinstance(node, exp.Query):
+        if isinstance(node.parent, exp.Dot | exp.Bracket) and node.arg_key == "this":
+            return True
+        node = node.parent
+    return False
 
 
 def _member(node: exp.Expr) -> str | None:
@@ -795,13 +841,18 @@ def _composed(
 ) -> tuple[tuple[str, ...], str]:
     """What a query reads of a table, and what that is of its value (`outer`), where it reads
     `fields` below a CTE's or subquery's column whose projection reads `inner` (`role`: what that
-    is of the column's value): `inner` as it is, only read, when the fields are not of it."""
+    is of the column's value): `inner` as it is, only read, when the fields are not of it; opaque
+    when fields are read by name of a value only made of it."""
+    if role == OPAQUE or (outer == OPAQUE and role != READ and role != VALUE):
+        return inner, OPAQUE
+    if role == MADE:
+        return inner, OPAQUE if fields else outer if outer in (MADE, READ) else MADE
     if role == VALUE or not fields:
         return (*inner, *fields), outer if role == VALUE else role if outer == VALUE else READ
     if role.startswith(FIELD) and fields[:1] and fields[0].lower() == role[len(FIELD) :].lower():
         return (*inner, *fields[1:]), outer
-    if role == ELEMENTS and fields[:1] == ("element",):
-        return (*inner, *fields[1:]), outer
+    if role == ELEMENTS:
+        return ((*inner, *fields[1:]), outer) if fields[:1] == ("element",) else (inner, OPAQUE)
     return inner, READ
 
 
@@ -1031,8 +1082,15 @@ class _Walker:
                         continue  # a `*`'s column: unread, nothing names it (dropping it breaks no query)
                     rebinds = column.meta.get(_LATERAL, False)
                     self.unread.setdefault(id(projection), []).extend(
-                        ColumnUse(table, path, _aggregated(kind, aggregated), None, rebinds=rebinds)
-                        for table, path, _, aggregated, _ in self._resolve(scope, column, set())
+                        ColumnUse(
+                            table,
+                            path,
+                            _aggregated(kind, aggregated),
+                            None,
+                            opaque=role == OPAQUE,
+                            rebinds=rebinds,
+                        )
+                        for table, path, role, aggregated, _ in self._resolve(scope, column, set())
                     )
                     continue
                 inner = kind
@@ -1043,10 +1101,11 @@ class _Walker:
             else:  # a `*` a function is passed, in a filter or GROUP BY, reads by position as well
                 flows, starred = (None,), column.meta.get(_STAR_ARGUMENT, False) and scope in _branches(root)
             rebinds = column.meta.get(_LATERAL, False)
-            for table, path, _, aggregated, named in self._resolve(scope, column, set()):
-                final = _aggregated(kind, aggregated)
+            for table, path, role, aggregated, named in self._resolve(scope, column, set()):
+                final, opaque = _aggregated(kind, aggregated), role == OPAQUE
                 self.uses.extend(
-                    ColumnUse(table, path, final, output, starred and not named, rebinds) for output in flows
+                    ColumnUse(table, path, final, output, starred and not named, opaque, rebinds)
+                    for output in flows
                 )
 
     def _pivoted(
@@ -1097,7 +1156,12 @@ class _Walker:
         FROM the generator follows. An explode of a column gives its elements (`item.q` reads
         `items.element.q`), or a map's keys and values; other arguments flow in as a whole."""
         names = [alias.name for alias in lateral.args["alias"].columns] if lateral.args.get("alias") else []
-        if column.name not in names:
+        if column.name not in names or isinstance(lateral.this, exp.Inline):
+            # Columns the SQL does not name (`explode(items)`'s `col`), or an inline's, which are
+            # the fields of its elements in order: what the generator reads, opaque.
+            for inner in lateral.this.find_all(exp.Column):
+                for table, path, _, aggregated, named in self._resolve(scope, inner, seen):
+                    yield table, path, OPAQUE, aggregated, named
             return
         position, generator = names.index(column.name), lateral.this
         for inner in generator.find_all(exp.Column):
@@ -1233,5 +1297,28 @@ class _Walker:
                             part = generated[1]
                             path, role = (*path, *part) if part else path, role if part else READ
                         found.append((table, path, role, aggregated or below, named or named_below))
+            if name not in names:
+                found = self._untraced(source, seen)
             self.projected[key] = list(dict.fromkeys(found))
         return self.projected[key]
+
+    def _untraced(self, source: Scope, seen: set[tuple[int, str]]) -> list[_Resolved]:
+        """A column a CTE or derived table names nowhere, which a projection of it the analysis
+        cannot name gives (`owner.*`, `inline(items)`, `explode(m)`): what those read, opaque."""
+        found: list[_Resolved] = []
+        for branch in _branches(source):
+            select = _select(branch)
+            for projection in select.expressions:
+                name = projection.alias_or_name
+                generated = isinstance(projection.unalias(), exp.Explode | exp.Inline)
+                unnamed = name in ("", "*") or _GIVEN_NAME.fullmatch(name) is not None
+                if isinstance(projection, exp.Aliases) or not (unnamed or generated):
+                    continue
+                self.read.add(id(projection))
+                for inner in projection.find_all(exp.Column):
+                    if inner.find_ancestor(exp.Select) is select:
+                        found.extend(
+                            (table, path, OPAQUE, aggregated, True)
+                            for table, path, _, aggregated, _ in self._resolve(branch, inner, seen)
+                        )
+        return found
