@@ -144,17 +144,11 @@ class EventIngest:
         except TransientReadError as exc:
             raise SourceUnavailable(url, f"the object store does not answer: {exc.message}") from exc
 
-    def _written_since(self, url: str, created_ms: dict[str, int | None]) -> int | None:
+    def _written_since(self, url: str, created_ms: dict[str, int | None], written_now: int) -> int:
         """When the object at `url` was last known written: by the newest create event this process
-        saw (in this batch or before), or by the object there now (what a restart, which forgets
-        the creates, still knows); None when nothing says."""
-        times = (created_ms.get(url), self._created.get(url), self._written_ms(url))
-        return max((ms for ms in times if ms is not None), default=None)
-
-    def _still_there(self, url: str) -> bool:
-        """Whether the object a removal of one of its versions named is still there (another
-        version is current): then the metadata file was not removed."""
-        return self._written_ms(url) is not None
+        saw (in this batch or before), or by the object there now (`written_now`, what a restart,
+        which forgets the creates, still knows)."""
+        return max(ms for ms in (created_ms.get(url), self._created.get(url), written_now) if ms is not None)
 
     def _remember(self, locations: Iterable[str]) -> None:
         for location in locations:
@@ -195,9 +189,12 @@ class EventIngest:
                     built.outcomes["skipped:not-metadata-key"] += 1
                 elif not allowed(url, self.prefixes):
                     built.outcomes["skipped:outside-allowed-prefix"] += 1
-                elif event.kind is EventKind.REMOVED and event.removed_version and self._still_there(url):
-                    built.outcomes["skipped:other-versions-remain"] += 1
                 elif event.kind is EventKind.REMOVED:
+                    written_now = self._written_ms(url)  # None: the object is gone
+                    if event.removed_version and written_now is not None:
+                        # One version of it removed, another current: the metadata file stays.
+                        built.outcomes["skipped:other-versions-remain"] += 1
+                        continue
                     removed_ms = event.event_ms if event.event_ms is not None else message.timestamp_ms
                     now_ms = int(time.time() * 1000)
                     # Neither the event nor Kafka says when, or says a time to come (a skewed or forged
@@ -205,7 +202,8 @@ class EventIngest:
                     # current now and dropped at once): now is closest, and no later than the truth.
                     if removed_ms is None or removed_ms > now_ms + FUTURE_EVENT_SLACK_MS:
                         removed_ms = now_ms
-                    if _newer(self._written_since(url, created_ms), removed_ms) and self._still_there(url):
+                    since = None if written_now is None else self._written_since(url, created_ms, written_now)
+                    if _newer(since, removed_ms):
                         # A delete older than a create seen already, or than the object there now: an
                         # earlier incarnation's, late (the thirteenth adversarial trial: it dropped a
                         # live view; the fourteenth and fifteenth: after a restart, which forgets the
