@@ -93,9 +93,9 @@ class Settings(BaseModel):
         pattern=r"^\s*\d+(\.\d+)?\s*([KMGT]i?B)\s*$",
         description="DuckDB memory limit of a process that answers queries (the query commands, "
         "`sql`, `serve`, a follower's API), e.g. `512MiB`. Queries do not spill to disk: one that "
-        "needs more is stopped with an error (exit 1; HTTP 503). Some of DuckDB's functions build "
-        "a whole string in one call, outside the limit and past query-timeout (`repeat`): `sql` "
-        "stops such a query only once that call returns.",
+        "needs more is stopped with an error (exit 1; HTTP 503). DuckDB builds lists and strings "
+        "(`range(n)`, `repeat`) outside the limit: while `sql` runs, its process's data is bounded "
+        "to three times the limit over what it held, so that such a query fails with the same error.",
     )
     sql_max_rows: int = Field(
         100_000,

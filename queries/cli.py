@@ -26,7 +26,7 @@ from viewlineage.indexer.errors import UsageError, ViewLineageError
 from viewlineage.queries import api, changes, diff, mviews, search, table_history
 from viewlineage.queries import graph as graphs
 from viewlineage.queries.output import FORMATS, cell, output_for, side_by_side_text
-from viewlineage.sinks.readers import Readers, answered_within, open_reader
+from viewlineage.sinks.readers import Readers, answered_within, open_reader, process_memory_bounded
 
 if TYPE_CHECKING:
     from viewlineage.indexer.pipeline.health import Health
@@ -1092,10 +1092,16 @@ def quarantine(context: click.Context, limit: int | None, offset: int, fmt: str)
 def sql(context: click.Context, query: str, fmt: str, sql_max_rows: int | None) -> None:
     """Run QUERY on a read-only, sandboxed connection (no file or network access); `-` reads it
     from standard input."""
-    most = _query_settings(context, sql_max_rows=sql_max_rows).sql_max_rows
+    settings = _query_settings(context, sql_max_rows=sql_max_rows)
+    most = settings.sql_max_rows
     if query == "-":
         query = sys.stdin.read()
-    rows = _ask(context, lambda conn: api.run_sql(conn, query, most))
+
+    def run(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+        with process_memory_bounded(conn):
+            return api.run_sql(conn, query, most)
+
+    rows = _ask(context, run)
     if len(rows) > most:
         rows = rows[:most]
         click.echo(

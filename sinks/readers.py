@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import resource
 import signal
 import threading
 import time
@@ -41,6 +42,36 @@ No temporary directory either: DuckDB lets a sandboxed connection write there (`
 
 QUERY_MEMORY = "2GiB"
 """A reader's DuckDB memory limit unless the setting `query-memory` says otherwise."""
+
+_BINARY_UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+
+
+def memory_limit_bytes(conn: duckdb.DuckDBPyConnection) -> int:
+    """The connection's DuckDB memory limit in bytes (DuckDB spells it `256.0 MiB`)."""
+    text = conn.execute("SELECT current_setting('memory_limit')").fetchall()
+    value, unit = (text[0][0] if text else "0 bytes").split()
+    return int(float(value) * _BINARY_UNITS[unit])
+
+
+@contextlib.contextmanager
+def process_memory_bounded(conn: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Bounds the data of this process (`RLIMIT_DATA`) to what it holds now and three times the
+    connection's memory limit while a process runs any SQL (`sql`): DuckDB's list and string
+    builders allocate outside its limit (`len(range(150000000))` held 14 GB under 256MiB), and now
+    fail with DuckDB's out-of-memory error instead. Three: DuckDB's own, what it does not count,
+    and the rows handed to Python."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        held = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmData:"))
+    previous = soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    wanted = held + 3 * memory_limit_bytes(conn)
+    if hard != resource.RLIM_INFINITY:
+        wanted = min(wanted, hard)
+    if soft == resource.RLIM_INFINITY or wanted < soft:
+        resource.setrlimit(resource.RLIMIT_DATA, (wanted, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_DATA, previous)
 
 
 def replica_path(path: str | os.PathLike[str]) -> Path:

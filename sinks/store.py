@@ -32,7 +32,13 @@ import pyarrow.compute as pc
 
 from viewlineage.indexer.errors import RebuildPending, StoreAbandoned, StoreError
 from viewlineage.sinks import spans
-from viewlineage.sinks.readers import REBUILD_INTERRUPTED, recorded_in, replica_path, replicas_directory
+from viewlineage.sinks.readers import (
+    REBUILD_INTERRUPTED,
+    memory_limit_bytes,
+    recorded_in,
+    replica_path,
+    replicas_directory,
+)
 from viewlineage.sinks.schema import install_queries, migrate, reindex_needed
 from viewlineage.sinks.tables import (
     BACK,
@@ -50,8 +56,6 @@ MEMORY_RAISE = 1.1
 fills whatever limit is set, not what the indexes need."""
 MEMORY_RAISES = 16
 """How often one statement or batch may raise the store's memory limit before failing (4.6x in all)."""
-_BINARY_UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
-
 INDEXED_LOOKUP_KEYS = 2048
 DISK_FULL = "No space left on device"
 ROW_ERRORS = (
@@ -486,12 +490,11 @@ class Store:
             if self._memory_raises != raises:  # raised meanwhile: the caller tries under that
                 return
             self._memory_raises += 1
-            text = conn.execute("SELECT current_setting('memory_limit')").fetchall()
-            value, unit = (text[0][0] if text else "0 bytes").split()
-            raised = int(float(value) * _BINARY_UNITS[unit] * MEMORY_RAISE)
+            limit = memory_limit_bytes(conn)
+            raised = int(limit * MEMORY_RAISE)
             conn.execute(f"SET memory_limit = '{raised // 2**20}MiB'")  # global: every connection's
         warnings.warn(
-            f"store memory limit raised from {value} {unit} to {raised // 2**20} MiB: "
+            f"store memory limit raised from {limit / 2**20:.1f} MiB to {raised // 2**20} MiB: "
             f"{str(error).splitlines()[0]}",
             RuntimeWarning,
             stacklevel=4,

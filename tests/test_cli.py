@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -108,6 +109,24 @@ def test_a_query_past_its_memory_limit_is_one_line(sample_store: Path) -> None:
         "error: the query needed more than its memory limit of 16.0 MiB and was stopped "
         "(setting query-memory)\n",
     )
+
+
+def test_a_list_built_past_the_memory_limit_is_stopped_too(sample_store: Path) -> None:
+    """Found by the sixteenth adversarial trial: DuckDB builds a list (`range(n)`) or a string
+    outside its memory limit, so `len(range(150000000))` under 256MiB held 13.9 GB for 51 s. The
+    process's data is bounded while `sql` runs, and restored after it."""
+    limit = resource.getrlimit(resource.RLIMIT_DATA)
+    listed = "SELECT len(range(5000000)) AS n"
+    result = CliRunner().invoke(cli, ["sql", listed, "--query-memory", "16MiB", "--db", str(sample_store)])
+    assert (result.exit_code, result.stderr) == (
+        1,
+        "error: the query needed more than its memory limit of 16.0 MiB and was stopped "
+        "(setting query-memory)\n",
+    )
+    assert resource.getrlimit(resource.RLIMIT_DATA) == limit
+    small = CliRunner().invoke(cli, ["sql", "SELECT len(range(1000)) AS n", "--query-memory", "16MiB",
+                                     "--format", "csv", "--db", str(sample_store)])  # fmt: skip
+    assert (small.exit_code, small.stdout) == (0, "n\n1000\n")
 
 
 def test_sql_stops_at_the_query_timeout(sample_store: Path) -> None:
