@@ -17,12 +17,13 @@ import pytest
 from viewlineage.indexer.errors import ObjectMissing
 from viewlineage.indexer.parse.config import ParseConfig
 from viewlineage.indexer.pipeline import indexer as indexing_loop
+from viewlineage.indexer.pipeline import reads
 from viewlineage.indexer.pipeline.collector import collector_paused
 from viewlineage.indexer.pipeline.indexer import Indexer
 from viewlineage.indexer.pipeline.reads import ReadFailure
 from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.indexer.pipeline.workers import WorkerPool, contiguous_runs
-from viewlineage.indexer.sources.read import FileRead, LocalReader
+from viewlineage.indexer.sources.read import FileRead, ListedFile, LocalReader
 
 from .conftest import settings_for
 from .generate import generate
@@ -184,3 +185,38 @@ def test_an_indexing_process_does_not_load_pandas(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert '"files": 30, "indexed": 26,' in done.stdout  # 4 malformed files among them
     assert done.stdout.rstrip().endswith("pandas loaded: False")
+
+
+class _Clock:
+    """`time` as `reads` sees it: a sleep moves the clock on at once."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def test_missing_announced_objects_share_one_window_of_retries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the sixteenth adversarial trial: each missing object an event announced was read
+    six times over 3.1 s, so one Kafka message naming 3,000 of them held `consume` for 20 minutes
+    (and good files behind it). The reads of a batch now share the window: the first missing object
+    is retried through it, the ones read after it once."""
+    clock = _Clock()
+    monkeypatch.setattr(reads, "time", clock)
+    written = tmp_path / "00001-present.metadata.json"
+    written.write_bytes(b"{}")
+    locations = [str(tmp_path / f"{n:05d}-missing.metadata.json") for n in range(40)]
+    todo = [(LocalReader(), ListedFile(location)) for location in [*locations, str(written)]]
+    settings = settings_for(tmp_path / "store.duckdb", f"{tmp_path}=prod", read_workers=1)
+    results = list(reads.read_all(todo, settings, announced=True))
+    assert [type(result).__name__ for result in results] == ["ReadFailure"] * 40 + ["FileRead"]
+    assert all(isinstance(result.error, ObjectMissing) for result in results[:40])  # type: ignore[union-attr]
+    assert clock.sleeps == [0.1, 0.2, 0.4, 0.8, 1.6]

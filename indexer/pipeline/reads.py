@@ -22,6 +22,8 @@ from viewlineage.indexer.sources.read import (
 
 READ_ATTEMPTS = 3
 ANNOUNCED_ATTEMPTS = 6
+ANNOUNCED_WINDOW_S = 3.1
+"""How long after a batch's reads start a missing announced object is read again (`read_with_retries`)."""
 BULK_READS_PER_TASK = 16
 """Files each read task of `index` takes (see `read_all`)."""
 
@@ -55,20 +57,27 @@ def quarantine_read_failure(
 
 
 def read_with_retries(
-    read: Callable[[], FileRead], location: str, attempts: int = READ_ATTEMPTS, announced: bool = False
+    read: Callable[[], FileRead],
+    location: str,
+    attempts: int = READ_ATTEMPTS,
+    announced_until: float | None = None,
 ) -> FileRead | ReadFailure:
-    """Bounded retries for transient errors; terminal ones fail at once. An `announced` object (an
-    event said it was created) that is missing is retried too: SeaweedFS publishes its notification
-    before the PUT has finished, so the first GET can come too early; it gets a few seconds. Its
+    """Bounded retries for transient errors; terminal ones fail at once. An announced object (an
+    event said it was created) that is missing is retried too, until `announced_until` (a
+    `time.monotonic()` deadline the reads of one batch share): SeaweedFS publishes its notification
+    before the PUT has finished, so the first GET can come too early; a batch gets a few seconds,
+    not each object (a message naming 3,000 missing objects held `consume` for 20 minutes). Its
     other transient errors are not retried here: the client retried already, and `consume` waits
     out a store that does not answer (a read per attempt took ~5 s against a store that was down)."""
+    announced = announced_until is not None
     total = max(attempts, ANNOUNCED_ATTEMPTS) if announced else attempts
     attempts = 1 if announced else attempts
     for attempt in range(total):
         try:
             return read()
         except ObjectMissing as exc:
-            if not announced or attempt == total - 1:
+            late = announced_until is None or time.monotonic() + 0.1 * 2**attempt > announced_until
+            if late or attempt == total - 1:
                 return ReadFailure(location, exc)
         except (ObjectTooLarge, NotRegularFile) as exc:
             return ReadFailure(location, exc)
@@ -91,12 +100,14 @@ def read_all(
     and its files' sizes. A bulk listing reads several files per task (`files_per_task`): from the
     page cache a read costs less than handing it to a thread."""
 
+    announced_until = time.monotonic() + ANNOUNCED_WINDOW_S if announced else None
+
     def read_some(entries: list[tuple[Reader, ListedFile]]) -> list[FileRead | ReadFailure]:
         return [
             read_with_retries(
                 functools.partial(reader.read, listed.location, settings.max_file_bytes, listed),
                 listed.location,
-                announced=announced,
+                announced_until=announced_until,
             )
             for reader, listed in entries
         ]

@@ -36,6 +36,7 @@ from viewlineage.sinks.readers import open_reader
 from .. import test_fuzz as fuzz
 from ..conftest import CONFORMANCE, settings_for
 from ..data.restore_mtimes import SAMPLE
+from ..metadata_files import View
 from ..realwriter.scenario_checks import load_steps
 from ..refusals import refusing_environment
 from ..servers import SECRET_KEY, SeaweedS3, TcpProxy, free_port, seaweed_s3, tansu_broker
@@ -967,3 +968,34 @@ def healthy(answer: tuple[int, Any]) -> bool:
         "lag",
         "last_batch_at",
     } <= set(document)
+
+
+def test_a_message_naming_many_missing_objects_holds_nothing_up(
+    broker: str, plain_s3: SeaweedS3, tmp_path: Path
+) -> None:
+    """Found by the sixteenth adversarial trial: each missing object a create event announced was
+    read six times over 3.1 s, so one message of 3,000 records naming objects that are not there (a
+    backlog whose files were deleted since) held `consume` for 20 minutes, with the good file
+    behind it. Now the reads of a batch share one window of retries."""
+    client = plain_s3.client()
+    good = f"{PREFIX}/db/good/metadata/00001-0d7c0c7e-0000-4000-8000-000000000010.metadata.json"
+    view = View(tmp_path / "wh", "db", "good", "0d7c0c7e-0000-4000-8000-000000000011")
+    body = view.commit(STEPS[1], "SELECT 1 AS x").read_bytes()
+    client.put_object(Bucket=BUCKET, Key=good, Body=body)
+    missing = [f"{PREFIX}/db/gone/metadata/{n:05d}-0d7c0c7e-0000-4000-8000-000000000012.metadata.json"
+               for n in range(600)]  # fmt: skip
+    records = [
+        json.loads(notification("aws", True, BUCKET, key, STEPS[1], 10))["Records"][0] for key in missing
+    ]
+    produce(broker, "ghosts", [
+        Sent(b"flood", json.dumps({"Records": records}).encode()),
+        Sent(good.encode(), notification("aws", True, BUCKET, good, STEPS[1], len(body))),
+    ])  # fmt: skip
+    run = consume(tmp_path, "ghosts", broker, "ghosts", plain_s3)
+    try:
+        run.wait_for_messages(2, timeout=60)  # 600 x 3.1 s of retries over 8 readers took 4 minutes
+    finally:
+        run.stop()
+    assert run.outcomes() == Counter({"object-missing": 600, "indexed": 1})
+    with open_reader(run.db) as conn:
+        assert api.show(conn, "db.good")["view_id"] == "0d7c0c7e-0000-4000-8000-000000000011"
