@@ -83,6 +83,9 @@ def test_the_token_opens_the_api_and_the_pages(sample_store: Path, token_file: P
         assert (status, json.loads(body)["view"]) == (200, "prod.db.event_agg")
         assert request(url, "/healthz")[0] == 200
         assert request(url, "/static/app.css")[0] == 200
+        # The sixteenth adversarial trial: a 404 under the open /static/ listed every endpoint and page.
+        missing = request(url, "/static/../api/search")
+        assert (missing[0], json.loads(missing[2])) == (404, {"error": "no such file: /static/../api/search"})
         # A browser is sent to the form, and back where it was going once it signs in.
         status, headers, _ = request(url, "/table?table=db.events", headers={"Accept": "text/html"})
         assert (status, headers["location"]) == (303, "/login?next=%2Ftable%3Ftable%3Ddb.events")

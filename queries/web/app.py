@@ -80,6 +80,9 @@ def web_app(
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
+        if exc.status_code == 404 and request.url.path.startswith("/static/"):
+            # Open without a token (`auth.OPEN_PATHS`): the pages and endpoints are not listed here.
+            return json_response(404, {"error": f"no such file: {request.url.path}"})
         if exc.status_code == 404:
             known = [api.PREFIX + name for name in api.ENDPOINTS] + [
                 route.path for route in routes[1:] if isinstance(route, Route)
