@@ -249,9 +249,18 @@ def table(conn: duckdb.DuckDBPyConnection, ref: str, as_of_ms: int | None = None
     fields = query_rows(
         conn,
         """
-        SELECT f.field_id, f.path, f.type, f.required, f.doc FROM schema_fields f
-        JOIN schemas s USING (schema_hash) WHERE f.schema_hash = ?
-        ORDER BY list_position([c.name FOR c IN s.columns], f.path[1]), f.path""",
+        WITH RECURSIVE fields AS (SELECT * FROM schema_fields WHERE schema_hash = ?1),
+        -- Struct order: a schema lists its columns in order, and Iceberg numbers a struct's fields
+        -- in order (a field added later is added last); by name, `owner.email` came before `nick`.
+        ids(field_id, chain) AS (
+            SELECT field_id, [field_id] FROM fields WHERE parent_id IS NULL
+            UNION ALL
+            SELECT f.field_id, list_append(i.chain, f.field_id)
+            FROM fields f JOIN ids i ON f.parent_id = i.field_id
+        )
+        SELECT f.field_id, f.path, f.type, f.required, f.doc FROM fields f JOIN ids USING (field_id)
+        JOIN schemas s USING (schema_hash)
+        ORDER BY list_position([c.name FOR c IN s.columns], f.path[1]), ids.chain""",
         [f["current_schema_hash"]],
     )
     refs = query_rows(

@@ -347,6 +347,26 @@ def test_table_columns_list_each_struct_s_fields_after_it(tmp_path: Path) -> Non
     ]
 
 
+def test_a_struct_s_fields_are_listed_in_their_order_not_by_name(tmp_path: Path) -> None:
+    """Found by the sixteenth new-user trial: `owner.email` was listed before `owner.nick`, which
+    the struct holds first (by name, not in order)."""
+    root = tmp_path / "warehouse"
+    owner = {
+        "type": "struct",
+        "fields": [
+            {"id": 3, "name": "nick", "required": False, "type": "string"},
+            {"id": 4, "name": "email", "required": False, "type": "string"},
+        ],
+    }
+    schema = schema_of(("cust_id", "long"), ("owner", owner))
+    Table(root, "db", "c", "e9900000-0000-4000-8000-000000000001", schema=schema).commit(1000, 1)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        columns = api.table(conn, "db.c")["columns"]
+    assert [c["path"] for c in columns] == ["cust_id", "owner", "owner.nick", "owner.email"]
+
+
 def test_a_table_name_resolves_to_the_table_that_held_it_at_the_time(tmp_path: Path) -> None:
     """Found by the seventh new-user trial: a table dropped and created again under its name was
     asked about by name as of a time before, and `table` and `impact` took the new table (and
