@@ -27,6 +27,15 @@ def schema_of(*columns: tuple[str, Any]) -> dict[str, Any]:
     return {"type": "struct", "schema-id": 0, "fields": fields}
 
 
+def struct_of(*fields: tuple[str, Any], first_id: int) -> dict[str, Any]:
+    """An Iceberg struct type of these (name, type) fields, numbered from `first_id` in order."""
+    members = [
+        {"id": i, "name": name, "required": False, "type": kind}
+        for i, (name, kind) in enumerate(fields, first_id)
+    ]
+    return {"type": "struct", "fields": members}
+
+
 def write(path: Path, document: dict[str, Any], ms: int) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document))

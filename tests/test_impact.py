@@ -22,7 +22,7 @@ from viewlineage.sinks.readers import open_reader
 from viewlineage.sinks.store import Store
 
 from .conftest import settings_for
-from .metadata_files import Table, View, schema_of, write
+from .metadata_files import Table, View, schema_of, struct_of, write
 from .realwriter.scenario_checks import load_steps
 
 SAMPLE = Path(__file__).parent / "data" / "sample"
@@ -2045,33 +2045,42 @@ def test_tables_whose_names_differ_only_in_case_are_a_shared_name(tmp_path: Path
     ]
 
 
+def _one_table_and_views(
+    tmp_path: Path,
+    table: tuple[str, list[tuple[str, Any]]],
+    views: dict[str, tuple[str, str, list[tuple[str, Any]]]],
+) -> Path:
+    """A store of table `db.<name>` (its columns) and views `db.<name>` (dialect, SQL, stored
+    columns), the views created after the table."""
+    root = tmp_path / "warehouse"
+    name, columns = table
+    Table(root, "db", name, "c1600000-0000-4000-8000-000000000000", schema=schema_of(*columns)).commit(
+        1000, 1
+    )
+    for n, (view, (dialect, sql, stored)) in enumerate(views.items(), 1):
+        View(root, "db", view, f"c1600000-0000-4000-8000-{n:012d}", schema=schema_of(*stored)).commit(
+            2000, sql, representations=[{"type": "sql", "sql": sql, "dialect": dialect}]
+        )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    return db
+
+
 def test_a_trino_view_of_a_struct_column_is_not_stale_while_the_struct_is_unchanged(tmp_path: Path) -> None:
     """Found by the sixteenth new-user trial: a Trino view projecting a struct column was already
     broken (`stored-type`) from its creation, on every `impact` of the table: the table's Spark type
     (`struct<...>`) was given to sqlglot to parse as Trino SQL, which has no such type, so the
     output's type was unknown and never fit the stored one. The Spark view of the same SQL was not."""
-    root = tmp_path / "warehouse"
 
     def owner(first_id: int) -> dict[str, Any]:
-        fields = [
-            {"id": first_id, "name": "nick", "required": False, "type": "string"},
-            {"id": first_id + 1, "name": "email", "required": False, "type": "string"},
-        ]
-        return {"type": "struct", "fields": fields}
+        return struct_of(("nick", "string"), ("email", "string"), first_id=first_id)
 
-    customers = Table(
-        root, "db", "customers", "c1600000-0000-4000-8000-000000000001",
-        schema=schema_of(("cust_id", "int"), ("score", "int"), ("owner", owner(5))),
-    )  # fmt: skip
-    customers.commit(1000, 1)
-    stored = schema_of(("cust_id", "int"), ("owner", owner(2)))
-    sql = "SELECT cust_id, owner FROM db.customers"
-    for n, dialect in enumerate(("trino", "spark"), 2):
-        View(root, "db", f"{dialect}_owner", f"c1600000-0000-4000-8000-00000000000{n}", schema=stored).commit(
-            2000, sql, representations=[{"type": "sql", "sql": sql, "dialect": dialect}]
-        )
-    db = tmp_path / "store.duckdb"
-    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    sql, stored = "SELECT cust_id, owner FROM db.customers", [("cust_id", "int"), ("owner", owner(2))]
+    db = _one_table_and_views(
+        tmp_path,
+        ("customers", [("cust_id", "int"), ("score", "int"), ("owner", owner(5))]),
+        {f"{dialect}_owner": (dialect, sql, stored) for dialect in ("trino", "spark")},
+    )
     with open_reader(db) as conn:
         answer = impact(conn, "db.customers", parse_change("score", None, None))
         retyped = impact(conn, "db.customers", parse_change(None, None, "cust_id=long"))
@@ -2085,26 +2094,24 @@ def test_a_choice_of_a_decimal_and_an_integer_is_typed_wide_enough_for_both(tmp_
     over decimal(10, 2) is decimal(12, 2) (the integer's ten digits), which the view stores; sqlglot
     typed it decimal(10, 2), so widening `amount` to decimal(12, 2) changed the inferred type and
     the view was listed stale, though Spark read it as before."""
-    root = tmp_path / "warehouse"
-    orders = Table(
-        root, "db", "orders", "c1610000-0000-4000-8000-000000000001",
-        schema=schema_of(("order_id", "long"), ("status", "string"), ("amount", "decimal(10, 2)")),
-    )  # fmt: skip
-    orders.commit(1000, 1)
     views = {
         "v_case": "SELECT order_id, CASE WHEN status = 'x' THEN amount ELSE 0 END AS amt FROM db.orders",
         "v_if": "SELECT order_id, IF(status = 'x', amount, 0) AS amt FROM db.orders",
         "v_coalesce": "SELECT order_id, coalesce(amount, 0) AS amt FROM db.orders",
         "v_null": "SELECT order_id, CASE WHEN status = 'x' THEN amount END AS amt FROM db.orders",
     }
-    stored = {name: "decimal(10, 2)" if name == "v_null" else "decimal(12, 2)" for name in views}
-    for n, (name, sql) in enumerate(views.items(), 2):
-        View(
-            root, "db", name, f"c1610000-0000-4000-8000-00000000000{n}",
-            schema=schema_of(("order_id", "long"), ("amt", stored[name])),
-        ).commit(2000, sql)  # fmt: skip
-    db = tmp_path / "store.duckdb"
-    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    db = _one_table_and_views(
+        tmp_path,
+        ("orders", [("order_id", "long"), ("status", "string"), ("amount", "decimal(10, 2)")]),
+        {
+            name: (
+                "spark",
+                sql,
+                [("order_id", "long"), ("amt", "decimal(10, 2)" if name == "v_null" else "decimal(12, 2)")],
+            )
+            for name, sql in views.items()
+        },
+    )
     with open_reader(db) as conn:
         twelve = impact(conn, "db.orders", parse_change(None, None, "amount=decimal(12,2)"))
         fourteen = impact(conn, "db.orders", parse_change(None, None, "amount=decimal(14,2)"))
@@ -2118,26 +2125,18 @@ def test_a_dropped_column_a_lateral_alias_shadows_leaves_spark_s_view_running(tm
     instead and the view keeps running, p2 going from 12.5 to 6.0. `impact` listed the use as if
     the view failed, and its readers as failing with it. The use now says what happens, and its
     readers do not fail. A `price` read anywhere else (a filter) still fails the view."""
-    root = tmp_path / "warehouse"
-    orders = Table(
-        root, "db", "orders", "c1620000-0000-4000-8000-000000000001",
-        schema=schema_of(("order_id", "long"), ("qty", "int"), ("price", "double")),
-    )  # fmt: skip
-    orders.commit(1000, 1)
-    views = {
-        "lca": ("spark", "SELECT qty + 1 AS price, price * 2 AS p2 FROM db.orders"),
-        "lca_filter": ("spark", "SELECT qty + 1 AS price, price * 2 AS p2 FROM db.orders WHERE price > 0"),
-        "lca_trino": ("trino", "SELECT qty + 1 AS price, price * 2 AS p2 FROM db.orders"),
-        "on_lca": ("spark", "SELECT p2 FROM db.lca"),
-    }
-    for n, (name, (dialect, sql)) in enumerate(views.items(), 2):
-        columns = [("price", "int"), ("p2", "double")]
-        stored = schema_of(*(columns[1:] if name == "on_lca" else columns))
-        View(root, "db", name, f"c1620000-0000-4000-8000-00000000000{n}", schema=stored).commit(
-            2000, sql, representations=[{"type": "sql", "sql": sql, "dialect": dialect}]
-        )
-    db = tmp_path / "store.duckdb"
-    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    sql = "SELECT qty + 1 AS price, price * 2 AS p2 FROM db.orders"
+    columns: list[tuple[str, Any]] = [("price", "int"), ("p2", "double")]
+    db = _one_table_and_views(
+        tmp_path,
+        ("orders", [("order_id", "long"), ("qty", "int"), ("price", "double")]),
+        {
+            "lca": ("spark", sql, columns),
+            "lca_filter": ("spark", f"{sql} WHERE price > 0", columns),
+            "lca_trino": ("trino", sql, columns),
+            "on_lca": ("spark", "SELECT p2 FROM db.lca", columns[1:]),
+        },
+    )
     with open_reader(db) as conn:
         dropped = impact(conn, "db.orders", parse_change("price", None, None))
     rebinds = (

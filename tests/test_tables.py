@@ -25,7 +25,7 @@ from viewlineage.sinks.readers import open_reader
 from viewlineage.sinks.store import Store
 
 from .conftest import settings_for
-from .metadata_files import Table, View, schema_of, write
+from .metadata_files import Table, View, schema_of, struct_of, write
 from .realwriter.scenario_checks import load_steps
 
 SAMPLE = Path(__file__).parent / "data" / "sample"
@@ -351,14 +351,9 @@ def test_a_struct_s_fields_are_listed_in_their_order_not_by_name(tmp_path: Path)
     """Found by the sixteenth new-user trial: `owner.email` was listed before `owner.nick`, which
     the struct holds first (by name, not in order)."""
     root = tmp_path / "warehouse"
-    owner = {
-        "type": "struct",
-        "fields": [
-            {"id": 3, "name": "nick", "required": False, "type": "string"},
-            {"id": 4, "name": "email", "required": False, "type": "string"},
-        ],
-    }
-    schema = schema_of(("cust_id", "long"), ("owner", owner))
+    schema = schema_of(
+        ("cust_id", "long"), ("owner", struct_of(("nick", "string"), ("email", "string"), first_id=3))
+    )
     Table(root, "db", "c", "e9900000-0000-4000-8000-000000000001", schema=schema).commit(1000, 1)
     db = tmp_path / "store.duckdb"
     index_locations([str(root)], settings_for(db, f"{root}=prod"))
