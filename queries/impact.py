@@ -883,6 +883,8 @@ _REBINDS = (
     "(a lateral column alias)"
 )
 """The reason of a use that a drop or rename leaves reading a lateral alias (`ColumnUse.rebinds`)."""
+_WRITTEN = "keeps running with other values: `to_json` writes the names of the fields it is given"
+"""The reason of a use that only writes out the field names of a struct holding the field asked."""
 _OPAQUE = (
     "may use it: the view reads fields of a value made of {} by name (`map_values(m).price`, "
     "`nick` of `SELECT owner.* ...`), which the analysis cannot map onto its fields"
@@ -1127,14 +1129,21 @@ def _walk(
                 and reader.spark
                 and matched
                 and all(
-                    use.starred or (len(use.path) < len(source.column) and not use.opaque)
+                    use.starred
+                    or (len(use.path) < len(source.column) and not use.opaque and not use.names_written)
                     for use, _ in matched
                 )
             ):
                 by_position.add(reader.name)
                 continue
-            # Spark reads a lateral alias of the name instead: the view keeps running, on other values.
+            # Spark reads a lateral alias of the name instead, or `to_json` writes the field's new
+            # name (or none): the view keeps running, on other values.
             rebinding = breaks and reader.spark and bool(matched) and all(use.rebinds for use, _ in matched)
+            written = (
+                breaks
+                and bool(matched)
+                and all(use.names_written and len(use.path) < len(source.column) for use, _ in matched)
+            )
             # Of a view reading the table itself, which outputs' types no longer fit (None: unknown).
             fitting = going_stale(reader, source) if going_stale is not None else None
             for use, certainty in matched:
@@ -1155,15 +1164,17 @@ def _walk(
                         **_row(reader, source, depth, column, use.kind, output, certainty),
                         "via": [*source.via, f"{source.name}.{'.'.join(wanted)}"],
                         "schemas_known": known,
-                        "keeps_running": rebinding,
+                        "keeps_running": rebinding or written,
                         "reason": _REBINDS.format(use.path[0])
                         if rebinding
+                        else _WRITTEN
+                        if written
                         else _OPAQUE.format(column)
                         if use.opaque and len(read) < len(wanted)
                         else None,
                     }
                 )
-                if rebinding:
+                if rebinding or written:
                     continue
                 if output is not None and (not retyped or goes_stale):  # an output of unchanged type
                     below = (output.lower(), *wanted[len(read) :])  # takes the question no further
@@ -1179,7 +1190,7 @@ def _walk(
                     )
             # A dropped or renamed column fails the view; a retyped one carried into an output
             # leaves its stored schema stale, which engines refuse when any reader resolves it.
-            if len(uses) > found and not rebinding and (breaks or reader.name in stale):
+            if len(uses) > found and not (rebinding or written) and (breaks or reader.name in stale):
                 queue.append((_whole(reader, uses[-1], "fails"), depth + 1))
             elif len(uses) == found and _schema_unknown(reader, source, catalogs):
                 unresolved = _whole_use(reader, source, depth, catalogs, "unknown")

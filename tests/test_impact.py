@@ -2200,3 +2200,32 @@ def test_opaque_reads_of_nested_fields_are_affected_not_by_position(tmp_path: Pa
         ("prod.db.v_star", "address.*", "projected"),
         ("prod.db.v_struct", "address", "projected"),
     ]
+
+
+def test_to_json_of_a_struct_keeps_running_with_other_values_after_a_field_changes(tmp_path: Path) -> None:
+    """Known since the fifteenth new-user trial, checked on Spark 3.5: `to_json(address)` writes
+    the struct's field names, so after `RENAME COLUMN address.city TO town` the view keeps running
+    and its JSON says `town`; after a drop the key is gone. It was "by position" (unaffected) for
+    the rename, and failing with its readers for the drop."""
+    root = tmp_path / "warehouse"
+    _nested_warehouse(root)
+    stored = schema_of(("id", "int"), ("j", "string"))
+    View(root, "db", "v_json", "d1200000-0000-4000-8000-000000000001", schema=stored).commit(
+        3000, "SELECT id, to_json(address) AS j FROM db.customers"
+    )
+    View(root, "db", "v_on_json", "d1200000-0000-4000-8000-000000000002", schema=stored).commit(
+        3000, "SELECT id, j FROM db.v_json"
+    )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        renamed = impact(conn, "db.customers", parse_change(None, "address.city=town", None))
+        dropped = impact(conn, "db.customers", parse_change("address.city", None, None))
+    written = "keeps running with other values: `to_json` writes the names of the fields it is given"
+    for answer in (renamed, dropped):
+        assert [
+            (u["view"], u["column"], u["output"], u["keeps_running"], u["reason"])
+            for u in answer["uses"]
+            if u["view"] in ("prod.db.v_json", "prod.db.v_on_json")
+        ] == [("prod.db.v_json", "address", "j", True, written)]
+    assert "prod.db.v_json" not in renamed["by_position"]

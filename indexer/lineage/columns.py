@@ -71,6 +71,9 @@ class ColumnUse:
     """Whether fields of a value made of the path are read by name, which the analysis cannot map
     onto the path's fields (`map_values(m).price`, `nick` of `SELECT owner.* ...`): a rename or
     drop of any field below the path may break the query."""
+    names_written: bool = False
+    """Whether the value goes whole into one that spells its fields' names (`to_json(s)`): a
+    rename or drop of a field below the path changes the query's values, and it keeps running."""
     rebinds: bool = False
     """Whether the column is read by a name that an output before it in the same SELECT list also
     has (`qty + 1 AS price, price * 2 AS p2`): dropped or renamed, in Spark the name then reads that
@@ -757,11 +760,12 @@ VALUE, ELEMENTS, READ, FIELD = "value", "elements", "read", "field:"
 each of its elements (`e.price` in `transform(items, e -> e.price)`); or only read on the way
 (`e.qty` in `filter(items, e -> e.qty > 0)`); or a field of it, `field:` and its name (`s.b` in
 `struct(s.b AS b)`)."""
-MADE, OPAQUE = "made", "opaque"
+MADE, OPAQUE, WRITTEN = "made", "opaque", "written"
 """Also: what the value is made of by a function the analysis does not see through (`s` in
 `to_json(s)`, `arrays_zip(a, b)`); and such a value, or a column the analysis cannot trace to a
 projection (`nick` of `SELECT owner.* ...`), whose fields are then read by name (`map_values(m).price`):
-which of the path's fields are read, by name, cannot be told (`ColumnUse.opaque`)."""
+which of the path's fields are read, by name, cannot be told (`ColumnUse.opaque`); and a value
+whose fields' names a function writes out (`to_json(s)`, `ColumnUse.names_written`)."""
 
 
 def _below(node: exp.Expr, datatype: exp.DataType | None) -> list[tuple[tuple[str, ...], str]]:
@@ -809,6 +813,8 @@ def _below(node: exp.Expr, datatype: exp.DataType | None) -> list[tuple[tuple[st
                 return passed or [(tuple(steps), READ)]  # a lambda reading none of it: read whole
         elif isinstance(parent, exp.Explode | exp.Inline):  # a generator's parts: `_projected_part`
             break
+        elif isinstance(parent, exp.JSONFormat) and member is None:  # `to_json(s)`: s's names too
+            return [(tuple(steps), WRITTEN), *passed]
         elif isinstance(parent, exp.Func | exp.Binary | exp.Unary):  # a value made of it
             return [(tuple(steps), OPAQUE if _field_read_above(parent) else MADE), *passed]
         else:  # where the expression ends (`AS x`, the query)
@@ -843,8 +849,8 @@ def _composed(
     `fields` below a CTE's or subquery's column whose projection reads `inner` (`role`: what that
     is of the column's value): `inner` as it is, only read, when the fields are not of it; opaque
     when fields are read by name of a value only made of it."""
-    if role == OPAQUE or (outer == OPAQUE and role != READ and role != VALUE):
-        return inner, OPAQUE
+    if role in (OPAQUE, WRITTEN) or (outer == OPAQUE and role != READ and role != VALUE):
+        return inner, OPAQUE if OPAQUE in (role, outer) else WRITTEN
     if role == MADE:
         return inner, OPAQUE if fields else outer if outer in (MADE, READ) else MADE
     if role == VALUE or not fields:
@@ -1088,6 +1094,7 @@ class _Walker:
                             _aggregated(kind, aggregated),
                             None,
                             opaque=role == OPAQUE,
+                            names_written=role == WRITTEN,
                             rebinds=rebinds,
                         )
                         for table, path, role, aggregated, _ in self._resolve(scope, column, set())
@@ -1102,9 +1109,9 @@ class _Walker:
                 flows, starred = (None,), column.meta.get(_STAR_ARGUMENT, False) and scope in _branches(root)
             rebinds = column.meta.get(_LATERAL, False)
             for table, path, role, aggregated, named in self._resolve(scope, column, set()):
-                final, opaque = _aggregated(kind, aggregated), role == OPAQUE
+                final, opaque, written = _aggregated(kind, aggregated), role == OPAQUE, role == WRITTEN
                 self.uses.extend(
-                    ColumnUse(table, path, final, output, starred and not named, opaque, rebinds)
+                    ColumnUse(table, path, final, output, starred and not named, opaque, written, rebinds)
                     for output in flows
                 )
 
