@@ -837,9 +837,16 @@ def table_history_command(
         }
         for schema in answer["schemas"]
     ]
+    dropped = (
+        {"dropped_at": answer["dropped_at"] + api.drop_note(answer["dropped_source"])}
+        if answer["dropped_at"]
+        else {}
+    )
     output_for(fmt, rows="snapshots").result(
         {
-            **{key: answer[key] for key in ("table", "table_id", "total", "offset")},
+            **{key: answer[key] for key in ("table", "table_id")},
+            **dropped,
+            **{key: answer[key] for key in ("total", "offset")},
             "snapshots": snapshots,
             "schemas": schemas,
             "main_history": [

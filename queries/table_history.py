@@ -82,9 +82,14 @@ def table_history(
         """,
         {"table": resolved.table_id, "limit": limit, "offset": offset},
     )
+    drop = query_rows(conn, "SELECT dropped_ms, source FROM table_drop(?)", [resolved.table_id])
+    dropped_ms = drop[0]["dropped_ms"] if drop else None
     return {
         "table": resolved.name,
         "table_id": resolved.table_id,
+        "dropped_ms": dropped_ms,
+        "dropped_at": iso(dropped_ms),
+        "dropped_source": drop[0]["source"] if drop else None,
         "total": answer["total"],
         "limit": limit,
         "offset": offset,

@@ -8,14 +8,16 @@ import pytest
 from click.testing import CliRunner
 
 from viewlineage.indexer.errors import UsageError
+from viewlineage.indexer.pipeline.rows import Batch, Removal
 from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries.cli import cli
 from viewlineage.queries.table_history import table_history
 from viewlineage.sinks.readers import open_reader
+from viewlineage.sinks.store import Store
 
 from . import table_scenario
 from .conftest import settings_for
-from .metadata_files import Table
+from .metadata_files import Table, schema_of
 
 UUID = table_scenario.ORDERS
 
@@ -116,3 +118,35 @@ def test_a_summary_count_that_is_no_count_is_none_in_every_field(tmp_path: Path)
         history = table_history(conn, "db.t")
     assert [row["total_records"] for row in history["snapshots"]] == [7, None, None, None, None]
     assert [row["total_records"] for row in history["records_by_day"]] == [None, None, None, None, 7]
+
+
+def test_the_history_of_a_dropped_table_says_when_it_was_dropped(tmp_path: Path) -> None:
+    """Found by the fifteenth new-user trial: `table-history` of a dropped table (by name, with
+    --as-of while it existed) listed its snapshots with no word of the drop, which `table`,
+    `uses` and `impact` say."""
+    root = tmp_path / "warehouse"
+    table = Table(root, "db", "t", "e9a00000-0000-4000-8000-000000000001", schema=schema_of(("a", "long")))
+    table.commit(1000, 1)
+    newest = table.commit(2000, 2)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        assert table_history(conn, "db.t")["dropped_at"] is None
+    with Store(db, replica_interval=None) as store:
+        store.write(Batch(removals=[Removal(str(newest), 3000, "watch")]))
+    with open_reader(db) as conn:
+        answer = table_history(conn, "db.t", as_of_ms=2500)
+    assert (answer["dropped_ms"], answer["dropped_at"], answer["dropped_source"], answer["total"]) == (
+        3000,
+        "1970-01-01T00:00:03.000Z",
+        "watch",
+        2,
+    )
+    text = CliRunner().invoke(
+        cli, ["table-history", "db.t", "--as-of", "1970-01-01T00:00:02.500Z", "--db", str(db)]
+    )
+    assert text.stdout.splitlines()[:3] == [
+        "table: prod.db.t",
+        "table_id: e9a00000-0000-4000-8000-000000000001",
+        "dropped_at: 1970-01-01T00:00:03.000Z",
+    ]
