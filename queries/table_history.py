@@ -161,7 +161,7 @@ def _schemas(conn: duckdb.DuckDBPyConnection, table_id: str) -> list[dict[str, A
     ]
     fields = query_rows(
         conn,
-        "SELECT schema_hash, field_id, path, type, required, doc FROM schema_fields "
+        "SELECT schema_hash, field_id, parent_id, path, type, required, doc FROM schema_fields "
         "WHERE schema_hash IN (SELECT schema_hash FROM table_schemas WHERE table_id = ?)",
         [table_id],
     )
@@ -186,19 +186,23 @@ def _schemas(conn: duckdb.DuckDBPyConnection, table_id: str) -> list[dict[str, A
 
 
 def _changes(before: dict[int, dict[str, Any]], after: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
-    """What changed between two schemas, field by field (by id, so a rename is one change)."""
+    """What changed between two schemas, field by field (by id, so a rename is one change): a
+    struct renamed, added or removed is one change, not one more for each field in it."""
     changes = []
     for field_id in sorted(before.keys() | after.keys()):
         old, new = before.get(field_id), after.get(field_id)
         column = ".".join((new or old or {})["path"])
         if old is None or new is None:
+            parent = (new or old or {})["parent_id"]
+            if parent is not None and (parent in before) != (parent in after):
+                continue  # its struct, list or map was added or removed
             changes.append(
                 _change("added", field_id, column, None, new["type"])
                 if new is not None
                 else _change("removed", field_id, column, old["type"] if old else None, None)
             )
             continue
-        if old["path"] != new["path"]:
+        if old["path"][-1] != new["path"][-1]:  # not a field of a renamed struct
             changes.append(_change("renamed", field_id, column, ".".join(old["path"]), column))
         if old["type"] != new["type"]:
             changes.append(_change("retyped", field_id, column, old["type"], new["type"]))

@@ -17,7 +17,7 @@ from viewlineage.sinks.store import Store
 
 from . import table_scenario
 from .conftest import settings_for
-from .metadata_files import Table, schema_of
+from .metadata_files import Table, schema_of, struct_of
 
 UUID = table_scenario.ORDERS
 
@@ -149,4 +149,37 @@ def test_the_history_of_a_dropped_table_says_when_it_was_dropped(tmp_path: Path)
         "table: prod.db.t",
         "table_id: e9a00000-0000-4000-8000-000000000001",
         "dropped_at: 1970-01-01T00:00:03.000Z",
+    ]
+
+
+def test_a_struct_renamed_added_or_dropped_is_one_change(tmp_path: Path) -> None:
+    """Found by the fifteenth new-user trial: `RENAME COLUMN owner TO holder` read as three changes
+    (the struct and each of its fields renamed), and adding or dropping a struct as one change per
+    field in it."""
+    root = tmp_path / "warehouse"
+    owner = struct_of(("nick", "string"), ("email", "string"), first_id=3)
+    table = Table(
+        root,
+        "db",
+        "t",
+        "e9b00000-0000-4000-8000-000000000001",
+        schema=schema_of(("id", "long"), ("owner", owner)),
+    )
+    table.commit(1000, 1)
+    table.schema = schema_of(("id", "long"), ("holder", owner))
+    table.commit(2000, 2)
+    meta = {"id": 5, "name": "meta", "required": False, "type": struct_of(("a", "int"), first_id=6)}
+    table.schema = {**schema_of(("id", "long"), ("holder", owner)), "fields": [*table.schema["fields"], meta]}
+    table.commit(3000, 3)
+    table.schema = schema_of(("id", "long"), ("holder", owner))
+    table.commit(4000, 4)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        schemas = table_history(conn, "db.t")["schemas"]
+    assert [[(c["change"], c["column"], c["before"], c["after"]) for c in s["changes"]] for s in schemas] == [
+        [],
+        [("renamed", "holder", "owner", "holder")],
+        [("added", "meta", None, "struct")],
+        [("removed", "meta", "struct", None)],
     ]
