@@ -105,7 +105,11 @@ def parse_change(drop: str | None, rename: str | None, change_type: str | None) 
         raise UsageError(f"--{kind} takes {wanted}, got {text!r}")
     if kind == CHANGE_TYPE:
         return Change(kind, _column_path(column), iceberg_type(target))
-    return Change(kind, _column_path(column), target.strip().lower())
+    path, name = _column_path(column), target.strip().lower()
+    parent = ".".join(path[:-1]).lower()
+    if len(path) > 1 and name.startswith(f"{parent}."):  # `a.b=a.c`: the field's whole new path
+        name = name[len(parent) + 1 :]
+    return Change(kind, path, name)
 
 
 ICEBERG_TYPES = (
@@ -728,7 +732,10 @@ def _checked(change: Change, fields: dict[tuple[str, ...], str], table: str) -> 
             f"{table} has no column {'.'.join(change.column)!r} at that time (columns: {known}){hint}"
         )
     if change.kind == RENAME and (*change.column[:-1], change.target) in fields:
-        raise UsageError(f"{table} already has a column {change.target!r}")
+        noun = "field" if len(change.column) > 1 else "column"
+        raise UsageError(
+            f"{table} already has a {noun} {'.'.join((*change.column[:-1], change.target or ''))!r}"
+        )
     holder, part = fields.get(change.column[:-1]), change.column[-1]
     if (holder, part) in _FIXED_PARTS and (change.kind != CHANGE_TYPE or part == "key"):
         # Found by the fourteenth new-user trial: Spark refuses these ("Cannot delete map keys").

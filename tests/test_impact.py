@@ -194,6 +194,10 @@ def test_a_path_through_an_unindexed_table_says_so(impact_store: Path) -> None:
     [
         ("drop nope", "prod.db.orders has no column 'nope' at that time"),
         ("rename id=qty", "prod.db.orders already has a column 'qty'"),
+        # The fifteenth and sixteenth trials: a nested clash named `zip` as a column, and the
+        # field's whole new path (`address.zip`) was taken for a name with a dot in it.
+        ("rename address.city=zip", "prod.db.orders already has a field 'address.zip'"),
+        ("rename address.city=address.zip", "prod.db.orders already has a field 'address.zip'"),
         ("change_type address=string", "address is a struct: change the type of a field inside it"),
     ],
 )
