@@ -1145,7 +1145,7 @@ def _walk(
                 continue
             # Spark reads a lateral alias of the name instead, or `to_json` writes the field's new
             # name (or none): the view keeps running, on other values.
-            rebinding = breaks and reader.spark and bool(matched) and all(use.rebinds for use, _ in matched)
+            rebinding = breaks and bool(matched) and all(use.rebinds for use, _ in matched)
             written = (
                 breaks
                 and bool(matched)

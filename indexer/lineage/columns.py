@@ -27,7 +27,7 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import MappingSchema
 
 from viewlineage.indexer.lineage.config import LineageConfig
-from viewlineage.indexer.lineage.dialects import sqlglot_spelling
+from viewlineage.indexer.lineage.dialects import LATERAL_ALIAS_DIALECTS, SPARK_FAMILY, sqlglot_spelling
 from viewlineage.indexer.lineage.tables import (
     LineageRequest,
     TableReference,
@@ -263,6 +263,7 @@ def _analyse(
     )
     for scope in traverse_scope(qualified):
         _expand_argument_stars(scope, mapping)
+        _name_map_explodes(scope, mapping)
         _fields_of_derived_columns(scope)
     walker = _Walker(placeholders, renames, schemas_known=not unknown, columns=mapping)
     scopes = traverse_scope(qualified)
@@ -282,20 +283,36 @@ def _analyse(
     )
 
 
-_GENERATED_NAMES = frozenset({"spark", "spark2", "databricks", "hive"})
-"""Dialects that name an unaliased `explode(items)` in a projection `col`."""
-
-
 def _name_generated_columns(statement: exp.Expr, dialect: str) -> None:
-    """`SELECT explode(items)` as Spark names its column: `col` (sqlglot gives it none)."""
-    if dialect not in _GENERATED_NAMES:
+    """`SELECT explode(items)` as Spark names its column: `col` (sqlglot gives it none); a map's
+    two, `key` and `value`, once its type is known (`_name_map_explodes`)."""
+    if dialect not in SPARK_FAMILY:
         return
     for select in statement.find_all(exp.Select):
         for projection in list(select.expressions):
             if isinstance(projection, exp.Explode) and not isinstance(projection, exp.Posexplode):
-                projection.replace(exp.alias_(projection.copy(), "col"))
+                named = exp.alias_(projection.copy(), "col")
+                named.meta[_GENERATED] = True
+                projection.replace(named)
 
 
+def _name_map_explodes(scope: Scope, mapping: Mapping[str, object]) -> None:
+    """An unaliased `explode(m)` of a map column gives Spark's `key` and `value`, not `col`."""
+    select = scope.expression
+    if not isinstance(select, exp.Select):
+        return
+    for projection in list(select.expressions):
+        argument = projection.this.this if projection.meta.get(_GENERATED) else None
+        source = scope.sources.get(argument.table) if isinstance(argument, exp.Column) else None
+        columns = mapping.get(source.name) if isinstance(source, exp.Table) else None
+        kind = columns.get(argument.name) if isinstance(columns, dict) and argument is not None else None
+        if isinstance(kind, str) and kind.lower().startswith("map<"):
+            names = [exp.to_identifier("key"), exp.to_identifier("value")]
+            projection.replace(exp.Aliases(this=projection.this.copy(), expressions=names))
+
+
+_GENERATED = "viewlineage_generated_name"
+"""Meta key on the `col` alias `_name_generated_columns` gives an unaliased `explode(...)`."""
 _GIVEN_NAME = re.compile(r"_col_\d+")
 """The name `qualify` gives a projection its SQL does not name (`inline(items)`)."""
 _LATERAL = "viewlineage_lateral_name"
@@ -304,8 +321,8 @@ _LATERAL = "viewlineage_lateral_name"
 
 def _mark_lateral_names(statement: exp.Expr, dialect: str) -> None:
     """Marks the columns `ColumnUse.rebinds` is about, while they are unqualified as written (after
-    `qualify` every column names its table). Spark's dialects alone resolve lateral aliases."""
-    if dialect not in _GENERATED_NAMES:
+    `qualify` every column names its table)."""
+    if dialect not in LATERAL_ALIAS_DIALECTS:
         return
     for select in statement.find_all(exp.Select):
         earlier: set[str] = set()

@@ -108,7 +108,12 @@ def unknown_dialect_hint(name: str) -> str:
 
 
 _TEMPORAL_SYNONYMS = {"SYSTEM_VERSION": "VERSION", "SYSTEM_TIME": "TIMESTAMP"}
-_TEMPORAL_DIALECTS = frozenset({"spark", "spark2", "databricks", "hive"})
+SPARK_FAMILY = frozenset({"spark", "spark2", "databricks", "hive"})
+"""Dialects of Spark's SQL (and Hive's, which it grew from): time travel's synonyms, a generator's
+default column names (`col`, `key` and `value`)."""
+LATERAL_ALIAS_DIALECTS = frozenset({"spark", "databricks"})
+"""Dialects whose engines resolve a name an earlier output of the SELECT list has (Spark 3.4+'s
+lateral column aliases): not Hive's nor Spark 2's."""
 
 
 def sqlglot_spelling(sql: str, dialect: str) -> str:
@@ -124,7 +129,7 @@ def sqlglot_spelling(sql: str, dialect: str) -> str:
     ('SELECT * FROM db.t', "SELECT * FROM (VALUES (1, 'a'))")
     """
     lowered = sql.lower()
-    temporal = dialect in _TEMPORAL_DIALECTS and "system_" in lowered
+    temporal = dialect in SPARK_FAMILY and "system_" in lowered
     if not temporal and not lowered.lstrip().startswith(("table", "values")):
         return sql
     from sqlglot import TokenType

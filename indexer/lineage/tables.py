@@ -24,7 +24,7 @@ from viewlineage.indexer.lineage.config import LineageConfig
 from viewlineage.indexer.lineage.dialects import CASE_INSENSITIVE, sqlglot_spelling
 from viewlineage.indexer.spec.findings import Finding, Severity
 
-LINEAGE_RULES_VERSION = 8
+LINEAGE_RULES_VERSION = 9
 """Bump when extraction or resolution changes: it is part of the memo key, so stored results of
 older rules are recomputed rather than reused."""
 FILE_FORMATS = frozenset({"parquet", "orc", "json", "csv", "text", "avro", "binaryfile", "delta", "hudi"})
