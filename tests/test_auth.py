@@ -170,3 +170,19 @@ def test_a_rotated_token_works_at_once_and_guessing_is_slowed(sample_store: Path
         refused = request(url, "/login", "POST", form, urlencode({"token": rotated}))
         assert refused[0] == 429
         assert request(url, "/healthz")[0] == 200  # orchestrators' probes are never refused
+
+
+def test_a_stale_bearer_header_beside_a_good_cookie_is_no_wrong_token(
+    sample_store: Path, token_file: Path
+) -> None:
+    """Found by a review: a request carrying an old bearer header and a valid session cookie was
+    answered, but counted as a wrong token, so a signed-in browser was refused (429) after ten."""
+    reader = functools.partial(open_reader, sample_store)
+    app = protected(web_app(reader, 30, store_health(reader)), "0.0.0.0", token_file)
+    asked = "/api/show?view=prod.db.event_agg"
+    with WebServer(app, "127.0.0.1", 0) as server:
+        form = {"Content-Type": "application/x-www-form-urlencoded"}
+        _, headers, _ = request(server.url, "/login", "POST", form, urlencode({"token": TOKEN}))
+        both = {"Cookie": headers["set-cookie"].split(";")[0], "Authorization": "Bearer stale"}
+        assert [request(server.url, asked, headers=both)[0] for _ in range(12)] == [200] * 12
+        assert request(server.url, asked, headers={"Authorization": f"Bearer {TOKEN}"})[0] == 200

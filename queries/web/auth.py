@@ -213,16 +213,20 @@ class TokenAuth:
         await response(scope, receive, send)
 
     def _authorized(self, request: Request) -> bool:
+        """Whether the bearer header or the session cookie holds; a wrong bearer header counts as a
+        failure only when the cookie does not hold either (a stale header beside a good cookie)."""
         scheme, _, given = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() == "bearer":
-            if hmac.compare_digest(given.strip().encode(), self.token.current()):
-                return True
-            self.failures.record(request.client.host if request.client else "")
+        bearer = scheme.lower() == "bearer"
+        if bearer and hmac.compare_digest(given.strip().encode(), self.token.current()):
+            return True
         cookie = request.cookies.get(COOKIE, "")
         expires, _, _ = cookie.partition(".")
-        if not expires.isdigit() or int(expires) <= time.time():
-            return False
-        return hmac.compare_digest(cookie.encode(), self._session(int(expires)).encode())
+        live = expires.isdigit() and int(expires) > time.time()
+        if live and hmac.compare_digest(cookie.encode(), self._session(int(expires)).encode()):
+            return True
+        if bearer:
+            self.failures.record(request.client.host if request.client else "")
+        return False
 
     async def _login(self, request: Request, client: str) -> Response:
         """GET: the form. POST: the token typed in; right, the cookie and the page asked for."""
