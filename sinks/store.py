@@ -584,21 +584,25 @@ class Store:
         self._dirty = self._dirty or bool(forgotten and forgotten[0][0])
         return int(forgotten[0][0]) if forgotten else 0
 
-    def reappeared(self, listed: pa.Array) -> list[str]:
+    def reappeared(self, listed: pa.Array) -> dict[str, int | None]:
         """Of the `listed` locations, those a re-list had recorded removed (source `reconcile`): a
         file deleted and put back, or other content written there since (a view dropped and
         created again at its path). Read again and stored as `BACK`, the store tells which
-        (`_reused_set_aside`). A removal a follower saw happen stays: a late delete event must not
-        be undone by a create seen before it."""
+        (`_reused_set_aside`). Each with the time of the file the store set aside there already
+        (its `location-reused` quarantine row's), if it did: unchanged since, it is not read again
+        (`runs.read_again`). A removal a follower saw happen stays: a late delete event must not be
+        undone by a create seen before it."""
         self.lookups.register("_listed", pa.table({"location": listed}))
         try:
             back = self.lookups.execute(
-                "SELECT DISTINCT location FROM removals WHERE source = 'reconcile' "
-                "AND location IN (SELECT location FROM _listed) ORDER BY location"
+                "SELECT r.location, any_value(q.modified_ms) FROM removals r "
+                "LEFT JOIN quarantine q ON q.location = r.location AND q.reason = 'location-reused' "
+                "WHERE r.source = 'reconcile' AND r.location IN (SELECT location FROM _listed) "
+                "GROUP BY r.location ORDER BY r.location"
             ).fetchall()
         finally:
             self.lookups.unregister("_listed")
-        return [row[0] for row in back]
+        return dict(back)
 
     def known_lineage(self, keys: Iterable[str]) -> set[str]:
         """Which lineage keys have stored results (the memo across runs)."""

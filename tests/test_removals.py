@@ -329,6 +329,10 @@ def test_other_content_where_a_re_list_found_a_file_gone_is_location_reused(tmp_
         assert [(q["location"], q["reason"]) for q in api.quarantine(conn)] == [
             (str(path), "location-reused")
         ]
+    # Found by a review: the removal stayed a re-list's, so each run read the file again and set it
+    # aside again (a follower: each reconciliation round).
+    again = index_locations([str(root)], settings)
+    assert (again.indexed, again.quarantined, again.already_indexed) == (0, 0, 1)
 
 
 def test_uses_of_a_dropped_table_says_it_was_dropped(tmp_path: Path) -> None:

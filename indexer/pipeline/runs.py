@@ -148,7 +148,8 @@ def index_locations(
             store.forget_missing(root, table.column("location").combine_chunks(), unlisted)
         indexer = Indexer(store, config, pool)
         for reader, table in zip(readers, listings, strict=True):  # a file found gone, there again since
-            reread(indexer, reader, store.reappeared(table.column("location").combine_chunks()), settings)
+            again = read_again(reader, store.reappeared(table.column("location").combine_chunks()))
+            reread(indexer, reader, again, settings)
         indexer.stats.unlisted = [str(error) for reader in readers for error in reader.unlisted]
         indexer.stats.listed = sum(table.num_rows for table in listings)
         if on_listed is not None:
@@ -216,6 +217,17 @@ def _unindexed_files(
             yield readers[root], item
 
 
+def read_again(reader: Reader, reappeared: dict[str, int | None]) -> list[str]:
+    """The locations of `Store.reappeared` to read again: each but those whose file the store set
+    aside (`location-reused`) and that is still the one there (its time unchanged); a file set
+    aside is read again only when it changes (before, each run read it and set it aside anew)."""
+    return [
+        location
+        for location, set_aside_ms in reappeared.items()
+        if set_aside_ms is None or reader.written_ms(location) != set_aside_ms
+    ]
+
+
 def reread(indexer: Indexer, reader: Reader, locations: list[str], settings: Settings) -> None:
     """Read again the files a re-list finds at `locations`, recorded removed before: stored as a
     follower stores them (`BACK`), a file holding what was indexed there is back, one holding other
@@ -229,7 +241,7 @@ def reread(indexer: Indexer, reader: Reader, locations: list[str], settings: Set
     )
     batch.back = [item.read.location for item in batch.indexed]
     reused = len(store.reused)
-    store.write_tables(batch.to_arrow(), follower=True)
+    store.write_tables(indexer.tables(batch), follower=True)
     reused = len(store.reused) - reused
     indexer.stats.indexed -= reused
     indexer.stats.quarantined += reused
@@ -246,7 +258,9 @@ def gap_batch(
     store = indexer.store
     assert store is not None, "reconciling needs the store"
     listed = {item.location: item for item in reader.list(prefix)}
-    known = store.indexed(listed) - set(store.reappeared(pa.array(list(listed), pa.string())))
+    known = store.indexed(listed) - set(
+        read_again(reader, store.reappeared(pa.array(list(listed), pa.string())))
+    )
     reads = list(read_all([(reader, item) for loc, item in listed.items() if loc not in known], settings))
     batch = indexer.build_batch(reads)
     batch.back = [item.read.location for item in batch.indexed]  # for a follower's write: see `reread`
