@@ -778,6 +778,7 @@ def uses(
         "transitive": transitive,
         "created_ms": created_ms,
         "created_at": iso(created_ms),
+        "not_created_yet": created_ms is not None and at < created_ms,
         "dropped_ms": dropped["dropped_ms"] if dropped else None,
         "dropped_at": iso(dropped["dropped_ms"]) if dropped else None,
         "dropped_source": dropped["source"] if dropped else None,

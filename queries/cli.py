@@ -672,13 +672,7 @@ def uses(context: click.Context, table: str, as_of: str | None, transitive: bool
     """The views that read TABLE."""
     answer = _ask(context, lambda conn: api.uses(conn, table, _as_of(as_of), transitive))
     output_for(fmt, rows="views").result(answer)
-    created = answer["created_ms"]
-    if (
-        created is not None
-        and answer["as_of_ms"] is not None
-        and answer["as_of_ms"] < created
-        and fmt != "json"
-    ):
+    if answer["not_created_yet"] and fmt != "json":
         click.echo(
             f"warning: table {answer['table']} has no metadata file committed by {answer['as_of']} "
             f"(its first is of {answer['created_at']}): the views listed read a table that did not exist yet",

@@ -373,11 +373,16 @@ def test_uses_before_the_table_was_created_says_it_did_not_exist_yet(tmp_path: P
     index_locations([str(root)], settings_for(db, f"{root}=prod"))
     with open_reader(db) as conn:
         early, late = api.uses(conn, "db.t", 1500), api.uses(conn, "db.t", 2500)
-    assert (early["created_at"], [v["view"] for v in early["views"]]) == (
+    assert (early["created_at"], early["not_created_yet"], [v["view"] for v in early["views"]]) == (
         "1970-01-01T00:00:02.000Z",
+        True,
         ["prod.db.v"],
     )
-    assert (late["created_ms"], [v["view"] for v in late["views"]]) == (2000, ["prod.db.v"])
+    assert (late["created_ms"], late["not_created_yet"], [v["view"] for v in late["views"]]) == (
+        2000,
+        False,
+        ["prod.db.v"],
+    )
     args = ["uses", "db.t", "--db", str(db), "--as-of"]
     assert CliRunner().invoke(cli, [*args, "1970-01-01T00:00:01.500Z"]).stderr == (
         "warning: table prod.db.t has no metadata file committed by 1970-01-01T00:00:01.500Z (its first is "

@@ -129,10 +129,10 @@ class EventIngest:
             known -= {
                 location
                 for location, modified_ms in written.items()
-                if _newer(created_ms[location], modified_ms + REWRITE_SLACK_MS)
+                if _after(created_ms[location], modified_ms + REWRITE_SLACK_MS)
             }
         back = {
-            location for location, removed_ms in removed.items() if _newer(created_ms[location], removed_ms)
+            location for location, removed_ms in removed.items() if _after(created_ms[location], removed_ms)
         }
         return known | ((removed.keys() & indexed) - back), back
 
@@ -203,7 +203,7 @@ class EventIngest:
                     if removed_ms is None or removed_ms > now_ms + FUTURE_EVENT_SLACK_MS:
                         removed_ms = now_ms
                     since = None if written_now is None else self._written_since(url, created_ms, written_now)
-                    if _newer(since, removed_ms):
+                    if _after(since, removed_ms):
                         # A delete older than a create seen already, or than the object there now: an
                         # earlier incarnation's, late (the thirteenth adversarial trial: it dropped a
                         # live view; the fourteenth and fifteenth: after a restart, which forgets the
@@ -255,7 +255,7 @@ class EventIngest:
             location
             for location in read
             if location in back
-            or (location in removed_here and _newer(created_ms[location], removed_here[location]))
+            or (location in removed_here and _after(created_ms[location], removed_here[location]))
         ]
         built.batch.indexed = files.indexed
         built.batch.lineage = files.lineage
@@ -278,9 +278,9 @@ class EventIngest:
         return built
 
 
-def _newer(created_ms: int | None, removed_ms: int) -> bool:
-    """Whether a create event's time is after a removal's (an unknown time is not)."""
-    return created_ms is not None and created_ms > removed_ms
+def _after(ms: int | None, than: int) -> bool:
+    """Whether a time (a create event's, an object's) is after another (an unknown one is not)."""
+    return ms is not None and ms > than
 
 
 def _unless_answering(entry: tuple[Reader, ListedFile], message: str) -> None:

@@ -47,7 +47,8 @@ PROJECTED, AGGREGATE, WINDOW = "projected", "aggregate", "window"
 FILTER, JOIN_KEY, GROUP_BY, ORDER_BY, OTHER = "filter", "join-key", "group-by", "order-by", "other"
 _Resolved = tuple[TableKey, tuple[str, ...], str, bool, bool]
 """A base column behind a reference: (table, path, what it is of the reference's value (`VALUE`,
-`ELEMENTS`, `READ`), under an aggregate, named by a projection on the way rather than a `*`)."""
+`ELEMENTS`, `READ`, `FIELD`, `MADE`, `OPAQUE`, `WRITTEN`), under an aggregate, named by a projection on
+the way rather than a `*`)."""
 Outputs = Callable[[exp.Expr, str, exp.Expr], tuple[str, tuple[str | None, ...]]]
 """(projection, kind, column in it) -> (kind, the output columns it flows into) for the projections
 of one scope: one, except in a generator's `AS (k, v)`."""
@@ -1234,8 +1235,9 @@ class _Walker:
     def _resolve(
         self, scope: Scope, column: exp.Column, seen: set[tuple[int, str]], pivoted: bool = False
     ) -> Iterator[_Resolved]:
-        """The base columns behind `column` as `scope` sees it: (table, path, under an aggregate,
-        named by a CTE's or derived table's projection on the way rather than given by its `*`).
+        """The base columns behind `column` as `scope` sees it (`_Resolved`: table, path, what that
+        is of the column's value, under an aggregate, named by a CTE's or derived table's projection
+        on the way rather than given by its `*`).
         `pivoted`: `column` names a column of the source a PIVOT reads, not of its rows."""
         pivot = None if pivoted else _pivot(scope, column.table)
         if pivot is not None:
