@@ -70,7 +70,7 @@ def test_previous_schema_version_opens_and_migrates(
     monkeypatch.setattr(Store, "_rebuild_marked", lambda store: False)  # nor rebuild marks
     monkeypatch.setattr(Store, "record_settings", lambda store, settings: None)  # nor recorded settings
     monkeypatch.setattr(Store, "gone", lambda store, prefix, listed, unlisted=(): [])  # nor removals
-    monkeypatch.setattr(Store, "reappeared", lambda store, listed: [])
+    monkeypatch.setattr(Store, "reappeared", lambda store, listed: {})
     monkeypatch.setattr(Store, "holds", lambda store: {})  # nor tables by id
     index_locations([str(sample_warehouse)], settings_for(db, f"{sample_warehouse}=prod"))
     with duckdb.connect(str(db), read_only=True) as conn:
