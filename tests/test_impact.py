@@ -2123,12 +2123,12 @@ def test_a_choice_of_a_decimal_and_an_integer_is_typed_wide_enough_for_both(tmp_
     assert fourteen["stale_schemas"] == [f"prod.db.{name}" for name in sorted(views)]
 
 
-def test_a_dropped_column_a_lateral_alias_shadows_leaves_spark_s_view_running(tmp_path: Path) -> None:
+def test_a_dropped_column_a_lateral_alias_shadows_is_said_of_spark_s_view(tmp_path: Path) -> None:
     """Found by the sixteenth new-user trial, checked on Spark: in `qty + 1 AS price, price * 2 AS
     p2` the second `price` is the table's column while it exists; dropped, Spark reads the alias
-    instead and the view keeps running, p2 going from 12.5 to 6.0. `impact` listed the use as if
-    the view failed, and its readers as failing with it. The use now says what happens, and its
-    readers do not fail. A `price` read anywhere else (a filter) still fails the view."""
+    instead and the view keeps running, p2 going from 12.5 to 6.0. The seventeenth found it can
+    fail too: `id + 1 AS qty, qty * 2 AS q2` made q2 a BIGINT its stored INT refused, and its
+    readers with it. So the use says what Spark does, and counts as failing, readers included."""
     sql = "SELECT qty + 1 AS price, price * 2 AS p2 FROM db.orders"
     columns: list[tuple[str, Any]] = [("price", "int"), ("p2", "double")]
     db = _one_table_and_views(
@@ -2144,23 +2144,21 @@ def test_a_dropped_column_a_lateral_alias_shadows_leaves_spark_s_view_running(tm
     with open_reader(db) as conn:
         dropped = impact(conn, "db.orders", parse_change("price", None, None))
     rebinds = (
-        "keeps running with other values: Spark then reads `price` as the output of that name before it "
-        "(a lateral column alias)"
+        "Spark then reads `price` as the output of that name before it (a lateral column alias): the view "
+        "runs on, with other values, only if that output's type still fits its stored one, else it fails"
     )
     assert [
         (u["view"], u["column"], u["kind"], u["output"], u["keeps_running"], u["reason"])
         for u in dropped["uses"]
     ] == [
-        ("prod.db.lca", "price", "projected", "p2", True, rebinds),
+        ("prod.db.lca", "price", "projected", "p2", False, rebinds),
         ("prod.db.lca_filter", "price", "projected", "p2", False, None),
         ("prod.db.lca_filter", "price", "filter", None, False, None),
         ("prod.db.lca_trino", "price", "projected", "p2", False, None),
+        ("prod.db.on_lca", "p2", "projected", "p2", False, None),
     ]
     text = CliRunner().invoke(cli, ["impact", "db.orders", "--drop-column", "price", "--db", str(db)])
-    assert text.stdout.splitlines()[0] == (
-        "drop-column prod.db.orders.price (double): 3 view(s) affected, 1 of them keep running with other "
-        "values (see `reason`)"
-    )
+    assert text.stdout.splitlines()[0] == "drop-column prod.db.orders.price (double): 4 view(s) affected"
     assert text.stdout.splitlines()[3].endswith(f"exact  {rebinds}")
 
 
@@ -2233,3 +2231,23 @@ def test_to_json_of_a_struct_keeps_running_with_other_values_after_a_field_chang
             if u["view"] in ("prod.db.v_json", "prod.db.v_on_json")
         ] == [("prod.db.v_json", "address", "j", True, written)]
     assert "prod.db.v_json" not in renamed["by_position"]
+
+
+def test_a_table_alias_named_as_a_struct_column_reads_the_struct_s_field(tmp_path: Path) -> None:
+    """Found by the seventeenth new-user trial, checked on Spark 3.5: in `SELECT ship.zip FROM
+    orders ship` the table aliased `ship` has no column `zip`, so Spark reads the field `zip` of its
+    column `ship`. The analysis read a column `zip`: the view was already broken on every `impact`,
+    and dropping `ship.zip`, which breaks it, affected nothing."""
+    ship = struct_of(("city", "string"), ("zip", "string"), first_id=3)
+    db = _one_table_and_views(
+        tmp_path,
+        ("orders", [("order_id", "long"), ("ship", ship)]),
+        {"v": ("spark", "SELECT ship.zip FROM db.orders ship", [("zip", "string")])},
+    )
+    with open_reader(db) as conn:
+        zip_dropped = impact(conn, "db.orders", parse_change("ship.zip", None, None))
+        other = impact(conn, "db.orders", parse_change("order_id", None, None))
+    assert [(u["view"], u["column"], u["kind"], u["output"]) for u in zip_dropped["uses"]] == [
+        ("prod.db.v", "ship.zip", "projected", "zip")
+    ]
+    assert (other["uses"], other["already_broken"]) == ([], [])

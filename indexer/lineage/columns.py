@@ -265,7 +265,7 @@ def _analyse(
     for scope in traverse_scope(qualified):
         _expand_argument_stars(scope, mapping)
         _name_map_explodes(scope, mapping)
-        _fields_of_derived_columns(scope)
+        _fields_of_derived_columns(scope, mapping)
     walker = _Walker(placeholders, renames, schemas_known=not unknown, columns=mapping)
     scopes = traverse_scope(qualified)
     root = scopes[-1]
@@ -336,23 +336,33 @@ def _mark_lateral_names(statement: exp.Expr, dialect: str) -> None:
                 earlier.add(projection.alias.lower())
 
 
-def _fields_of_derived_columns(scope: Scope) -> None:
-    """`value.price` where no source is named `value`: a field of the column `value` of the query's
-    only source, as Spark resolves it, which `qualify` takes for a table's column when it does not
-    know the source's columns (`SELECT explode(m) FROM t`'s `key` and `value`)."""
+def _fields_of_derived_columns(scope: Scope, mapping: Mapping[str, object]) -> None:
+    """`a.b` as Spark resolves it where `qualify` takes it for a table's column: a field of the
+    column `a` when no source is named `a` (of the query's only source: `SELECT explode(m) FROM t`'s
+    `value.price`), or when the table aliased `a` has no column `b` but has one named `a`
+    (`SELECT ship.zip FROM orders ship`)."""
     select = scope.expression
+    if not isinstance(select, exp.Select):
+        return
     generators = [name for name, source in scope.sources.items() if _generates(source)]
     sources = generators or [name for name in scope.selected_sources if name not in generators]
-    if not isinstance(select, exp.Select) or len(sources) != 1 or select.find(exp.Pivot):
-        return
     for column in list(select.find_all(exp.Column)):
         table = column.table
         if not table or column.args.get("db") or column.find_ancestor(exp.Select) is not select:
             continue
+        if isinstance(column.this, exp.Star):
+            continue
+        source = scope.sources.get(table)
+        known = mapping.get(source.name) if isinstance(source, exp.Table) else None
+        if isinstance(known, dict):
+            names = {name.lower() for name in known}
+            if column.name.lower() not in names and table.lower() in names:
+                column.replace(exp.Dot(this=exp.column(table, table=table), expression=column.this.copy()))
+            continue
         outer: Scope | None = scope
         while outer is not None and table not in outer.sources:
             outer = outer.parent
-        if outer is None and not isinstance(column.this, exp.Star):
+        if outer is None and len(sources) == 1 and not select.find(exp.Pivot):
             holder = exp.column(table, table=sources[0])
             column.replace(exp.Dot(this=holder, expression=column.this.copy()))
 
