@@ -886,10 +886,12 @@ def _schema_unknown(reader: _Reader, source: _Object, catalogs: frozenset[str]) 
 
 
 _REBINDS = (
-    "keeps running with other values: Spark then reads `{}` as the output of that name before it "
-    "(a lateral column alias)"
+    "Spark then reads `{}` as the output of that name before it (a lateral column alias): the view "
+    "runs on, with other values, only if that output's type still fits its stored one, else it fails"
 )
-"""The reason of a use that a drop or rename leaves reading a lateral alias (`ColumnUse.rebinds`)."""
+"""The reason of a use that a drop or rename leaves reading a lateral alias (`ColumnUse.rebinds`):
+whether the view runs on is not told (the alias's type may not fit the stored one: a trial's
+`id + 1 AS qty, qty * 2 AS q2` became a BIGINT its INT column refused), so it counts as failing."""
 _WRITTEN = "keeps running with other values: `to_json` writes the names of the fields it is given"
 """The reason of a use that only writes out the field names of a struct holding the field asked."""
 _OPAQUE = (
@@ -1143,8 +1145,8 @@ def _walk(
             ):
                 by_position.add(reader.name)
                 continue
-            # Spark reads a lateral alias of the name instead, or `to_json` writes the field's new
-            # name (or none): the view keeps running, on other values.
+            # Spark reads a lateral alias of the name instead (said, counted as failing), or
+            # `to_json` writes the field's new name (or none): that view keeps running, on other values.
             rebinding = breaks and bool(matched) and all(use.rebinds for use, _ in matched)
             written = (
                 breaks
@@ -1171,7 +1173,7 @@ def _walk(
                         **_row(reader, source, depth, column, use.kind, output, certainty),
                         "via": [*source.via, f"{source.name}.{'.'.join(wanted)}"],
                         "schemas_known": known,
-                        "keeps_running": rebinding or written,
+                        "keeps_running": written,
                         "reason": _REBINDS.format(use.path[0])
                         if rebinding
                         else _WRITTEN
@@ -1181,7 +1183,7 @@ def _walk(
                         else None,
                     }
                 )
-                if rebinding or written:
+                if written:
                     continue
                 if output is not None and (not retyped or goes_stale):  # an output of unchanged type
                     below = (output.lower(), *wanted[len(read) :])  # takes the question no further
@@ -1197,7 +1199,7 @@ def _walk(
                     )
             # A dropped or renamed column fails the view; a retyped one carried into an output
             # leaves its stored schema stale, which engines refuse when any reader resolves it.
-            if len(uses) > found and not (rebinding or written) and (breaks or reader.name in stale):
+            if len(uses) > found and not written and (breaks or reader.name in stale):
                 queue.append((_whole(reader, uses[-1], "fails"), depth + 1))
             elif len(uses) == found and _schema_unknown(reader, source, catalogs):
                 unresolved = _whole_use(reader, source, depth, catalogs, "unknown")
