@@ -22,6 +22,7 @@ from sqlglot.errors import SqlglotError
 
 from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.lineage.columns import (
+    OTHER,
     SPARK_DECIMAL,
     ColumnLineage,
     ColumnUse,
@@ -1130,6 +1131,7 @@ def _walk(
                 if (match := reader.match(use.table, source.key, catalogs)) is not None
                 and _reads(use, source.column)
                 and not reader.past_stored(use)
+                and not (breaks and _whole_argument(use, source.column))
             ]
             # Spark reads a view's columns by position, and up-casts a struct field by field by
             # position: a rename breaks no use that does not name the column (`*`, the struct).
@@ -1366,6 +1368,14 @@ def _spark_type(kind: str) -> str | None:
         return spark_type(exp.DataType.build(kind, dialect="spark"))
     except SqlglotError:
         return None
+
+
+def _whole_argument(use: ColumnUse, column: tuple[str, ...]) -> bool:
+    """Whether `use` passes the struct, list or map holding the nested field `column` whole to
+    what neither outputs it nor reads its fields by name (a LATERAL VIEW's generator: `posexplode(
+    items)` when only `pos` and another field are read): dropping or renaming the field leaves it
+    working (the seventeenth new-user trial, checked on Spark)."""
+    return use.kind == OTHER and len(use.path) < len(column) and not use.opaque and not use.names_written
 
 
 def _reads(use: ColumnUse, column: tuple[str, ...]) -> bool:
