@@ -2272,3 +2272,19 @@ def test_a_table_alias_named_as_a_struct_column_reads_the_struct_s_field(tmp_pat
         ("prod.db.v", "ship.zip", "projected", "zip")
     ]
     assert (other["uses"], other["already_broken"]) == ([], [])
+
+
+def test_an_unpivot_s_value_column_is_not_typed_from_its_first_column(tmp_path: Path) -> None:
+    """Found by the seventeenth new-user trial, checked on Spark 3.5: `UNPIVOT (val FOR col IN (qty,
+    id))` over an INT and a BIGINT gives a BIGINT `val`; typed from `qty` alone, widening `qty` to
+    BIGINT changed its type and the view was surely stale, though Spark read it as before. The
+    value column's type is not inferred now: the view is listed as assumed stale."""
+    sql = "SELECT * FROM (SELECT id, qty FROM db.t) UNPIVOT (val FOR col IN (qty, id))"
+    db = _one_table_and_views(
+        tmp_path,
+        ("t", [("id", "long"), ("qty", "int")]),
+        {"v1": ("spark", sql, [("col", "string"), ("val", "long")])},
+    )
+    with open_reader(db) as conn:
+        widened = impact(conn, "db.t", parse_change(None, None, "qty=long"))
+    assert (widened["stale_schemas"], widened["stale_schemas_assumed"]) == (["prod.db.v1"], ["prod.db.v1"])
