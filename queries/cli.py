@@ -840,13 +840,16 @@ def table_history_command(
         {
             **{key: answer[key] for key in ("table", "table_id")},
             **dropped,
-            **{key: answer[key] for key in ("total", "offset")},
+            **{key: answer[key] for key in ("total", "limit", "offset")},
             "snapshots": snapshots,
             "schemas": schemas,
             "main_history": [
                 {"made_current_at": row["made_current_at"], "snapshot_id": row["snapshot_id"]}
                 for row in answer["main_history"]
             ],
+            # The README's "commits per day" (the seventeenth new-user trial: only json had them).
+            "by_day": answer["by_day"],
+            "records_by_day": answer["records_by_day"],
         }
     )
 

@@ -75,12 +75,21 @@ def test_cli_and_errors(table_store: Path) -> None:
         cli, ["table-history", "sales.orders", "--limit", "1", "--db", str(table_store)]
     )
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines()[:4] == [
+    assert result.stdout.splitlines()[:5] == [
         "table: prod.sales.orders",
         f"table_id: {UUID}",
         "total: 4",
+        "limit: 1",
         "offset: 0",
     ]
+    # The seventeenth new-user trial: the commits per day the README promises were json's alone.
+    lines = result.stdout.splitlines()
+    assert lines[lines.index("by_day:") : lines.index("by_day:") + 3] == [
+        "by_day:",
+        "  day         operation  commits",
+        "  ----------  ---------  -------",
+    ]
+    assert "records_by_day:" in lines
     assert (
         "  1          1970-01-03T00:00:00.000Z  3        renamed name -> customer; retyped qty: int -> long"
         in (result.stdout.splitlines())
