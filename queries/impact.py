@@ -55,6 +55,7 @@ from viewlineage.queries.names import (
     tables_named,
     views_named,
 )
+from viewlineage.sinks.readers import check_stopped
 
 DROP, RENAME, CHANGE_TYPE = "drop-column", "rename-column", "change-type"
 ANALYSIS_FAILED = frozenset({"column-analysis-error", "sql-parse-error"})
@@ -852,6 +853,7 @@ def _analysed(
             head["catalog"],
         )
         known = {key: columns for key, columns in read.items() if columns is not None}
+        check_stopped()  # the analyses are Python: a question past its time stops between them
         lineage = column_lineage(request, LineageConfig(), known, resolved)
         stored = schema_columns(v["columns"])
         readers.append(
@@ -1110,6 +1112,7 @@ def _walk(
             continue
         visited.add((source.key, source.column))
         for reader in readers:
+            check_stopped()  # each step may analyse a view again (`going_stale`)
             if source.whole is not None:
                 whole = _whole_use(reader, source, depth, catalogs, source.whole)
                 if whole is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -2288,3 +2289,28 @@ def test_an_unpivot_s_value_column_is_not_typed_from_its_first_column(tmp_path: 
     with open_reader(db) as conn:
         widened = impact(conn, "db.t", parse_change(None, None, "qty=long"))
     assert (widened["stale_schemas"], widened["stale_schemas_assumed"]) == (["prod.db.v1"], ["prod.db.v1"])
+
+
+def test_impact_stops_at_the_query_timeout_between_its_analyses(tmp_path: Path) -> None:
+    """Found by the seventeenth adversarial trial: `impact --query-timeout 20` of a chain of 400 views
+    ran 676 s (over HTTP, 229 s of a server's CPU): the timeout interrupts DuckDB, but impact's time
+    goes to analysing SQL in Python between its queries. It now stops between analyses."""
+    root = tmp_path / "warehouse"
+    columns = schema_of(("a", "int"), ("b", "int"))
+    Table(root, "db", "t", "e6300000-0000-4000-8000-000000000000", schema=columns).commit(900, 1)
+    for i in range(150):  # about 20 s of analysis on this 2-core machine, uninterrupted
+        below = "db.t" if i == 0 else f"db.c{i - 1}"
+        View(root, "db", f"c{i}", f"e6300000-0000-4000-8000-{i + 1:012d}", schema=columns).commit(
+            1000, f"SELECT a + 0 AS a, b FROM {below}"
+        )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    started = time.monotonic()
+    result = CliRunner().invoke(
+        cli, ["impact", "db.t", "--change-type", "a=long", "--query-timeout", "2", "--db", str(db)]
+    )
+    assert (result.exit_code, result.stderr) == (
+        1,
+        "error: the query ran longer than 2 s and was stopped (setting query-timeout)\n",
+    )
+    assert time.monotonic() - started < 12
