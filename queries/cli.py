@@ -671,7 +671,8 @@ def deps(context: click.Context, view: str, as_of: str | None, transitive: bool,
 def uses(context: click.Context, table: str, as_of: str | None, transitive: bool, fmt: str) -> None:
     """The views that read TABLE."""
     answer = _ask(context, lambda conn: api.uses(conn, table, _as_of(as_of), transitive))
-    output_for(fmt, rows="views").result(answer)
+    shown = answer if fmt == "json" else {k: v for k, v in answer.items() if k != "not_created_yet"}  # warned
+    output_for(fmt, rows="views").result(shown)
     if answer["not_created_yet"] and fmt != "json":
         click.echo(
             f"warning: table {answer['table']} has no metadata file committed by {answer['as_of']} "
