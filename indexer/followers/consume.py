@@ -132,9 +132,20 @@ class EventIngest:
                 if _after(created_ms[location], modified_ms + REWRITE_SLACK_MS)
             }
         back = {
-            location for location, removed_ms in removed.items() if _after(created_ms[location], removed_ms)
+            location
+            for location, removed_ms in removed.items()
+            if self._back(location, created_ms, removed_ms)
         }
         return known | ((removed.keys() & indexed) - back), back
+
+    def _back(self, location: str, created_ms: dict[str, int | None], removed_ms: int) -> bool:
+        """Whether a create event puts back a file removed at `removed_ms`: it is newer; or of the
+        same millisecond and the object is there (a delete and a create of one instant, found by
+        the seventeenth adversarial trial: whichever came last, what is there now says)."""
+        created = created_ms[location]
+        return _after(created, removed_ms) or (
+            created == removed_ms and self._written_ms(location) is not None
+        )
 
     def _written_ms(self, url: str) -> int | None:
         """When the object there now was written; None when it is gone. Asked of the object store,
@@ -255,7 +266,7 @@ class EventIngest:
             location
             for location in read
             if location in back
-            or (location in removed_here and _after(created_ms[location], removed_here[location]))
+            or (location in removed_here and self._back(location, created_ms, removed_here[location]))
         ]
         built.batch.indexed = files.indexed
         built.batch.lineage = files.lineage

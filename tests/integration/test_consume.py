@@ -999,3 +999,31 @@ def test_a_message_naming_many_missing_objects_holds_nothing_up(
     assert run.outcomes() == Counter({"object-missing": 600, "indexed": 1})
     with open_reader(run.db) as conn:
         assert api.show(conn, "db.good")["view_id"] == "0d7c0c7e-0000-4000-8000-000000000011"
+
+
+def test_a_create_of_the_delete_s_millisecond_puts_the_file_back(
+    broker: str, plain_s3: SeaweedS3, tmp_path: Path
+) -> None:
+    """Found by the seventeenth adversarial trial: Put(t), Delete(t + 1 ms), Put(t + 1 ms) of an object
+    that is there left its view dropped (and a re-list did not bring it back): a create counted only
+    when strictly newer than the delete. Of one millisecond, what the store holds now says."""
+    client = plain_s3.client()
+    key = f"{PREFIX}/db/tied/metadata/00001-0d7c0c7e-0000-4000-8000-000000000020.metadata.json"
+    body = View(tmp_path / "wh", "db", "tied", "0d7c0c7e-0000-4000-8000-000000000021").commit(
+        STEPS[1], "SELECT 1 AS x"
+    )
+    client.put_object(Bucket=BUCKET, Key=key, Body=body.read_bytes())
+    now = int(time.time() * 1000)
+    produce(broker, "tied", [
+        Sent(key.encode(), notification("aws", True, BUCKET, key, now, 9)),
+        Sent(key.encode(), notification("aws", False, BUCKET, key, now + 1)),
+        Sent(key.encode(), notification("aws", True, BUCKET, key, now + 1, 9)),
+    ])  # fmt: skip
+    run = consume(tmp_path, "tied", broker, "tied", plain_s3)
+    try:
+        run.wait_for_messages(3)
+    finally:
+        run.stop()
+    with open_reader(run.db) as conn:
+        assert api.history(conn, "db.tied")["dropped_at"] is None
+        assert api.show(conn, "db.tied")["view_id"] == "0d7c0c7e-0000-4000-8000-000000000021"
