@@ -200,6 +200,9 @@ class EventIngest:
                     built.outcomes["skipped:not-metadata-key"] += 1
                 elif not allowed(url, self.prefixes):
                     built.outcomes["skipped:outside-allowed-prefix"] += 1
+                elif len(url.encode()) > MAX_LOCATION_BYTES:
+                    # No object store holds such a key (S3: 1,024 bytes); obstore panicked on one.
+                    built.outcomes["skipped:key-too-long"] += 1
                 elif event.kind is EventKind.REMOVED:
                     written_now = self._written_ms(url)  # None: the object is gone
                     if event.removed_version and written_now is not None:
@@ -287,6 +290,10 @@ class EventIngest:
         while len(self._created) > RECENT_LOCATIONS:
             self._created.popitem(last=False)
         return built
+
+
+MAX_LOCATION_BYTES = 2048
+"""Longer locations name no object: S3 keys are at most 1,024 bytes (a bucket's name at most 63)."""
 
 
 def _after(ms: int | None, than: int) -> bool:

@@ -987,16 +987,20 @@ def test_a_message_naming_many_missing_objects_holds_nothing_up(
     records = [
         json.loads(notification("aws", True, BUCKET, key, STEPS[1], 10))["Records"][0] for key in missing
     ]
+    # The seventeenth adversarial trial: a 1 MB key made obstore panic (a Rust backtrace in the log).
+    huge = f"{PREFIX}/db/{'x' * 1_000_000}/metadata/00001-0d7c0c7e-0000-4000-8000-000000000013.metadata.json"
     produce(broker, "ghosts", [
         Sent(b"flood", json.dumps({"Records": records}).encode()),
+        Sent(b"huge", notification("aws", True, BUCKET, huge, STEPS[1], 9)),
         Sent(good.encode(), notification("aws", True, BUCKET, good, STEPS[1], len(body))),
     ])  # fmt: skip
     run = consume(tmp_path, "ghosts", broker, "ghosts", plain_s3)
     try:
-        run.wait_for_messages(2, timeout=60)  # 600 x 3.1 s of retries over 8 readers took 4 minutes
+        run.wait_for_messages(3, timeout=60)  # 600 x 3.1 s of retries over 8 readers took 4 minutes
     finally:
         run.stop()
-    assert run.outcomes() == Counter({"object-missing": 600, "indexed": 1})
+    assert run.outcomes() == Counter({"object-missing": 600, "indexed": 1, "skipped:key-too-long": 1})
+    assert "panicked" not in run.log.read_text()
     with open_reader(run.db) as conn:
         assert api.show(conn, "db.good")["view_id"] == "0d7c0c7e-0000-4000-8000-000000000011"
 
