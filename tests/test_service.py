@@ -5,6 +5,7 @@ server on a free port; the follower's own store behind it is tested with a real 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import shutil
 import signal
@@ -486,6 +487,28 @@ def test_a_question_past_its_memory_limit_is_a_503(sample_store: Path) -> None:
                 conn, 30, lambda c: c.execute("SELECT string_agg(repeat('x', 1000), '') FROM range(200000)")
             )
     assert issubclass(QueryOutOfMemory, StoreError)  # which every endpoint answers 503
+
+
+def test_a_request_past_the_memory_limit_says_the_server_s_requests_share_it(
+    sample_store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the seventeenth adversarial trial: of four concurrent heavy requests to `serve`, two
+    failed with "needed more than its memory limit of 2.0 GiB" while the server held 170 MB: DuckDB
+    holds one database per store file and process, whose limit the requests answered at once share."""
+    heavy = "SELECT string_agg(repeat('x', 1000), '') FROM range(200000)"
+    endpoint = dataclasses.replace(
+        web_api.ENDPOINTS["show"], answer=lambda conn, _: conn.execute(heavy).fetchall()
+    )
+    monkeypatch.setitem(web_api.ENDPOINTS, "show", endpoint)
+    with open_reader(sample_store, memory_limit="16MiB") as conn:
+        answered = web_api.answer_on(conn, 30, "show", [("view", "prod.db.big_days")])
+    assert (answered.status, answered.document) == (
+        503,
+        {
+            "error": "the query needed more than its memory limit of 16.0 MiB and was stopped (setting "
+            "query-memory); the requests this server answers at once share that limit"
+        },
+    )
 
 
 def test_a_port_in_use_and_brokers_that_do_not_answer_are_one_line_and_exit_1(

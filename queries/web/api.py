@@ -30,7 +30,7 @@ from typing import Any, overload
 
 import duckdb
 
-from viewlineage.indexer.errors import StoreError, UsageError
+from viewlineage.indexer.errors import QueryOutOfMemory, StoreError, UsageError
 from viewlineage.queries import api, changes, diff, graph, mviews, search, table_history
 from viewlineage.queries import impact as impact_module
 from viewlineage.queries.names import parse_time
@@ -295,6 +295,10 @@ def answer_on(
         return Answer(200, document, csv_text(_table(tabled, parameters.rows)))
     except UsageError as exc:
         return Answer(400, refusal(exc))
+    except QueryOutOfMemory as exc:
+        # DuckDB holds one database per store file and process: the requests answered at once share
+        # its limit (the seventeenth adversarial trial: a light request failed beside heavy ones).
+        return Answer(503, {"error": f"{exc}; the requests this server answers at once share that limit"})
     except StoreError as exc:
         return Answer(503, {"error": str(exc)})
 
