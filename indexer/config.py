@@ -93,7 +93,8 @@ class Settings(BaseModel):
         pattern=r"^\s*\d+(\.\d+)?\s*([KMGT]i?B)\s*$",
         description="DuckDB memory limit of a process that answers queries (the query commands, "
         "`sql`, `serve`, a follower's API), e.g. `512MiB`. Queries do not spill to disk: one that "
-        "needs more is stopped with an error (exit 1; HTTP 503). DuckDB builds lists and strings "
+        "needs more is stopped with an error (exit 1; HTTP 503, the requests a server answers at once "
+        "sharing one limit). DuckDB builds lists and strings "
         "(`range(n)`, `repeat`) outside the limit: while `sql` runs, its process's data is bounded "
         "to three times the limit over what it held, so that such a query fails with the same error.",
     )
