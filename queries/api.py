@@ -223,13 +223,19 @@ def indexed_table(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None =
         ) from None
 
 
+def table_dropped(conn: duckdb.DuckDBPyConnection, table_id: str) -> dict[str, Any] | None:
+    """The table's drop (`table_drop`: `dropped_ms`, `source`), if it was dropped."""
+    dropped = query_rows(conn, "SELECT dropped_ms, source FROM table_drop(?)", [table_id])
+    return dropped[0] if dropped else None
+
+
 def check_table_not_dropped(conn: duckdb.DuckDBPyConnection, resolved: ResolvedTable, at: int) -> None:
     """A usage error when the table was dropped (`table_drop`) by `at`."""
-    dropped = query_rows(conn, "SELECT dropped_ms, source FROM table_drop(?)", [resolved.table_id])
-    if dropped and dropped[0]["dropped_ms"] <= at:
+    dropped = table_dropped(conn, resolved.table_id)
+    if dropped and dropped["dropped_ms"] <= at:
         raise UsageError(
-            f"table {resolved.name} was dropped at {iso(dropped[0]['dropped_ms'])}"
-            f"{drop_note(dropped[0]['source'])} (its newest metadata "
+            f"table {resolved.name} was dropped at {iso(dropped['dropped_ms'])}"
+            f"{drop_note(dropped['source'])} (its newest metadata "
             f"file was removed){'' if at == FOREVER_MS else f', before {iso(at)}'}: ask as of an earlier time"
         )
 
@@ -324,15 +330,15 @@ def table_incarnations(conn: duckdb.DuckDBPyConnection, table_id: str) -> list[d
     """The other tables that had this table's name (one dropped and created again)."""
     found = []
     for other in query_rows(conn, "SELECT * FROM table_incarnations(?)", [table_id]):
-        dropped = query_rows(conn, "SELECT dropped_ms, source FROM table_drop(?)", [other["table_id"]])
+        dropped = table_dropped(conn, other["table_id"])
         found.append(
             {
                 "table_id": other["table_id"],
                 "table": dotted([other["catalog"], *other["name"]]),
                 "first_committed_at": iso(other["first_commit_ms"]),
                 "last_committed_at": iso(other["last_commit_ms"]),
-                "dropped_at": iso(dropped[0]["dropped_ms"]) if dropped else None,
-                "dropped_source": dropped[0]["source"] if dropped else None,
+                "dropped_at": iso(dropped["dropped_ms"]) if dropped else None,
+                "dropped_source": dropped["source"] if dropped else None,
             }
         )
     return found
@@ -756,21 +762,15 @@ def uses(
             f"no table or view {table!r} in the store, and no stored SQL reads one of that name{hint.text}",
             hint.names,
         )
-    named = tables_named(conn, table, as_of_ms)  # an indexed table of the name: was it dropped?
-    drop = (
-        query_rows(conn, "SELECT dropped_ms, source FROM table_drop(?)", [named[0]["table_id"]])
-        if len(named) == 1
-        else []
-    )
-    dropped = drop[0] if drop and drop[0]["dropped_ms"] <= at else None
-    first = (
-        query_rows(
+    named = tables_named(conn, table, as_of_ms)  # an indexed table of the name: when, was it dropped?
+    drop, created_ms = None, None
+    if len(named) == 1:
+        drop = table_dropped(conn, named[0]["table_id"])
+        first = query_rows(
             conn, "SELECT min(commit_ms) AS ms FROM table_files WHERE table_id = ?", [named[0]["table_id"]]
         )
-        if len(named) == 1
-        else []
-    )
-    created_ms = first[0]["ms"] if first else None
+        created_ms = first[0]["ms"]
+    dropped = drop if drop and drop["dropped_ms"] <= at else None
     return {
         "table": dotted([catalog, *reference]),
         "as_of_ms": as_of_ms,

@@ -1142,11 +1142,7 @@ def _walk(
                 change == RENAME
                 and reader.spark
                 and matched
-                and all(
-                    use.starred
-                    or (len(use.path) < len(source.column) and not use.opaque and not use.names_written)
-                    for use, _ in matched
-                )
+                and all(use.starred or _holds_whole(use, source.column) for use, _ in matched)
             ):
                 by_position.add(reader.name)
                 continue
@@ -1373,12 +1369,17 @@ def _spark_type(kind: str) -> str | None:
         return None
 
 
+def _holds_whole(use: ColumnUse, column: tuple[str, ...]) -> bool:
+    """Whether `use` reads the struct, list or map holding the nested field `column` as a whole
+    value: not its fields by name (`ColumnUse.opaque`), nor their names (`names_written`)."""
+    return len(use.path) < len(column) and not use.opaque and not use.names_written
+
+
 def _whole_argument(use: ColumnUse, column: tuple[str, ...]) -> bool:
-    """Whether `use` passes the struct, list or map holding the nested field `column` whole to
-    what neither outputs it nor reads its fields by name (a LATERAL VIEW's generator: `posexplode(
-    items)` when only `pos` and another field are read): dropping or renaming the field leaves it
-    working (the seventeenth new-user trial, checked on Spark)."""
-    return use.kind == OTHER and len(use.path) < len(column) and not use.opaque and not use.names_written
+    """Whether `use` passes the holder of the nested field `column` whole to what does not output
+    it (a LATERAL VIEW's generator: `posexplode(items)` when only `pos` and another field are read):
+    dropping or renaming the field leaves it working (the seventeenth new-user trial, on Spark)."""
+    return use.kind == OTHER and _holds_whole(use, column)
 
 
 def _reads(use: ColumnUse, column: tuple[str, ...]) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 
 from viewlineage.indexer.errors import UsageError
-from viewlineage.queries.api import indexed_table, table_incarnations
+from viewlineage.queries.api import indexed_table, table_dropped, table_incarnations
 from viewlineage.queries.names import iso, query_rows
 
 SNAPSHOT_COUNTS = {
@@ -82,14 +82,14 @@ def table_history(
         """,
         {"table": resolved.table_id, "limit": limit, "offset": offset},
     )
-    drop = query_rows(conn, "SELECT dropped_ms, source FROM table_drop(?)", [resolved.table_id])
-    dropped_ms = drop[0]["dropped_ms"] if drop else None
+    drop = table_dropped(conn, resolved.table_id)
+    dropped_ms = drop["dropped_ms"] if drop else None
     return {
         "table": resolved.name,
         "table_id": resolved.table_id,
         "dropped_ms": dropped_ms,
         "dropped_at": iso(dropped_ms),
-        "dropped_source": drop[0]["source"] if drop else None,
+        "dropped_source": drop["source"] if drop else None,
         "total": answer["total"],
         "limit": limit,
         "offset": offset,

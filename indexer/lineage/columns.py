@@ -345,7 +345,7 @@ def _fields_of_derived_columns(scope: Scope, mapping: Mapping[str, object]) -> N
     if not isinstance(select, exp.Select):
         return
     generators = [name for name, source in scope.sources.items() if _generates(source)]
-    sources = generators or [name for name in scope.selected_sources if name not in generators]
+    sources = generators or list(scope.selected_sources)
     for column in list(select.find_all(exp.Column)):
         table = column.table
         if not table or column.args.get("db") or column.find_ancestor(exp.Select) is not select:
@@ -701,11 +701,10 @@ def _unpivoted_value(scope: Scope, projection: exp.Expr) -> bool:
     IN column's (sqlglot takes the first's: the seventeenth new-user trial's `IN (qty, id)` was
     typed INT, though Spark gives BIGINT): not inferred, then."""
     column = projection.unalias()
-    if not isinstance(column, exp.Column):
+    pivot = _pivot(scope, column.table) if isinstance(column, exp.Column) else None
+    if pivot is None or not pivot.args.get("unpivot"):
         return False
-    pivot = _pivot(scope, column.table)
-    values = {value.name.lower() for value in pivot.expressions} if pivot is not None else set()
-    return pivot is not None and bool(pivot.args.get("unpivot")) and column.name.lower() in values
+    return column.name.lower() in {value.name.lower() for value in pivot.expressions}
 
 
 def _projection_names(projection: exp.Expr) -> list[str]:
@@ -1076,6 +1075,20 @@ def _context(node: exp.Expr, select: exp.Expr) -> tuple[str, bool, exp.Expr | No
     return OTHER, aggregated, None
 
 
+def _use(
+    table: TableKey,
+    path: tuple[str, ...],
+    role: str,
+    kind: str,
+    output: str | None,
+    starred: bool,
+    column: exp.Column,
+) -> ColumnUse:
+    """The use of `path` that `column` makes, what it is of the value around it being `role`."""
+    rebinds = column.meta.get(_LATERAL, False)
+    return ColumnUse(table, path, kind, output, starred, role == OPAQUE, role == WRITTEN, rebinds)
+
+
 def _aggregated(kind: str, aggregated: bool) -> str:
     """A projected use's kind, `aggregate` if an aggregate reads it where it is resolved."""
     return AGGREGATE if aggregated and kind == PROJECTED else kind
@@ -1126,17 +1139,8 @@ class _Walker:
                     named = select.meta.get(_NAMED)
                     if named is not None and projection.alias_or_name not in named:
                         continue  # a `*`'s column: unread, nothing names it (dropping it breaks no query)
-                    rebinds = column.meta.get(_LATERAL, False)
                     self.unread.setdefault(id(projection), []).extend(
-                        ColumnUse(
-                            table,
-                            path,
-                            _aggregated(kind, aggregated),
-                            None,
-                            opaque=role == OPAQUE,
-                            names_written=role == WRITTEN,
-                            rebinds=rebinds,
-                        )
+                        _use(table, path, role, _aggregated(kind, aggregated), None, False, column)
                         for table, path, role, aggregated, _ in self._resolve(scope, column, set())
                     )
                     continue
@@ -1147,12 +1151,10 @@ class _Walker:
                 starred = by_place and scope in _branches(root)
             else:  # a `*` a function is passed, in a filter or GROUP BY, reads by position as well
                 flows, starred = (None,), column.meta.get(_STAR_ARGUMENT, False) and scope in _branches(root)
-            rebinds = column.meta.get(_LATERAL, False)
             for table, path, role, aggregated, named in self._resolve(scope, column, set()):
-                final, opaque, written = _aggregated(kind, aggregated), role == OPAQUE, role == WRITTEN
+                final = _aggregated(kind, aggregated)
                 self.uses.extend(
-                    ColumnUse(table, path, final, output, starred and not named, opaque, written, rebinds)
-                    for output in flows
+                    _use(table, path, role, final, output, starred and not named, column) for output in flows
                 )
 
     def _pivoted(
@@ -1329,7 +1331,7 @@ class _Walker:
         key = (id(source), name)
         if key not in self.projected:
             names = _output_names(source)
-            found: list[_Resolved] = []
+            found: list[_Resolved] = [] if name in names else self._untraced(source, seen)
             for branch in _branches(source) if name in names else []:
                 select = _select(branch)
                 projection, slot = _projection_and_slot(select, names.index(name))
@@ -1345,8 +1347,6 @@ class _Walker:
                             part = generated[1]
                             path, role = (*path, *part) if part else path, role if part else READ
                         found.append((table, path, role, aggregated or below, named or named_below))
-            if name not in names:
-                found = self._untraced(source, seen)
             self.projected[key] = list(dict.fromkeys(found))
         return self.projected[key]
 

@@ -73,10 +73,11 @@ def read_with_retries(
     total = max(attempts, ANNOUNCED_ATTEMPTS) if announced else attempts
     attempts = 1 if announced else attempts
     for attempt in range(total):
+        pause = 0.1 * 2**attempt  # before the next attempt
         try:
             return read()
         except ObjectMissing as exc:
-            late = announced_until is None or time.monotonic() + 0.1 * 2**attempt > announced_until
+            late = announced_until is None or time.monotonic() + pause > announced_until
             if late or attempt == total - 1:
                 return ReadFailure(location, exc)
         except (ObjectTooLarge, NotRegularFile) as exc:
@@ -84,7 +85,7 @@ def read_with_retries(
         except ReadError as exc:
             if attempt >= attempts - 1:
                 return ReadFailure(location, exc)
-        time.sleep(0.1 * 2**attempt)
+        time.sleep(pause)
     raise AssertionError("unreachable")
 
 

@@ -148,8 +148,12 @@ def index_locations(
             store.forget_missing(root, table.column("location").combine_chunks(), unlisted)
         indexer = Indexer(store, config, pool)
         for reader, table in zip(readers, listings, strict=True):  # a file found gone, there again since
-            again = read_again(reader, store.reappeared(table.column("location").combine_chunks()))
-            reread(indexer, reader, again, settings)
+            reread(
+                indexer,
+                reader,
+                read_again(store, reader, table.column("location").combine_chunks()),
+                settings,
+            )
         indexer.stats.unlisted = [str(error) for reader in readers for error in reader.unlisted]
         indexer.stats.listed = sum(table.num_rows for table in listings)
         if on_listed is not None:
@@ -217,13 +221,14 @@ def _unindexed_files(
             yield readers[root], item
 
 
-def read_again(reader: Reader, reappeared: dict[str, int | None]) -> list[str]:
-    """The locations of `Store.reappeared` to read again: each but those whose file the store set
-    aside (`location-reused`) and that is still the one there (its time unchanged); a file set
-    aside is read again only when it changes (before, each run read it and set it aside anew)."""
+def read_again(store: Store, reader: Reader, listed: pa.Array) -> list[str]:
+    """Of the `listed` locations, those `Store.reappeared` names to read again: each but those whose
+    file the store set aside (`location-reused`) and that is still the one there (its time
+    unchanged); a file set aside is read again only when it changes (before, each run read it and
+    set it aside anew)."""
     return [
         location
-        for location, set_aside_ms in reappeared.items()
+        for location, set_aside_ms in store.reappeared(listed).items()
         if set_aside_ms is None or reader.written_ms(location) != set_aside_ms
     ]
 
@@ -258,9 +263,7 @@ def gap_batch(
     store = indexer.store
     assert store is not None, "reconciling needs the store"
     listed = {item.location: item for item in reader.list(prefix)}
-    known = store.indexed(listed) - set(
-        read_again(reader, store.reappeared(pa.array(list(listed), pa.string())))
-    )
+    known = store.indexed(listed) - set(read_again(store, reader, pa.array(list(listed), pa.string())))
     reads = list(read_all([(reader, item) for loc, item in listed.items() if loc not in known], settings))
     batch = indexer.build_batch(reads)
     batch.back = [item.read.location for item in batch.indexed]  # for a follower's write: see `reread`
