@@ -21,6 +21,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -28,13 +29,21 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from viewlineage.indexer.errors import StoreAbandoned, StoreError
-from viewlineage.sinks.store import Store
+from viewlineage.sinks.store import SetAside, Store
 from viewlineage.sinks.tables import BACK, CHILDREN, SCHEMAS, successive
 
 MERGED_TOGETHER = 8
 """Segments stored in one transaction at most (each holds one batch: up to `batch-files` files)."""
 STALE_TEMPORARY_SECONDS = 600.0
 """A temporary segment this old belongs to a process that died while writing it."""
+
+
+@dataclass
+class Merged:
+    """What a merge stored: how many segments, and the files in them the store set aside."""
+
+    segments: int = 0
+    set_aside: SetAside = field(default_factory=SetAside)
 
 
 def _fsync_directory(path: Path) -> None:
@@ -86,13 +95,13 @@ class Spool:
                     tables[name] = ipc.open_file(source).read_all()
         return tables
 
-    def merge_into(self, store: Store) -> int:
-        """Store every pending segment and delete it; returns how many. Up to `MERGED_TOGETHER`
+    def merge_into(self, store: Store) -> Merged:
+        """Store every pending segment and delete it. Up to `MERGED_TOGETHER`
         segments go into one transaction (its cost is mostly fixed, so a writer behind its spool
         catches up), never two that bring the same parent row (a child row goes in only with a new
         parent, so the second segment's children would go in too); when that transaction fails,
         each is stored alone and one that fails alone is set aside."""
-        merged = 0
+        merged = Merged()
         group: list[tuple[Path, dict[str, pa.Table]]] = []
         parents: set[tuple[str, object]] = set()
         for segment in self.pending():
@@ -103,30 +112,33 @@ class Spool:
                 continue
             keys = _parent_keys(tables)
             if len(group) == MERGED_TOGETHER or keys & parents:
-                merged += self._merge_group(store, group)
+                self._merge_group(store, group, merged)
                 group, parents = [], set()
             group.append((segment, tables))
             parents |= keys
-        merged += self._merge_group(store, group)
+        self._merge_group(store, group, merged)
         self._remove_stale_temporaries()
         return merged
 
-    def _merge_group(self, store: Store, group: list[tuple[Path, dict[str, pa.Table]]]) -> int:
+    def _merge_group(
+        self, store: Store, group: list[tuple[Path, dict[str, pa.Table]]], merged: Merged
+    ) -> None:
         together = _concatenated([tables for _, tables in group]) if len(group) > 1 else None
-        if together is not None and self._store(store, together):
-            return self._delete([segment for segment, _ in group])
-        merged = 0  # one by one: which segment is at fault?
-        for segment, tables in group:
-            if self._store(store, tables, segment):
-                merged += self._delete([segment])
-        return merged
+        if together is not None and (set_aside := self._store(store, together)) is not None:
+            merged.segments += self._delete([segment for segment, _ in group])
+            merged.set_aside += set_aside
+            return
+        for segment, tables in group:  # one by one: which segment is at fault?
+            if (set_aside := self._store(store, tables, segment)) is not None:
+                merged.segments += self._delete([segment])
+                merged.set_aside += set_aside
 
-    def _store(self, store: Store, tables: dict[str, pa.Table], alone: Path | None = None) -> bool:
-        """Whether `tables` went into the store; a segment stored `alone` that fails is set aside.
-        A failure of the store itself (I/O, a failed COMMIT; memory, for a segment alone) is
-        raised: the segments wait for a writer."""
+    def _store(self, store: Store, tables: dict[str, pa.Table], alone: Path | None = None) -> SetAside | None:
+        """What the store set aside of `tables`, or None when they did not go in; a segment stored
+        `alone` that fails is set aside. A failure of the store itself (I/O, a failed COMMIT;
+        memory, for a segment alone) is raised: the segments wait for a writer."""
         try:
-            store.write_tables(tables, follower=True)
+            return store.write_tables(tables, follower=True)
         except StoreError as exc:
             if (
                 isinstance(exc, StoreAbandoned)
@@ -136,8 +148,7 @@ class Spool:
                 raise
             if alone is not None:
                 self._set_aside(alone, exc)
-            return False
-        return True
+            return None
 
     @staticmethod
     def _delete(segments: list[Path]) -> int:

@@ -22,6 +22,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn, Protocol, TypeVar
@@ -90,6 +91,25 @@ class ArrowBatch(Protocol):
     def to_arrow(self) -> dict[str, pa.Table]: ...
 
 
+@dataclass
+class SetAside:
+    """The files a write brought that the store quarantined rather than indexed."""
+
+    refused: list[str] = field(default_factory=list)
+    """Refused by DuckDB (`insert-failed`)."""
+    reused: list[str] = field(default_factory=list)
+    """At a location indexed with other content (`location-reused`)."""
+
+    def __iadd__(self, other: SetAside) -> SetAside:
+        self.refused += other.refused
+        self.reused += other.reused
+        return self
+
+    def reasons(self) -> dict[str, str]:
+        """Each location set aside, with its quarantine reason."""
+        return dict.fromkeys(self.refused, "insert-failed") | dict.fromkeys(self.reused, "location-reused")
+
+
 class Store:
     """A writer connection to a store file: migrations applied, query macros installed."""
 
@@ -120,10 +140,8 @@ class Store:
         self._dirty = False
         self._abandoned: str | None = None
         """Why this writer stopped (a failed COMMIT), said again to every later call."""
-        self.refused: list[str] = []
-        """Locations this writer refused (`insert-failed`) or stored as `internal-error`."""
-        self.reused: list[str] = []
-        """Locations this writer quarantined as `location-reused`."""
+        self._refused_any = False
+        """Whether this writer ever refused a file or stored one as `internal-error`."""
         self.unverified: set[str] = set()
         """Files stored since the first of them: what they name may have gone with it (the
         indexer leaves out what it parsed before), so `incomplete_files` checks them."""
@@ -220,7 +238,7 @@ class Store:
 
     def write_tables(
         self, tables: Mapping[str, pa.Table], resumable_children: bool = False, follower: bool = False
-    ) -> None:
+    ) -> SetAside:
         """Insert Arrow tables (named as store tables) in one transaction. Every key is
         content-derived, so inserting what is already there changes nothing (INSERT OR IGNORE):
         ingest is idempotent and order-free. Child rows go in first, and only those whose parent
@@ -232,13 +250,15 @@ class Store:
         `object-missing` row gives way to a removal of the same location (the object was deleted
         before it could be read). The removals of the files `BACK` names go (the table is no store
         table: deleted and put back). A `follower`'s file at a location indexed with other content
-        is quarantined (`location-reused`, see `_reused_set_aside`)."""
+        is quarantined (`location-reused`, see `_reused_set_aside`). Returns the files the batch
+        brought that were quarantined rather than indexed."""
+        set_aside = SetAside()
         if not tables:
-            return
+            return set_aside
         if self._abandoned:
             raise StoreAbandoned(self._abandoned)
         if follower and "files" in tables:
-            tables = self._reused_set_aside(tables)
+            tables, set_aside.reused = self._reused_set_aside(tables)
         statements = {
             "quarantine": [
                 "INSERT OR IGNORE INTO quarantine SELECT * FROM _batch b "
@@ -276,22 +296,21 @@ class Store:
         except ROW_ERRORS as exc:
             if not any(FILE_COLUMN in table.column_names for table in tables.values()):
                 raise StoreError(f"batch of {_rows(tables)} rows not stored: {exc}") from exc
-            self._write_file_by_file(tables, statements)
+            set_aside.refused = self._write_file_by_file(tables, statements)
         except duckdb.Error as exc:
             raise StoreError(f"batch of {_rows(tables)} rows not stored: {exc}") from exc
         self._dirty = True
         self._quarantine_rows = self._quarantine_rows or "quarantine" in tables
-        if "quarantine" in tables:
-            quarantine = tables["quarantine"]
-            failed = pc.equal(quarantine["reason"], "internal-error")
-            self.refused += quarantine.filter(failed)["location"].to_pylist()
-        if self.refused:
+        reasons = tables["quarantine"]["reason"].to_pylist() if "quarantine" in tables else []
+        self._refused_any |= bool(set_aside.refused) or "internal-error" in reasons
+        if self._refused_any:
             self.unverified.update(_written_locations(tables))
         self.publish_replica()
+        return set_aside
 
-    def _reused_set_aside(self, tables: Mapping[str, pa.Table]) -> Mapping[str, pa.Table]:
+    def _reused_set_aside(self, tables: Mapping[str, pa.Table]) -> tuple[Mapping[str, pa.Table], list[str]]:
         """The tables without the rows of files whose location was indexed with another document,
-        and with a `location-reused` quarantine row for each (listed in `reused`). A metadata file
+        and with a `location-reused` quarantine row for each; and those locations. A metadata file
         is written once, so the store keeps the first: taking the second too would mix two
         documents under one location (a Hadoop catalog writes `v1.metadata.json` again after DROP
         and CREATE)."""
@@ -305,7 +324,7 @@ class Store:
             if indexed.get(row["location"], row["content_hash"]) != row["content_hash"]
         ]
         if not reused:
-            return tables
+            return tables, []
         locations = pa.array([row["location"] for row in reused], pa.string())
         kept = {  # its removal stays (the first file is gone), and so do its quarantine rows
             name: table
@@ -362,14 +381,15 @@ class Store:
         if "removals" in kept:
             replaced = pa.concat_tables([kept["removals"].cast(replaced.schema), replaced])
         kept["removals"] = replaced
-        self.reused += locations.to_pylist()
-        return kept
+        return kept, locations.to_pylist()
 
     def _write_file_by_file(
         self, tables: Mapping[str, pa.Table], statements: Mapping[str, list[str]]
-    ) -> None:
+    ) -> list[str]:
         """A batch whose rows DuckDB refused, one transaction per file (with the rows files share):
-        a file refused alone is quarantined (`insert-failed`), and the others are stored."""
+        a file refused alone is quarantined (`insert-failed`), and the others are stored. Returns
+        the files refused."""
+        refused_files: list[str] = []
         owners = {
             name: table.column(FILE_COLUMN).cast(pa.string())
             for name, table in tables.items()
@@ -391,7 +411,7 @@ class Store:
                     self.conn, functools.partial(self._write, without_file_column(own), statements)
                 )
             except ROW_ERRORS as exc:
-                self.refused.append(location)
+                refused_files.append(location)
                 refused = {"quarantine": _insert_failed(location, exc)}
                 try:
                     self._within_memory(self.conn, functools.partial(self._write, refused, statements))
@@ -399,6 +419,7 @@ class Store:
                     raise StoreError(f"{location}: not stored ({exc}), nor quarantined: {again}") from again
             except duckdb.Error as exc:
                 raise StoreError(f"{location}: not stored: {exc}") from exc
+        return refused_files
 
     def _write(self, tables: Mapping[str, pa.Table], statements: Mapping[str, list[str]]) -> None:
         with self._transaction():

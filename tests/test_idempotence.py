@@ -30,7 +30,7 @@ from viewlineage.indexer.sources.read import LocalReader
 from viewlineage.queries import mviews
 from viewlineage.queries.web.api import NOTICE_HEADER
 from viewlineage.sinks.readers import open_reader
-from viewlineage.sinks.store import Store
+from viewlineage.sinks.store import SetAside, Store
 
 from .conftest import settings_for
 from .generate import generate
@@ -160,11 +160,12 @@ def test_batches_are_built_while_the_one_before_is_written(
     writes: list[tuple[str, int, int]] = []  # thread, batches built when the write began, and ended
     write_tables = Store.write_tables
 
-    def slow(store: Store, tables: dict[str, pa.Table], resumable_children: bool = False) -> None:
+    def slow(store: Store, tables: dict[str, pa.Table], resumable_children: bool = False) -> SetAside:
         began = len(built)
         time.sleep(0.2)
-        write_tables(store, tables, resumable_children)
+        set_aside = write_tables(store, tables, resumable_children)
         writes.append((threading.current_thread().name, began, len(built)))
+        return set_aside
 
     monkeypatch.setattr(Indexer, "build_batch", counted)
     monkeypatch.setattr(Store, "write_tables", slow)

@@ -18,7 +18,7 @@ from viewlineage.indexer.pipeline.reads import read_all
 from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.indexer.sources.read import FileRead, ListedFile, LocalReader
 from viewlineage.queries.cli import cli
-from viewlineage.sinks.store import Store
+from viewlineage.sinks.store import SetAside, Store
 
 from .conftest import settings_for
 from .stores import snapshot
@@ -117,10 +117,10 @@ def test_a_batch_closes_at_its_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyP
     written: list[int] = []
     write_tables = Store.write_tables
 
-    def counting(self: Store, tables: dict[str, object], *args: object, **kwargs: object) -> None:
+    def counting(self: Store, tables: dict[str, object], *args: object, **kwargs: object) -> SetAside:
         files = tables.get("files")
         written.append(files.num_rows if files is not None else 0)  # type: ignore[attr-defined]
-        write_tables(self, tables, *args, **kwargs)  # type: ignore[arg-type]
+        return write_tables(self, tables, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Store, "write_tables", counting)
     bounded = tmp_path / "bounded.duckdb"

@@ -19,7 +19,7 @@ from viewlineage.indexer.sources.read import FileRead
 from viewlineage.queries import api
 from viewlineage.queries.cli import cli
 from viewlineage.sinks.readers import open_reader
-from viewlineage.sinks.store import Store
+from viewlineage.sinks.store import SetAside, Store
 from viewlineage.sinks.tables import successive
 
 from .conftest import settings_for
@@ -451,8 +451,15 @@ def test_a_location_reused_in_the_batch_of_its_removal_keeps_the_removal(tmp_pat
     batch.removals.append(Removal(str(path), 2000, "aws"))
     batch.back = [str(path)]
     with Store(db, replica_interval=None) as store:
-        store.write_tables(successive([batch.to_arrow()]), follower=True)
+        set_aside = store.write_tables(successive([batch.to_arrow()]), follower=True)
+        assert set_aside.reasons() == {str(path): "location-reused"}
+        # What a write returns is its own: the next batch reports nothing it did not set aside.
+        elsewhere = Batch(removals=[Removal(str(root / "elsewhere.metadata.json"), 4000, "aws")])
+        assert store.write_tables(elsewhere.to_arrow(), follower=True) == SetAside()
     with open_reader(db) as conn:
-        assert conn.execute("SELECT location, removed_ms FROM removals").fetchall() == [(str(path), 2000)]
+        assert conn.execute("SELECT location, removed_ms FROM removals ORDER BY 2").fetchall() == [
+            (str(path), 2000),
+            (str(root / "elsewhere.metadata.json"), 4000),
+        ]
         assert conn.execute("SELECT reason FROM quarantine").fetchall() == [("location-reused",)]
         assert api.history(conn, "e9900000-0000-4000-8000-000000000001")["dropped_ms"] == 2000

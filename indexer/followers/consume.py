@@ -504,11 +504,9 @@ class Consumer:
     def _merge(self, unmerged: list[_Unmerged]) -> None:
         """On the store thread: the spool holds every batch submitted."""
         merging = time.monotonic()
-        reused = len(self.writer.store.reused) if self.writer.store is not None else 0
-        self.writer.merge()
+        # A file the store set aside was quarantined, not indexed (as `watch` counts it).
+        set_aside = set(self.writer.merge().reasons())
         self.faults.point("after-store-commit")
-        # A file the store set aside (`location-reused`) was quarantined, not indexed (as `watch` counts it).
-        set_aside = set(self.writer.store.reused[reused:]) if self.writer.store is not None else set()
         for each in unmerged:
             each.fields["store_seconds"] = round(time.monotonic() - merging, 4)
             if quarantined := len(set_aside & each.indexed):

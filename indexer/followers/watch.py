@@ -367,11 +367,10 @@ class _Loop:
     def _store(self, built: list[_Built]) -> None:
         """On the store thread: the batches built since the last transaction, in one."""
         # Each batch converted on its own: a file it quarantines there is counted so below.
-        refused_before, reused_before = len(self.store.refused), len(self.store.reused)
         # Files seen after their removal was recorded are back (a move out and in again).
-        self.store.write_tables(successive([each.batch.to_arrow() for each in built]), follower=True)
-        refused = dict.fromkeys(self.store.refused[refused_before:], "insert-failed")
-        refused |= dict.fromkeys(self.store.reused[reused_before:], "location-reused")
+        refused = self.store.write_tables(
+            successive([each.batch.to_arrow() for each in built]), follower=True
+        ).reasons()
         self.in_flight.difference_update(item.read.location for each in built for item in each.batch.indexed)
         self.removing.difference_update(removal.location for each in built for removal in each.batch.removals)
         complete_files(self.store, self.indexer.config)

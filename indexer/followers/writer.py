@@ -11,7 +11,7 @@ from viewlineage.indexer.pipeline.indexer import complete_files
 from viewlineage.indexer.pipeline.runs import with_roots, writable_store
 from viewlineage.sinks.readers import Readers
 from viewlineage.sinks.spool import Spool
-from viewlineage.sinks.store import Store
+from viewlineage.sinks.store import SetAside, Store
 
 ACQUIRE_RETRY_SECONDS = 1.0
 
@@ -54,18 +54,16 @@ class StoreWriter:
         self.health.log("writer", store=self.settings.db)
         return True
 
-    def merge(self) -> int:
+    def merge(self) -> SetAside:
+        """Store the spool's segments; returns the files in them the store set aside."""
         if self.store is None:
-            return 0
-        refused_before, reused_before = len(self.store.refused), len(self.store.reused)
-        merged = self.spool.merge_into(self.store)
-        for location in self.store.refused[refused_before:]:
-            self.health.log("quarantined", location=location, reason="insert-failed")
-        for location in self.store.reused[reused_before:]:
-            self.health.log("quarantined", location=location, reason="location-reused")
+            return SetAside()
+        set_aside = self.spool.merge_into(self.store).set_aside
+        for location, reason in set_aside.reasons().items():
+            self.health.log("quarantined", location=location, reason=reason)
         complete_files(self.store, with_roots(self.settings.parse_config(), self.store.roots()))
         self.store.publish_replica()
-        return merged
+        return set_aside
 
     def close(self) -> None:
         if self.store is not None:

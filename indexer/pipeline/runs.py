@@ -245,9 +245,7 @@ def reread(indexer: Indexer, reader: Reader, locations: list[str], settings: Set
         read_all([(reader, ListedFile(location)) for location in locations], settings)
     )
     batch.back = [item.read.location for item in batch.indexed]
-    reused = len(store.reused)
-    store.write_tables(indexer.tables(batch), follower=True)
-    reused = len(store.reused) - reused
+    reused = len(store.write_tables(indexer.tables(batch), follower=True).reused)
     indexer.stats.indexed -= reused
     indexer.stats.quarantined += reused
     indexer.stats.already_indexed -= len(locations)  # the listing's pass counts them as indexed
