@@ -133,15 +133,10 @@ def _live_state(conn: duckdb.DuckDBPyConnection, view: ResolvedView, as_of_ms: i
         when = "any time" if as_of_ms is None else iso(at)
         raise UsageError(f"view {view.name} had no active version at {when}")
     tied = tied_files(conn, [view.view_id], at)
-    # Versions made current at the very instant of this one: unless the file that logged them
-    # names one current, which came last is the greater id's guess (the logs' order is not kept),
-    # so the answer says so.
     same_instant = query_rows(
         conn,
-        "SELECT DISTINCT version_id FROM activations "
-        "WHERE view_id = ?1 AND timestamp_ms = ?2 AND version_id <> ?3 "
-        "AND NOT activation_settled(?1, ?3, ?2) ORDER BY 1",
-        [view.view_id, state["activated_ms"], state["active_version_id"]],
+        "SELECT version_id FROM unsettled_partners(?, ?, ?) ORDER BY 1",
+        [view.view_id, state["active_version_id"], state["activated_ms"]],
     )
     return state | {
         "tied_files": tied[0]["tied_files"] if tied else [],

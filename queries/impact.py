@@ -791,12 +791,10 @@ def _readers(
     partners = query_rows(
         conn,
         """
-        SELECT DISTINCT c.view_id, v.version_hash
-        FROM (SELECT unnest(?1) AS view_id) r, view_current_version(r.view_id, ?2) c
-        JOIN activations a
-          ON a.view_id = c.view_id AND a.timestamp_ms = c.activated_ms AND a.version_id <> c.version_id
-        JOIN preferred_versions v ON v.view_id = a.view_id AND v.version_id = a.version_id
-        WHERE NOT activation_settled(c.view_id, c.version_id, c.activated_ms)
+        SELECT c.view_id, v.version_hash
+        FROM (SELECT unnest(?1) AS view_id) r, view_current_version(r.view_id, ?2) c,
+             unsettled_partners(c.view_id, c.version_id, c.activated_ms) p
+        JOIN preferred_versions v ON v.view_id = c.view_id AND v.version_id = p.version_id
         ORDER BY ALL""",
         [[head["view_id"] for head in heads], at],
     )

@@ -989,6 +989,40 @@ def test_an_answer_from_tied_files_says_so(tmp_path: Path) -> None:
     )
 
 
+def test_a_use_by_a_version_made_current_at_the_same_instant_is_matched_tied_file(tmp_path: Path) -> None:
+    """Versions 1 (reads `a`) and 2 (reads `b`) made current at one instant, which no file settles
+    (the file names a later version current): 2, the greater id, is taken, and the drop of `a` still
+    names the view, as a `tied-file` match."""
+    root = tmp_path / "warehouse"
+    Table(
+        root, "db", "t", "cb000000-0000-4000-8000-000000000001",
+        schema=schema_of(("a", "long"), ("b", "long")),
+    ).commit(500, 1)  # fmt: skip
+    view = View(root, "db", "v", "cb000000-0000-4000-8000-00000000000d")
+    view.commit(1000, "SELECT a FROM db.t")
+    view.commit(2000, "SELECT b FROM db.t").unlink()  # a file naming 2 current at 2000 would settle it
+    path = view.commit(3000, "SELECT 1 AS one")
+    document = json.loads(path.read_text())
+    document["version-log"] = [
+        {"timestamp-ms": 2000, "version-id": 1},
+        {"timestamp-ms": 2000, "version-id": 2},
+        {"timestamp-ms": 3000, "version-id": 3},
+    ]
+    write(path, document, 3000)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        dropped = impact(conn, "db.t", parse_change("a", None, None), 2500)
+        other = impact(conn, "db.t", parse_change("b", None, None), 2500)
+        later = impact(conn, "db.t", parse_change("a", None, None), 3500)
+    assert [(u["view"], u["column"], u["match"]) for u in dropped["uses"]] == [
+        ("prod.db.v", "a", "tied-file")
+    ]
+    assert (dropped["views"], dropped["uncertain"]) == (["prod.db.v"], 1)
+    assert [(u["view"], u["column"], u["match"]) for u in other["uses"]] == [("prod.db.v", "b", "exact")]
+    assert later["uses"] == []
+
+
 def test_a_view_whose_tied_file_reads_the_table_is_a_reader_that_says_so(tmp_path: Path) -> None:
     """Found by the sixth adversarial trial: of two tied files of one view, the one taken reads
     another table; the other reads `db.t`. `uses db.t` and `impact` did not name the view at all.

@@ -35,6 +35,14 @@ CREATE OR REPLACE MACRO activation_settled(vid, version, ms) AS EXISTS (
     SELECT 1 FROM view_files f WHERE f.view_id = vid AND f.last_log_ms = ms AND f.current_version_id = version
 );
 
+-- unsettled_partners(vid, version, ms): the other versions made current at ms, the instant `version`
+-- was, when no file settles which came last: that `version` holds from then is the greater id's
+-- guess, so every answer drawn from it says so.
+CREATE OR REPLACE MACRO unsettled_partners(vid, version, ms) AS TABLE
+SELECT DISTINCT a.version_id FROM activations a
+WHERE a.view_id = vid AND a.timestamp_ms = ms AND a.version_id <> version
+  AND NOT activation_settled(vid, version, ms);
+
 -- view_current_version(vid, t): the same for one view.
 CREATE OR REPLACE MACRO view_current_version(vid, t) AS TABLE
 SELECT view_id, version_id, timestamp_ms AS activated_ms FROM activations a
