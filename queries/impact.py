@@ -1133,6 +1133,7 @@ def _walk(
                 and _reads(use, source.column)
                 and not reader.past_stored(use)
                 and not (breaks and _whole_argument(use, source.column))
+                and not (use.counted and _holds_whole(use, source.column))  # `size(items)`: no field
             ]
             # Spark reads a view's columns by position, and up-casts a struct field by field by
             # position: a rename breaks no use that does not name the column (`*`, the struct).

@@ -2348,3 +2348,49 @@ def test_impact_stops_at_the_query_timeout_between_its_analyses(tmp_path: Path) 
         "error: the query ran longer than 2 s and was stopped (setting query-timeout)\n",
     )
     assert time.monotonic() - started < 12
+
+
+def test_a_count_of_a_list_s_elements_is_no_use_of_their_fields(tmp_path: Path) -> None:
+    """Known since the sixteenth new-user trial: `size(items)` was affected by a drop of
+    `items.element.price` (and Trino's `cardinality(items)` by its rename too), though a count of
+    elements, or whether a value is null, reads nothing of what they hold (checked on Spark)."""
+    item = struct_of(("price", "int"), ("code", "string"), first_id=10)
+    items = {"type": "list", "element-id": 3, "element": item, "element-required": False}
+    counted = [("id", "int"), ("n", "int")]
+    db = _one_table_and_views(
+        tmp_path,
+        ("orders", [("id", "int"), ("items", items)]),
+        {
+            "v_size": ("spark", "SELECT id, size(items) AS n FROM db.orders", counted),
+            "v_card": ("trino", "SELECT id, cardinality(items) AS n FROM db.orders", [("id", "int"), ("n", "long")]),
+            "v_cte": ("spark", "WITH c AS (SELECT id, size(items) AS n FROM db.orders) SELECT id, n + 1 AS n FROM c", counted),
+            "v_null": ("spark", "SELECT id FROM db.orders WHERE items IS NOT NULL", [("id", "int")]),
+            "v_count": ("spark", "SELECT count(items) AS n FROM db.orders", [("n", "long")]),
+            "v_price": ("spark", "SELECT id, size(filter(items, e -> e.price > 0)) AS n FROM db.orders", counted),
+        },
+    )  # fmt: skip
+    with open_reader(db) as conn:
+        answers = [
+            impact(conn, "db.orders", change)
+            for change in (
+                parse_change("items.element.price", None, None),
+                parse_change(None, "items.element.price=items.element.cost", None),
+                parse_change(None, None, "items.element.price=long"),
+                parse_change("items", None, None),
+            )
+        ]
+    dropped, renamed, retyped, whole = (
+        [(u["view"], u["column"], u["kind"]) for u in a["uses"]] for a in answers
+    )
+    assert dropped == renamed == [("prod.db.v_price", "items.element.price", "projected")]
+    assert retyped == [("prod.db.v_price", "items.element.price", "projected")]
+    assert answers[2]["stale_schemas"] == []
+    assert whole == [
+        ("prod.db.v_card", "items", "projected"),
+        ("prod.db.v_count", "items", "aggregate"),
+        ("prod.db.v_cte", "items", "projected"),
+        ("prod.db.v_null", "items", "filter"),
+        ("prod.db.v_price", "items", "projected"),
+        ("prod.db.v_price", "items.element.price", "projected"),
+        ("prod.db.v_size", "items", "projected"),
+    ]

@@ -79,6 +79,9 @@ class ColumnUse:
     """Whether the column is read by a name that an output before it in the same SELECT list also
     has (`qty + 1 AS price, price * 2 AS p2`): dropped or renamed, in Spark the name then reads that
     output (a lateral column alias), so the query keeps running with other values."""
+    counted: bool = False
+    """Whether only how many elements or entries the value has, or whether it is null, is read
+    (`size(items)`, `s IS NULL`): no change to a field below the path reaches the query."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -799,12 +802,13 @@ VALUE, ELEMENTS, READ, FIELD = "value", "elements", "read", "field:"
 each of its elements (`e.price` in `transform(items, e -> e.price)`); or only read on the way
 (`e.qty` in `filter(items, e -> e.qty > 0)`); or a field of it, `field:` and its name (`s.b` in
 `struct(s.b AS b)`)."""
-MADE, OPAQUE, WRITTEN = "made", "opaque", "written"
+MADE, OPAQUE, WRITTEN, COUNTED = "made", "opaque", "written", "counted"
 """Also: what the value is made of by a function the analysis does not see through (`s` in
 `to_json(s)`, `arrays_zip(a, b)`); and such a value, or a column the analysis cannot trace to a
 projection (`nick` of `SELECT owner.* ...`), whose fields are then read by name (`map_values(m).price`):
-which of the path's fields are read, by name, cannot be told (`ColumnUse.opaque`); and a value
-whose fields' names a function writes out (`to_json(s)`, `ColumnUse.names_written`)."""
+which of the path's fields are read, by name, cannot be told (`ColumnUse.opaque`); a value
+whose fields' names a function writes out (`to_json(s)`, `ColumnUse.names_written`); and one of
+which only how many elements it has, or whether it is null, is read (`ColumnUse.counted`)."""
 
 
 def _below(node: exp.Expr, datatype: exp.DataType | None) -> list[tuple[tuple[str, ...], str]]:
@@ -854,12 +858,22 @@ def _below(node: exp.Expr, datatype: exp.DataType | None) -> list[tuple[tuple[st
             break
         elif isinstance(parent, exp.JSONFormat) and member is None:  # `to_json(s)`: s's names too
             return [(tuple(steps), WRITTEN), *passed]
+        elif _counts(parent, node):
+            return [(tuple(steps), COUNTED), *passed]
         elif isinstance(parent, exp.Func | exp.Binary | exp.Unary):  # a value made of it
             return [(tuple(steps), OPAQUE if _field_read_above(parent) else MADE), *passed]
         else:  # where the expression ends (`AS x`, the query)
             break
         node = parent
     return [(tuple(steps), VALUE if member is None else f"{FIELD}{member}"), *passed]
+
+
+def _counts(parent: exp.Expr, node: exp.Expr) -> bool:
+    """Whether `parent` reads only how many elements or entries `node` has, or whether it is null
+    (`size(items)`, `cardinality(m)`, `count(s)`, `s IS NULL`): what its elements hold is not read."""
+    if isinstance(parent, exp.ArraySize | exp.Count):
+        return node.arg_key == "this"
+    return isinstance(parent, exp.Is) and node.arg_key == "this" and isinstance(parent.expression, exp.Null)
 
 
 def _field_read_above(node: exp.Expr) -> bool:
@@ -888,6 +902,8 @@ def _composed(
     `fields` below a CTE's or subquery's column whose projection reads `inner` (`role`: what that
     is of the column's value): `inner` as it is, only read, when the fields are not of it; opaque
     when fields are read by name of a value only made of it."""
+    if role == COUNTED:  # a count, whatever is made of it
+        return inner, COUNTED
     if role in (OPAQUE, WRITTEN) or (outer == OPAQUE and role != READ and role != VALUE):
         return inner, OPAQUE if OPAQUE in (role, outer) else WRITTEN
     if role == MADE:
@@ -1086,7 +1102,9 @@ def _use(
 ) -> ColumnUse:
     """The use of `path` that `column` makes, what it is of the value around it being `role`."""
     rebinds = column.meta.get(_LATERAL, False)
-    return ColumnUse(table, path, kind, output, starred, role == OPAQUE, role == WRITTEN, rebinds)
+    return ColumnUse(
+        table, path, kind, output, starred, role == OPAQUE, role == WRITTEN, rebinds, role == COUNTED
+    )
 
 
 def _aggregated(kind: str, aggregated: bool) -> str:
