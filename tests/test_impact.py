@@ -2362,13 +2362,25 @@ def test_a_count_of_a_list_s_elements_is_no_use_of_their_fields(tmp_path: Path) 
         ("orders", [("id", "int"), ("items", items)]),
         {
             "v_size": ("spark", "SELECT id, size(items) AS n FROM db.orders", counted),
-            "v_card": ("trino", "SELECT id, cardinality(items) AS n FROM db.orders", [("id", "int"), ("n", "long")]),
-            "v_cte": ("spark", "WITH c AS (SELECT id, size(items) AS n FROM db.orders) SELECT id, n + 1 AS n FROM c", counted),
-            "v_null": ("spark", "SELECT id FROM db.orders WHERE items IS NOT NULL", [("id", "int")]),
+            "v_card": (
+                "trino",
+                "SELECT id, cardinality(items) AS n FROM db.orders",
+                [*counted[:1], ("n", "long")],
+            ),
+            "v_cte": (
+                "spark",
+                "WITH c AS (SELECT id, size(items) AS n FROM db.orders) SELECT id, n + 1 AS n FROM c",
+                counted,
+            ),
+            "v_null": ("spark", "SELECT id FROM db.orders WHERE items IS NOT NULL", counted[:1]),
             "v_count": ("spark", "SELECT count(items) AS n FROM db.orders", [("n", "long")]),
-            "v_price": ("spark", "SELECT id, size(filter(items, e -> e.price > 0)) AS n FROM db.orders", counted),
+            "v_price": (
+                "spark",
+                "SELECT id, size(filter(items, e -> e.price > 0)) AS n FROM db.orders",
+                counted,
+            ),
         },
-    )  # fmt: skip
+    )
     with open_reader(db) as conn:
         answers = [
             impact(conn, "db.orders", change)
