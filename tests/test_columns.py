@@ -454,7 +454,7 @@ def test_a_chain_of_ctes_each_reading_the_last_twice_is_walked_once_per_column()
 @pytest.mark.parametrize(
     ("sql", "expected"),
     [
-        ("SELECT map_values(attrs).a AS v FROM orders", [("attrs", "projected", "v", True)]),
+        ("SELECT map_values(attrs).a AS v FROM orders", [("attrs.value", "projected", "v", True)]),
         ("SELECT z.items.sku FROM (SELECT arrays_zip(items, other) AS z FROM orders) x",
          [("items", "projected", "sku", True), ("other", "projected", "sku", True)]),
         ("SELECT sku FROM (SELECT inline(items) FROM orders) x", [("items", "projected", "sku", True)]),

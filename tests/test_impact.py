@@ -2406,3 +2406,69 @@ def test_a_count_of_a_list_s_elements_is_no_use_of_their_fields(tmp_path: Path) 
         ("prod.db.v_price", "items.element.price", "projected"),
         ("prod.db.v_size", "items", "projected"),
     ]
+
+
+def test_map_functions_read_the_parts_of_a_map_they_return(tmp_path: Path) -> None:
+    """Known since the fifteenth new-user trial: `transform_values(m, (k, v) -> v.price)` and
+    `map_keys(m)` were affected by a drop of `m.value.code`, which neither reads; `map_values(m)`
+    and `map_filter(m, ...)` return the values whole, so they are (checked on Spark)."""
+    value = struct_of(("price", "int"), ("code", "string"), first_id=10)
+    m = {"type": "map", "key-id": 3, "key": "string", "value-id": 4, "value": value, "value-required": False}
+
+    def map_of(value_type: Any, first_id: int) -> dict[str, Any]:
+        return {"type": "map", "key-id": first_id, "key": "string", "value-id": first_id + 1,
+                "value": value_type, "value-required": False}  # fmt: skip
+
+    def list_of(element: Any, first_id: int) -> dict[str, Any]:
+        return {"type": "list", "element-id": first_id, "element": element, "element-required": False}
+
+    whole = struct_of(("price", "int"), ("code", "string"), first_id=70)
+    db = _one_table_and_views(
+        tmp_path,
+        ("orders", [("id", "int"), ("m", m)]),
+        {
+            "v_tv": (
+                "spark",
+                "SELECT id, transform_values(m, (k, v) -> v.price) AS p FROM db.orders",
+                [("id", "int"), ("p", map_of("int", 30))],
+            ),
+            "v_tk": (
+                "spark",
+                "SELECT id, transform_keys(m, (k, v) -> upper(k)) AS u FROM db.orders",
+                [("id", "int"), ("u", map_of(whole, 40))],
+            ),
+            "v_mk": (
+                "spark",
+                "SELECT id, map_keys(m) AS ks FROM db.orders",
+                [("id", "int"), ("ks", list_of("string", 50))],
+            ),
+            "v_mv": (
+                "spark",
+                "SELECT id, map_values(m) AS vs FROM db.orders",
+                [("id", "int"), ("vs", list_of(whole, 60))],
+            ),
+            "v_mf": (
+                "spark",
+                "SELECT id, map_filter(m, (k, v) -> v.price > 0) AS f FROM db.orders",
+                [("id", "int"), ("f", map_of(whole, 80))],
+            ),
+        },
+    )
+    with open_reader(db) as conn:
+        dropped = impact(conn, "db.orders", parse_change("m.value.code", None, None))
+        renamed = impact(conn, "db.orders", parse_change(None, "m.value.code=m.value.label", None))
+        retyped = impact(conn, "db.orders", parse_change(None, None, "m.value.price=long"))
+    assert [(u["view"], u["column"]) for u in dropped["uses"]] == [
+        ("prod.db.v_mf", "m"),
+        ("prod.db.v_mv", "m.value"),
+        ("prod.db.v_tk", "m.value"),
+    ]
+    assert (renamed["uses"], renamed["by_position"]) == ([], ["prod.db.v_mf", "prod.db.v_mv", "prod.db.v_tk"])
+    assert [(u["view"], u["column"]) for u in retyped["uses"]] == [
+        ("prod.db.v_mf", "m"),
+        ("prod.db.v_mf", "m.value.price"),
+        ("prod.db.v_mv", "m.value"),
+        ("prod.db.v_tk", "m.value"),
+        ("prod.db.v_tv", "m.value.price"),
+    ]
+    assert retyped["stale_schemas"] == ["prod.db.v_mf", "prod.db.v_mv", "prod.db.v_tk", "prod.db.v_tv"]

@@ -852,6 +852,7 @@ def _below(node: exp.Expr, datatype: exp.DataType | None) -> list[tuple[tuple[st
                 for below, role in _below(parameter, _part(datatype, step)):
                     made = higher_order.makes if role == VALUE else READ
                     passed.append(((*steps, step, *below), made))
+            passed += [((*steps, part), MADE) for part in higher_order.keeps]
             if not higher_order.returns_arguments:  # the elements, if returned, go on
                 return passed or [(tuple(steps), READ)]  # a lambda reading none of it: read whole
         elif isinstance(parent, exp.Explode | exp.Inline):  # a generator's parts: `_projected_part`
@@ -860,6 +861,8 @@ def _below(node: exp.Expr, datatype: exp.DataType | None) -> list[tuple[tuple[st
             return [(tuple(steps), WRITTEN), *passed]
         elif _counts(parent, node):
             return [(tuple(steps), COUNTED), *passed]
+        elif (part := _map_part(parent, node)) is not None:  # `map_keys(m)`: the keys, not the values
+            return [((*steps, part), OPAQUE if _field_read_above(parent) else MADE), *passed]
         elif isinstance(parent, exp.Func | exp.Binary | exp.Unary):  # a value made of it
             return [(tuple(steps), OPAQUE if _field_read_above(parent) else MADE), *passed]
         else:  # where the expression ends (`AS x`, the query)
@@ -874,6 +877,19 @@ def _counts(parent: exp.Expr, node: exp.Expr) -> bool:
     if isinstance(parent, exp.ArraySize | exp.Count):
         return node.arg_key == "this"
     return isinstance(parent, exp.Is) and node.arg_key == "this" and isinstance(parent.expression, exp.Null)
+
+
+def _map_part(parent: exp.Expr, node: exp.Expr) -> str | None:
+    """The part of the map `node` that `parent` returns a list of (`map_keys(m)`: `key`), if any."""
+    if isinstance(parent, exp.MapKeys) and node.arg_key == "this":
+        return "key"
+    if (
+        isinstance(parent, exp.Anonymous)
+        and parent.name.lower() == "map_values"
+        and node.arg_key == "expressions"
+    ):
+        return "value"
+    return None
 
 
 def _field_read_above(node: exp.Expr) -> bool:
@@ -986,6 +1002,8 @@ class _HigherOrder:
     makes: str = READ
     """What a lambda's result is of the function's value: its elements (`transform`), the value
     itself (`aggregate`), or nothing (`exists`, `filter`'s predicate: `READ`)."""
+    keeps: tuple[str, ...] = ()
+    """The parts of its first argument it returns as they are (`transform_values` keeps the keys)."""
 
 
 _ELEMENT_THEN_INDEX = _HigherOrder(((((0, "element"),), ()),))
@@ -999,7 +1017,9 @@ _HIGHER_ORDER: dict[str, _HigherOrder] = {
     "reduce": _HigherOrder((((), ((0, "element"),)), ((),)), makes=VALUE),  # (accumulator, element), a finish
     "arraysort": _HigherOrder(((((0, "element"),), ((0, "element"),)),), returns_arguments=True),
     "zip_with": _HigherOrder(((((0, "element"),), ((1, "element"),)),), makes=ELEMENTS),
-    **dict.fromkeys(("map_filter", "transform_keys", "transform_values"), _ENTRIES),
+    "map_filter": _ENTRIES,
+    "transform_keys": _HigherOrder(_ENTRIES.lambdas, makes=MADE, keeps=("value",)),
+    "transform_values": _HigherOrder(_ENTRIES.lambdas, makes=MADE, keeps=("key",)),
     "map_zip_with": _HigherOrder(
         ((((0, "key"), (1, "key")), ((0, "value"),), ((1, "value"),)),), returns_arguments=True
     ),
