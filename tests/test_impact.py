@@ -2472,3 +2472,41 @@ def test_map_functions_read_the_parts_of_a_map_they_return(tmp_path: Path) -> No
         ("prod.db.v_tv", "m.value.price"),
     ]
     assert retyped["stale_schemas"] == ["prod.db.v_mf", "prod.db.v_mv", "prod.db.v_tk", "prod.db.v_tv"]
+
+
+def test_what_a_lambda_reads_of_its_parameter_by_name_stays_opaque(tmp_path: Path) -> None:
+    """Fields read by name of a value a lambda makes of its parameter (`array(e.s)[0].x`) were a
+    plain read of `e.s`, so a rename of `s.x` was "by position" (keeps running) while Spark fails
+    to resolve `x`; `to_json(e.s)` in a lambda was a failing use, though it keeps running."""
+    s = struct_of(("x", "int"), ("y", "string"), first_id=20)
+    item = struct_of(("price", "int"), ("s", s), first_id=10)
+    items = {"type": "list", "element-id": 3, "element": item, "element-required": False}
+
+    def list_of(element: str, first_id: int) -> dict[str, Any]:
+        return {"type": "list", "element-id": first_id, "element": element, "element-required": False}
+
+    db = _one_table_and_views(
+        tmp_path,
+        ("orders", [("id", "int"), ("items", items)]),
+        {
+            "v_json": (
+                "spark",
+                "SELECT id, transform(items, e -> to_json(e.s)) AS j FROM db.orders",
+                [("id", "int"), ("j", list_of("string", 40))],
+            ),
+            "v_array": (
+                "spark",
+                "SELECT id, transform(items, e -> array(e.s)[0].x) AS j FROM db.orders",
+                [("id", "int"), ("j", list_of("int", 41))],
+            ),
+        },
+    )
+    with open_reader(db) as conn:
+        renamed = impact(conn, "db.orders", parse_change(None, "items.element.s.x=items.element.s.z", None))
+    assert renamed["by_position"] == []
+    assert [
+        (u["view"], u["column"], u["keeps_running"], u["reason"] is not None) for u in renamed["uses"]
+    ] == [
+        ("prod.db.v_array", "items.element.s", False, True),
+        ("prod.db.v_json", "items.element.s", True, True),
+    ]

@@ -850,8 +850,7 @@ def _below(node: exp.Expr, datatype: exp.DataType | None) -> list[tuple[tuple[st
             references, higher_order = called
             for step, parameter in references:
                 for below, role in _below(parameter, _part(datatype, step)):
-                    made = higher_order.makes if role == VALUE else READ
-                    passed.append(((*steps, step, *below), made))
+                    passed.append(((*steps, step, *below), _through_lambda(role, higher_order.makes)))
             passed += [((*steps, part), MADE) for part in higher_order.keeps]
             if not higher_order.returns_arguments:  # the elements, if returned, go on
                 return passed or [(tuple(steps), READ)]  # a lambda reading none of it: read whole
@@ -869,6 +868,17 @@ def _below(node: exp.Expr, datatype: exp.DataType | None) -> list[tuple[tuple[st
             break
         node = parent
     return [(tuple(steps), VALUE if member is None else f"{FIELD}{member}"), *passed]
+
+
+def _through_lambda(role: str, makes: str) -> str:
+    """What a read of a lambda's parameter is of its function's value, being `role` of the
+    lambda's and the lambda's result `makes` of the function's. Whether fields are read by name
+    (`array(e.s)[0].x`), their names written or only counted holds whatever the function does."""
+    if role == VALUE:
+        return makes
+    if role in (OPAQUE, WRITTEN, COUNTED):
+        return role
+    return READ if READ in (role, makes) else MADE  # a value made of it goes into the function's
 
 
 def _counts(parent: exp.Expr, node: exp.Expr) -> bool:
