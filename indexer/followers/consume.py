@@ -10,7 +10,8 @@ them at a time is the writer (see `sinks/spool.py`).
 Per message: a message that cannot be decoded is quarantined (`bad-event`, located at
 `kafka://topic/partition/offset`) and, with `--dead-letter-topic`, forwarded there with its reason
 in a header; a created object that cannot be read after retries is quarantined with its reason; an
-object outside the allowed prefixes is counted and never read.
+object outside the allowed prefixes is counted and never read. A bad message too large for the
+dead-letter topic goes there cut (`DEAD_LETTER_CUT_BYTES`), saying its size.
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ RECENT_LOCATIONS = 100_000
 """How many indexed locations a process remembers to spot re-deliveries without the store."""
 OUTAGE_BACKOFF_LIMIT = 30.0
 """Longest wait between tries of a batch while the object store does not answer (seconds)."""
+DEAD_LETTER_CUT_BYTES = 64 * 1024
+"""Of a bad message's value (and key) too large for the dead-letter topic, what is forwarded: the
+whole stays in the source topic, at the `kafka://topic/partition/offset` the letter names."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,6 +372,34 @@ class Consumer:
         }
         return KafkaConsumer(*self.settings.topics, **options)
 
+    def _dead_letter(
+        self, producer: Any, message: Message, error: EventDecodeError, cut: bool = False
+    ) -> Any:
+        """Send a bad message to the dead-letter topic with its reason and where it is; one larger
+        than the producer sends goes `cut`: its first `DEAD_LETTER_CUT_BYTES`, and its size."""
+        from kafka.errors import MessageSizeTooLargeError
+
+        value = message.value if message.value is not None else b""
+        headers = [
+            ("viewlineage-reason", error.reason.encode()),
+            ("viewlineage-source", message.location.encode()),
+        ]
+        if cut:
+            headers.append(("viewlineage-cut-from-bytes", str(len(value)).encode()))
+            self.health.log("dead-letter-cut", location=message.location, bytes=len(value))
+        key = message.key[:DEAD_LETTER_CUT_BYTES] if cut and message.key is not None else message.key
+        try:
+            return producer.send(
+                self.settings.dead_letter_topic,
+                value=value[:DEAD_LETTER_CUT_BYTES] if cut else value,
+                key=key,
+                headers=headers,
+            )
+        except MessageSizeTooLargeError:
+            if cut:
+                raise
+            return self._dead_letter(producer, message, error, cut=True)
+
     def _producer(self) -> Any:
         from kafka import KafkaProducer
 
@@ -454,6 +486,7 @@ class Consumer:
         consumer: Any,
         producer: Any,
     ) -> None:
+        from kafka.errors import MessageSizeTooLargeError
         from kafka.structs import OffsetAndMetadata
 
         started = time.monotonic()
@@ -462,20 +495,14 @@ class Consumer:
         if producer is not None:
             # Dead letters must be delivered before the offsets move on: wait for each send.
             sends = [
-                producer.send(
-                    self.settings.dead_letter_topic,
-                    value=message.value if message.value is not None else b"",
-                    key=message.key,
-                    headers=[
-                        ("viewlineage-reason", error.reason.encode()),
-                        ("viewlineage-source", message.location.encode()),
-                    ],
-                )
-                for message, error in built.bad
+                (message, error, self._dead_letter(producer, message, error)) for message, error in built.bad
             ]
             producer.flush()
-            for sent in sends:
-                sent.get(timeout=30)
+            for message, error, sent in sends:
+                try:
+                    sent.get(timeout=30)
+                except MessageSizeTooLargeError:  # larger than the broker takes
+                    self._dead_letter(producer, message, error, cut=True).get(timeout=30)
         spooled = time.monotonic()
         indexed = len(built.batch.indexed)
         spool.put(built.batch.to_arrow())
