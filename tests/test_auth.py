@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from viewlineage.indexer.errors import UsageError
 from viewlineage.queries.cli import cli
 from viewlineage.queries.web.app import store_health, web_app
-from viewlineage.queries.web.auth import COOKIE, loopback, protected
+from viewlineage.queries.web.auth import COOKIE, loopback, protected, read_token
 from viewlineage.queries.web.server import WebServer
 from viewlineage.sinks.readers import open_reader
 
@@ -65,6 +65,15 @@ def test_other_machines_are_not_served_without_a_token(tmp_path: Path) -> None:
         protected(app, "0.0.0.0", short)
     with pytest.raises(UsageError, match=r"auth-token-file .*none: No such file"):
         protected(app, "0.0.0.0", tmp_path / "none")
+    # Found by the eighteenth adversarial trial: a byte-order mark (an editor's) was taken into the
+    # token, which no bearer header then matched; a token no header can carry is refused.
+    marked = tmp_path / "marked"
+    marked.write_bytes(b"\xef\xbb\xbf" + TOKEN.encode() + b"\r\n")
+    assert read_token(marked) == TOKEN
+    for unusable in ("0123456789abcdéf0123", "0123456789 abcdef0123"):
+        short.write_text(unusable)
+        with pytest.raises(UsageError, match="other than printable ASCII without spaces"):
+            read_token(short)
 
 
 def test_the_token_opens_the_api_and_the_pages(sample_store: Path, token_file: Path) -> None:

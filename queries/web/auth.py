@@ -51,10 +51,10 @@ def loopback(host: str) -> bool:
 
 
 def read_token(path: Path) -> str:
-    """The token in `path` (its first line); a `UsageError` when it is unreadable or too short to
-    resist guessing."""
+    """The token in `path` (its first line, after a byte-order mark an editor may have written); a
+    `UsageError` when it is unreadable, too short to resist guessing, or not what a header can carry."""
     try:
-        lines = path.read_text().splitlines()
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
     except OSError as exc:
         raise UsageError(f"auth-token-file {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
@@ -64,6 +64,11 @@ def read_token(path: Path) -> str:
         raise UsageError(
             f"auth-token-file {path}: the token is {len(token)} characters; use at least {MIN_TOKEN_CHARS} "
             "random ones (`openssl rand -hex 32 > FILE`)"
+        )
+    if not (token.isascii() and token.isprintable()) or " " in token:
+        raise UsageError(
+            f"auth-token-file {path}: the token holds characters other than printable ASCII without "
+            "spaces, which an Authorization header cannot carry as they are"
         )
     return token
 
