@@ -355,8 +355,15 @@ def impact(
         query_rows(
             conn,
             """
-        SELECT count(*) > 1 AS shared FROM view_heads_as_of(?2) o JOIN view_heads_as_of(?2) me
-          ON me.view_id = ?1 AND o.name_path = me.name_path AND o.catalog IS NOT DISTINCT FROM me.catalog""",
+        WITH me AS (SELECT catalog, name_path FROM view_heads_as_of(?2) WHERE view_id = ?1),
+        holders AS (
+            SELECT o.view_id AS holder FROM view_heads_as_of(?2) o, me
+            WHERE o.name_path = me.name_path AND o.catalog IS NOT DISTINCT FROM me.catalog
+            UNION ALL
+            SELECT NULL FROM held_table_names(?2) t, me
+            WHERE t.name_path = me.name_path AND t.catalog IS NOT DISTINCT FROM me.catalog
+        )
+        SELECT count(*) > 1 AS shared FROM holders""",
             [table_id, at],
         )[0]["shared"]
         if is_view
@@ -766,8 +773,12 @@ def _readers(
         """
         WITH readers AS (SELECT DISTINCT view_id FROM uses_as_of(?1, ?2, ?3)),
         named AS (
-            SELECT view_id, count(*) OVER (PARTITION BY catalog, name_path) > 1 AS shared
-            FROM view_heads_as_of(?3) WHERE name_path IS NOT NULL
+            SELECT v.view_id,
+                   count(*) OVER (PARTITION BY v.catalog, v.name_path) > 1 OR t.name IS NOT NULL AS shared
+            FROM view_heads_as_of(?3) v
+            LEFT JOIN held_table_names(?3) t
+              ON t.name_path = v.name_path AND t.catalog IS NOT DISTINCT FROM v.catalog
+            WHERE v.name_path IS NOT NULL
         )
         SELECT r.view_id, f.catalog, f.name, v.version_hash, coalesce(n.shared, false) AS shared
         FROM readers r, view_file_as_of(r.view_id, ?3) f, view_current_version(r.view_id, ?3) c

@@ -744,6 +744,51 @@ def test_a_read_of_a_name_two_views_hold_is_a_guess_that_says_so(tmp_path: Path)
     assert [(u["view"], u["match"]) for u in by_id["uses"]] == [("prod.db.rdcase", "shared-name")]
 
 
+def test_a_name_a_table_and_a_view_hold_is_a_guess_that_says_so(tmp_path: Path) -> None:
+    """Found by the eighteenth adversarial trial: a table dropped without its files (Spark's DROP
+    TABLE without PURGE) and a view created at its name, in its directory: `deps` of a reader said it
+    read the view, `uses` and `impact` that it read the table, each `exact`, with no finding."""
+    root = tmp_path / "warehouse"
+    Table(
+        root, "db", "orders", "e4000000-0000-4000-8000-000000000001", schema=schema_of(("id", "long"))
+    ).commit(500, 1)
+    events = Table(
+        root, "db", "events", "e4000000-0000-4000-8000-000000000002", schema=schema_of(("kind", "string"))
+    )
+    events.commit(500, 1)
+    replaced = View(
+        root, "db", "events", "e4000000-0000-4000-8000-000000000003",
+        schema=schema_of(("id", "long"), ("kind", "string")),
+    )  # fmt: skip
+    replaced.commit(1000, "SELECT id, 'placed' AS kind FROM db.orders")
+    View(root, "db", "reader", "e4000000-0000-4000-8000-000000000004").commit(
+        2000, "SELECT kind FROM db.events"
+    )
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        reads = api.deps(conn, "db.reader", transitive=True)
+        users = api.uses(conn, "db.events")
+        through = api.uses(conn, "db.orders", transitive=True)
+        dropped = impact.impact(conn, "db.events", impact.parse_change("kind", None, None))
+        of_view = impact.impact(conn, replaced.uuid, impact.parse_change("kind", None, None))
+        findings = [(f["view_id"], f["code"]) for f in api.findings(conn) if f["code"] == "table-name-shared"]
+    assert [(r["table"], r["depth"], r["target"], r["match"]) for r in reads["reads"]] == [
+        ("prod.db.events", 1, "view", "shared-name"),
+        ("prod.db.orders", 2, "table", "shared-name"),
+    ]
+    assert [(v["view"], v["match"]) for v in users["views"]] == [("prod.db.reader", "shared-name")]
+    assert [(v["view"], v["depth"], v["match"]) for v in through["views"]] == [
+        ("prod.db.events", 1, "exact"),
+        ("prod.db.reader", 2, "shared-name"),
+    ]
+    assert [(u["view"], u["column"], u["match"]) for u in dropped["uses"]] == [
+        ("prod.db.reader", "kind", "shared-name")
+    ]
+    assert [(u["view"], u["match"]) for u in of_view["uses"]] == [("prod.db.reader", "shared-name")]
+    assert findings == [(replaced.uuid, "table-name-shared")]
+
+
 def test_tables_in_directories_whose_names_differ_in_case_are_two(tmp_path: Path) -> None:
     """Found by the second adversarial trial: of `db/Orders` and `db/orders`, `table db.orders`
     answered for one silently (and impact checked the other's columns)."""

@@ -78,6 +78,7 @@ CODES = frozenset(
         "sql-parse-error",
         "sql-too-long",
         "table-function",
+        "table-name-shared",
         "timestamp-out-of-range",
         "unknown-dialect",
         "unknown-representation-type",

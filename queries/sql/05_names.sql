@@ -20,10 +20,3 @@ CASE WHEN regexp_matches(name_path, '[."`/]') OR regexp_matches(catalog, '[."`/]
 -- (its location without `/metadata/<file>`), which holds one name: as `view_spans.directory_hash`.
 CREATE OR REPLACE MACRO metadata_directory(location) AS regexp_replace(location, '(/metadata)?/[^/]*$', '');
 
--- table_name_shared(ref_catalog, ref_parts, t): whether tables in two directories held the name by
--- t. Names are case-folded as engines fold them, but a case-sensitive catalog (Iceberg's JDBC one)
--- keeps `Sales` and `sales` apart: which of them a read names is then a guess (`shared-name`).
-CREATE OR REPLACE MACRO table_name_shared(ref_catalog, ref_parts, t) AS (
-    SELECT count(DISTINCT metadata_directory(location)) > 1 FROM table_files
-    WHERE name = ref_parts AND catalog IS NOT DISTINCT FROM ref_catalog AND commit_ms <= t
-);

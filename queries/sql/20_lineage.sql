@@ -1,5 +1,23 @@
 -- Lineage as of t: direct reads, then transitive walks through views. Recursion ends on cycles.
 
+-- held_table_names(t): the names tables held by t: catalog, name (namespace levels and name) and
+-- name_path (as the spans spell a view's name).
+CREATE OR REPLACE MACRO held_table_names(t) AS TABLE
+SELECT DISTINCT catalog, name, array_to_string(name, chr(31)) AS name_path FROM table_files WHERE commit_ms <= t;
+
+-- table_name_shared(ref_catalog, ref_parts, t): whether tables in two directories held the name by
+-- t, or a view current at t holds it too. Names are case-folded as engines fold them, but a
+-- case-sensitive catalog (Iceberg's JDBC one) keeps `Sales` and `sales` apart; and a table dropped
+-- without its files (DROP TABLE without PURGE) leaves no trace of the drop, while a view created at
+-- its name then holds it: which of them a read names is then a guess (`shared-name`).
+CREATE OR REPLACE MACRO table_name_shared(ref_catalog, ref_parts, t) AS (
+    SELECT count(DISTINCT metadata_directory(location)) > 1 FROM table_files
+    WHERE name = ref_parts AND catalog IS NOT DISTINCT FROM ref_catalog AND commit_ms <= t
+) OR EXISTS (
+    FROM view_heads_as_of(t)
+    WHERE name_path = array_to_string(ref_parts, chr(31)) AND catalog IS NOT DISTINCT FROM ref_catalog
+);
+
 -- current_reads_as_of(t): each view current at t (view_heads_as_of) whose version is stored, with
 -- the references it reads in full. Under a version conflict, the preferred copy's.
 CREATE OR REPLACE MACRO current_reads_as_of(t) AS TABLE
@@ -14,12 +32,15 @@ SELECT view_id, catalog, name, reads FROM view_heads_as_of(t) WHERE version_hash
 -- more than an indexed table's name, that part no known catalog (3); the reference's catalog
 -- unknown, or an indexed table of that name in none (1); its catalog one no stored view or table is
 -- in (2); else 0. A view or table whose name two directories hold (names that differ only in
--- case): 5, shared-name.
+-- case), or a table and a view both (`table_name_shared`): 5, shared-name.
 CREATE OR REPLACE MACRO view_reads_as_of(t) AS TABLE
 WITH current AS MATERIALIZED (
-    -- `shared`: another current view has the name (directories whose names differ only in case).
-    SELECT view_id, catalog, name, reads, count(*) OVER (PARTITION BY catalog, name) > 1 AS shared
-    FROM current_reads_as_of(t)
+    -- `shared`: another current view has the name (directories whose names differ only in case),
+    -- or a table held it (`table_name_shared`).
+    SELECT v.view_id, v.catalog, v.name, v.reads,
+           count(*) OVER (PARTITION BY v.catalog, v.name) > 1 OR t.name IS NOT NULL AS shared
+    FROM current_reads_as_of(t) v
+    LEFT JOIN held_table_names(t) t ON t.name = v.name AND t.catalog IS NOT DISTINCT FROM v.catalog
 ),
 catalogs AS MATERIALIZED (
     SELECT catalog FROM view_names WHERE catalog IS NOT NULL
@@ -106,9 +127,10 @@ FROM readers w JOIN reads r USING (view_id);
 --                       force (`tied_files_of`), or by a version made current at the same instant
 --                       as the view's, which no file settles (`activation-tie`): which of them
 --                       holds the view is a guess;
---   shared-name         through a view whose name another current view holds too, or of a table
---                       whose name tables in two directories held (directories whose names differ
---                       only in case): which one an engine reads is a guess.
+--   shared-name         through a view whose name another current view or a table holds too, or
+--                       of a table whose name tables in two directories or a current view held
+--                       (directories whose names differ only in case; a table dropped without its
+--                       files, and a view created at its name): which one an engine reads is a guess.
 CREATE OR REPLACE MACRO uses_as_of(ref_catalog, ref_parts, t) AS TABLE
 WITH RECURSIVE current AS MATERIALIZED (
     SELECT view_id, catalog, name_path, read_paths, tied_read_paths,
@@ -132,9 +154,11 @@ catalogs AS MATERIALIZED (
     UNION SELECT catalog FROM table_names WHERE catalog IS NOT NULL
 ),
 named AS MATERIALIZED (
-    SELECT view_id, catalog, name_path AS read_name, split_part(name_path, chr(31), -1) AS tail,
-           count(*) OVER (PARTITION BY catalog, name_path) > 1 AS shared
-    FROM current WHERE name_path IS NOT NULL
+    SELECT v.view_id, v.catalog, v.name_path AS read_name, split_part(v.name_path, chr(31), -1) AS tail,
+           count(*) OVER (PARTITION BY v.catalog, v.name_path) > 1 OR t.name IS NOT NULL AS shared
+    FROM current v
+    LEFT JOIN held_table_names(t) t ON t.name_path = v.name_path AND t.catalog IS NOT DISTINCT FROM v.catalog
+    WHERE v.name_path IS NOT NULL
 ),
 direct AS (
     SELECT view_id, view_name, catalog,

@@ -96,6 +96,12 @@ FROM view_names a JOIN view_names b
   ON a.view_id <> b.view_id AND a.catalog IS NOT DISTINCT FROM b.catalog AND a.name <> b.name
  AND nfc_normalize(array_to_string(a.name, chr(31))) = nfc_normalize(array_to_string(b.name, chr(31)))
 UNION ALL
+SELECT DISTINCT 'view', NULL, v.view_id, NULL, 'table-name-shared', 'warning',
+       'its name ' || dotted_name(v.catalog, v.name) || ' is table ' || t.table_id || '''s too: a table dropped '
+       || 'without its files (DROP TABLE without PURGE) and this view created at its name? Which one a read '
+       || 'names is a guess, matched shared-name in uses, deps, impact and graph', '$'
+FROM view_names v JOIN table_names t ON t.name = v.name AND t.catalog IS NOT DISTINCT FROM v.catalog
+UNION ALL
 SELECT 'view', NULL, view_id, version_id, 'version-gap', 'warning',
        CASE WHEN version_id - before = 2 THEN 'version ' || (before + 1)
             ELSE 'versions ' || (before + 1) || ' to ' || (version_id - 1) END
