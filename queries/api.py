@@ -28,6 +28,7 @@ from viewlineage.queries.names import (
     name_parts,
     parse_time,
     query_rows,
+    refuse_id_of_both,
     resolve_table,
     resolve_view,
     tables_named,
@@ -701,6 +702,7 @@ def read_target(conn: duckdb.DuckDBPyConnection, text: str, at: int) -> tuple[st
     its uuid) are one question, as in `impact`; `text` as written (`table_reference`) when it names
     none. Several are ambiguous, as in `show`, but tables whose directories' names differ only in
     case: their one name is what reads name (each a `shared-name` match)."""
+    refuse_id_of_both(conn, text)
     tables = tables_named(conn, text, at)
     if len({(row["catalog"], tuple(row["name"])) for row in tables}) > 1:
         resolve_table(conn, text, at)  # raises: ambiguous

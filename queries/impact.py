@@ -51,6 +51,7 @@ from viewlineage.queries.names import (
     iso,
     name_parts,
     query_rows,
+    refuse_id_of_both,
     resolve_table,
     tables_named,
     views_named,
@@ -313,6 +314,7 @@ def impact(
     is_view = False
     fields: dict[tuple[str, ...], str] | None
     spelled: dict[tuple[str, ...], tuple[str, ...]] = {}
+    refuse_id_of_both(conn, table)
     if tables_named(conn, table, as_of_ms):
         resolved = resolve_table(conn, table, as_of_ms)  # the one, or why not
         table_id, name = resolved.table_id, resolved.name

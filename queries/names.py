@@ -177,6 +177,20 @@ def _by_id(conn: duckdb.DuckDBPyConnection, kind: str, text: str) -> list[dict[s
     )
 
 
+def refuse_id_of_both(conn: duckdb.DuckDBPyConnection, ref: str) -> None:
+    """A usage error when `ref` is the uuid of both a table and a view (a file copied with another's
+    uuid, or forged), for the commands that take either: which one is meant cannot be told."""
+    text = ref.strip()
+    tables, views = _by_id(conn, "table", text), _by_id(conn, "view", text)
+    if tables and views:
+        names = [display_name(row["catalog"], row["name"], text) for row in (*tables, *views)]
+        raise UsageError(
+            f"{ref!r} is ambiguous: the uuid of table {names[0]} and of view {names[-1]}; "
+            "name one by its full name",
+            names,
+        )
+
+
 def _is_location(text: str) -> bool:
     """A URL, an absolute or `./` path, or a relative path to a metadata file or to a directory
     holding `metadata/` (`wh/db/orders`, which would otherwise read as a name)."""

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.pipeline.rows import Batch, Removal
 from viewlineage.indexer.pipeline.runs import index_locations
-from viewlineage.queries import api, impact
+from viewlineage.queries import api, graph, impact
 from viewlineage.queries import changes as changes_module
 from viewlineage.queries.cli import cli
 from viewlineage.queries.names import version_copy
@@ -787,6 +787,34 @@ def test_a_name_a_table_and_a_view_hold_is_a_guess_that_says_so(tmp_path: Path) 
     ]
     assert [(u["view"], u["match"]) for u in of_view["uses"]] == [("prod.db.reader", "shared-name")]
     assert findings == [(replaced.uuid, "table-name-shared")]
+
+
+def test_a_uuid_a_table_and_a_view_both_have_is_ambiguous(tmp_path: Path) -> None:
+    """Found by the eighteenth adversarial trial: a view given a table's uuid was what `show` and
+    `deps` of the uuid answered, the table what `uses` did, with no word of the other."""
+    root = tmp_path / "warehouse"
+    shared = "e5000000-0000-4000-8000-000000000001"
+    Table(root, "db", "events", shared, schema=schema_of(("kind", "string"))).commit(500, 1)
+    View(root, "hd", "v", shared).commit(1000, "SELECT kind FROM db.events")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    expected = (
+        f"'{shared}' is ambiguous: the uuid of table prod.db.events and of view prod.hd.v; "
+        "name one by its full name"
+    )
+    with open_reader(db) as conn:
+        for ask in (
+            lambda: api.uses(conn, shared),
+            lambda: impact.impact(conn, shared, impact.parse_change("kind", None, None)),
+            lambda: graph.lineage_graph(conn, shared),
+        ):
+            with pytest.raises(UsageError) as raised:
+                ask()
+            assert (str(raised.value), raised.value.suggestions) == (
+                expected,
+                ("prod.db.events", "prod.hd.v"),
+            )
+        assert [v["view"] for v in api.uses(conn, "prod.db.events")["views"]] == ["prod.hd.v"]
 
 
 def test_tables_in_directories_whose_names_differ_in_case_are_two(tmp_path: Path) -> None:
