@@ -553,8 +553,12 @@ def _outputs_gone_stale(
     change broke the view. Outputs that are the column itself count, whose type is the column's
     own, and computed ones whose inferred type is borne out (`_inferred_gone_stale`). A view whose
     outputs no longer line up with its stored columns is broken by that (`missing_outputs`), not by
-    the types the shift compares."""
-    if reader.missing_outputs() or len(reader.lineage.outputs) != len(reader.stored_types):
+    the types the shift compares; Spark reads the stored columns by position and no more, so
+    outputs past them (a column a `*` gives since it was added) are not compared."""
+    outputs_more = len(reader.lineage.outputs) > len(reader.stored_types)
+    if reader.missing_outputs() or (
+        len(reader.lineage.outputs) != len(reader.stored_types) and not (reader.spark and outputs_more)
+    ):
         return []
     # Typing the view's outputs costs a second analysis: only for a projected column whose type
     # does not fit the stored type of the output it flows into.

@@ -2042,6 +2042,39 @@ def test_a_spark_star_view_reads_no_column_added_after_it(tmp_path: Path) -> Non
     assert used["views"] == ["prod.db.v_star", "prod.db.v_trino"]
 
 
+def test_a_spark_star_view_a_retype_broke_after_a_column_was_added_is_already_broken(tmp_path: Path) -> None:
+    """Found by the eighteenth new-user trial: `SELECT *` stored as (a int, b int); the table then
+    gained `c`, `a` became bigint and `b` was renamed `bb`. Spark fails (`Cannot up cast a from
+    BIGINT to INT`), but `already_broken` skipped the view: its query gives three columns, and
+    only views giving as many as they store were compared, though Spark reads the stored ones by
+    position and no more."""
+    root = tmp_path / "warehouse"
+    table = Table(
+        root,
+        "db",
+        "t_s",
+        "d2100000-0000-4000-8000-000000000001",
+        schema=schema_of(("a", "int"), ("b", "int")),
+    )
+    table.commit(1000, 1)
+    View(
+        root,
+        "db",
+        "v_s",
+        "d2100000-0000-4000-8000-000000000002",
+        schema=schema_of(("a", "int"), ("b", "int")),
+    ).commit(2000, "SELECT * FROM db.t_s")
+    table.schema = schema_of(("a", "long"), ("bb", "int"), ("c", "int"))
+    table.commit(3000, 2)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        answer = impact(conn, "db.t_s", parse_change("bb", None, None))
+    assert [(row["view"], row["column"], row["kind"]) for row in answer["already_broken"]] == [
+        ("prod.db.v_s", "a", "stored-type")
+    ]
+
+
 def test_tables_whose_names_differ_only_in_case_are_a_shared_name(tmp_path: Path) -> None:
     """Found by the twelfth new-user trial: Iceberg's JDBC catalog keeps `shop.Sales` and
     `shop.sales` apart, and names fold to one here. Asked by uuid, `uses` and `impact` listed the
