@@ -562,7 +562,7 @@ def _outputs_gone_stale(
         return []
     # Typing the view's outputs costs a second analysis: only for a projected column whose type
     # does not fit the stored type of the output it flows into.
-    outputs = [name.lower() for name in reader.lineage.outputs]
+    outputs = [name.lower() for name in reader.lineage.outputs][: len(reader.stored_types)]
     if not any(
         use.kind in ("projected", "aggregate")  # `max(c)` and `min(c)` keep its type
         and use.output is not None

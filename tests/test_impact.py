@@ -732,9 +732,10 @@ def test_time_travel_reads_and_columns_named_with_a_dot(tmp_path: Path) -> None:
     View(root, "sales", "v_tt", "c5000000-0000-4000-8000-000000000002").commit(
         2000, "SELECT order_id, price FROM sales.orders VERSION AS OF 1"
     )
-    View(root, "sales", "v_now", "c5000000-0000-4000-8000-000000000003").commit(
-        2000, "SELECT order_id, price, `a.b` AS flat FROM sales.orders"
-    )
+    View(
+        root, "sales", "v_now", "c5000000-0000-4000-8000-000000000003",
+        schema=schema_of(("order_id", "long"), ("price", "float"), ("flat", "int")),
+    ).commit(2000, "SELECT order_id, price, `a.b` AS flat FROM sales.orders")  # fmt: skip
     db = tmp_path / "store.duckdb"
     index_locations([str(root)], settings_for(db, f"{root}=prod"))
     with open_reader(db) as conn:
