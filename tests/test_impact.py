@@ -2544,3 +2544,59 @@ def test_what_a_lambda_reads_of_its_parameter_by_name_stays_opaque(tmp_path: Pat
         ("prod.db.v_array", "items.element.s", False, True),
         ("prod.db.v_json", "items.element.s", True, True),
     ]
+
+
+def test_a_using_key_is_the_side_spark_takes_it_from(tmp_path: Path) -> None:
+    """Found by the eighteenth new-user trial on Spark: `SELECT id, w FROM t_a JOIN t_b USING (id)`
+    kept running after `t_b.id` became bigint, but was listed stale: the key was taken from both
+    sides. Spark takes it from the left side (the right one in a RIGHT join, a coalesce of both
+    only in a FULL one)."""
+    root = tmp_path / "warehouse"
+    Table(
+        root,
+        "db",
+        "t_a",
+        "aa000000-0000-4000-8000-000000000001",
+        schema=schema_of(("id", "int"), ("v", "int")),
+    ).commit(500, 1)
+    Table(
+        root,
+        "db",
+        "t_b",
+        "aa000000-0000-4000-8000-000000000002",
+        schema=schema_of(("id", "int"), ("w", "string")),
+    ).commit(500, 1)
+    joins = {
+        "v_inner": ("JOIN", "id, w"),
+        "v_left": ("LEFT JOIN", "id, w"),
+        "v_right": ("RIGHT JOIN", "id, w"),
+        "v_full": ("FULL JOIN", "id, w"),
+        "v_written": ("JOIN", "coalesce(t_a.id, t_b.id) AS id, w"),
+    }
+    for n, (name, (join, columns)) in enumerate(joins.items(), 3):
+        View(
+            root,
+            "db",
+            name,
+            f"aa000000-0000-4000-8000-{n:012d}",
+            schema=schema_of(("id", "int"), ("w", "string")),
+        ).commit(1000, f"SELECT {columns} FROM db.t_a {join} db.t_b USING (id)")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        left, right = (
+            impact(conn, table, parse_change(None, None, "id=bigint")) for table in ("db.t_a", "db.t_b")
+        )
+    assert left["stale_schemas"] == [
+        "prod.db.v_full",
+        "prod.db.v_inner",
+        "prod.db.v_left",
+        "prod.db.v_written",
+    ]
+    assert right["stale_schemas"] == ["prod.db.v_full", "prod.db.v_right", "prod.db.v_written"]
+    assert [
+        (u["view"], u["kind"]) for u in right["uses"] if u["view"] in ("prod.db.v_inner", "prod.db.v_left")
+    ] == [
+        ("prod.db.v_inner", "join-key"),
+        ("prod.db.v_left", "join-key"),
+    ]

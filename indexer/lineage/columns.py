@@ -23,7 +23,7 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.annotate_types import TypeAnnotator
 from sqlglot.optimizer.qualify import qualify
-from sqlglot.optimizer.scope import Scope, traverse_scope
+from sqlglot.optimizer.scope import Scope, traverse_scope, walk_in_scope
 from sqlglot.schema import MappingSchema
 
 from viewlineage.indexer.lineage.config import LineageConfig
@@ -182,6 +182,7 @@ def _analyse(
     fold_cte_names(statement, request.dialect)
     _name_generated_columns(statement, request.dialect)
     _mark_lateral_names(statement, request.dialect)
+    _mark_using_keys(statement, request.dialect)
     scopes = traverse_scope(statement)
     if unscoped_queries(statement, scopes):
         message = "a query passed to a generator (`explode((SELECT ...))`): its columns are not traced"
@@ -266,6 +267,7 @@ def _analyse(
         identify=False,
     )
     for scope in traverse_scope(qualified):
+        _using_keys_as_spark_gives(scope)
         _expand_argument_stars(scope, mapping)
         _name_map_explodes(scope, mapping)
         _fields_of_derived_columns(scope, mapping)
@@ -298,6 +300,49 @@ def _name_generated_columns(statement: exp.Expr, dialect: str) -> None:
                 named = exp.alias_(projection.copy(), "col")
                 named.meta[_GENERATED] = True
                 projection.replace(named)
+
+
+def _mark_using_keys(statement: exp.Expr, dialect: str) -> None:
+    """Before `qualify`, which makes a `USING` key a coalesce of every side's column: in Spark it
+    is the left side's (the right side's in a RIGHT join), a coalesce only in a FULL one, so its
+    type is that side's. Each select records its joins' keys, and each coalesce the SQL writes is
+    marked, for `_using_keys_as_spark_gives`."""
+    if dialect not in SPARK_FAMILY:
+        return
+    for written in statement.find_all(exp.Coalesce):
+        written.meta[_WRITTEN_COALESCE] = True
+    for select in statement.find_all(exp.Select):
+        sides: dict[str, list[str]] = {}
+        for join in select.args.get("joins") or []:
+            for key in join.args.get("using") or []:
+                sides.setdefault(key.name.lower(), []).append(join.side.upper())
+        if sides:
+            select.meta[_USING_SIDES] = sides
+
+
+def _using_keys_as_spark_gives(scope: Scope) -> None:
+    """Each coalesce `qualify` made of a `USING` key's columns, as Spark gives the key (see
+    `_mark_using_keys`)."""
+    select = scope.expression
+    sides = select.meta.get(_USING_SIDES) if isinstance(select, exp.Select) else None
+    if not sides:
+        return
+    for made in [node for node in walk_in_scope(select) if isinstance(node, exp.Coalesce)]:
+        columns = [made.this, *made.expressions]
+        if made.meta.get(_WRITTEN_COALESCE) or not all(isinstance(c, exp.Column) for c in columns):
+            continue
+        joins = sides.get(columns[0].name.lower(), [])
+        if not joins or "FULL" in joins or len({c.name.lower() for c in columns}) > 1:
+            continue
+        if "RIGHT" not in joins:
+            made.replace(columns[0].copy())
+        elif len(joins) == 1:
+            made.replace(columns[-1].copy())
+
+
+_WRITTEN_COALESCE, _USING_SIDES = "viewlineage_written_coalesce", "viewlineage_using_sides"
+"""Meta keys of `_mark_using_keys`: on a coalesce the SQL writes; on a select, its `USING` keys'
+join sides."""
 
 
 def _name_map_explodes(scope: Scope, mapping: Mapping[str, object]) -> None:
