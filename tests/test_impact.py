@@ -199,6 +199,9 @@ def test_a_path_through_an_unindexed_table_says_so(impact_store: Path) -> None:
         # field's whole new path (`address.zip`) was taken for a name with a dot in it.
         ("rename address.city=zip", "prod.db.orders already has a field 'address.zip'"),
         ("rename address.city=address.zip", "prod.db.orders already has a field 'address.zip'"),
+        # The eighteenth: a new name in another struct was taken as is; a rename moves no field.
+        ("rename address.city=geo.town", r"a rename gives address\.city a new name \(address\.<name>\)"),
+        ("rename qty=x.y", r"a rename gives qty a new name \(<name>\), it does not move it"),
         ("change_type address=string", "address is a struct: change the type of a field inside it"),
     ],
 )
