@@ -112,7 +112,7 @@ def parse_change(drop: str | None, rename: str | None, change_type: str | None) 
     parent = ".".join(path[:-1]).lower()
     if len(path) > 1 and name.startswith(f"{parent}."):  # `a.b=a.c`: the field's whole new path
         name = name[len(parent) + 1 :]
-    if len(name) > 1 and name[0] == name[-1] and name[0] in "`\"":  # a quoted name holds any dot
+    if len(name) > 1 and name[0] == name[-1] and name[0] in '`"':  # a quoted name holds any dot
         name = name[1:-1]
     elif "." in name:
         within = f"{parent}.<name>" if parent else "<name>"
