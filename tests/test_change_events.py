@@ -53,7 +53,7 @@ def test_every_kind_of_change_is_one_row(tmp_path: Path) -> None:
             2,
             ["owner"],
             "trino",
-            "properties owner changed, version 2 kept",
+            "properties owner added; version 2 kept",
         ),
         (
             4000,
@@ -207,6 +207,11 @@ def test_a_replace_that_also_changes_properties_names_them(tmp_path: Path) -> No
     view.properties["tier"] = "gold"
     view.commit(2500)
     view.commit(3000, "SELECT 3 AS x")
+    # Found by the eighteenth new-user trial: keys newly set were said "changed".
+    view.properties["team"] = "finance"
+    del view.properties["comment"]
+    view.properties["owner"] = "ann"
+    view.commit(3500)
     db = tmp_path / "store.duckdb"
     index_locations([str(root)], settings_for(db, f"{root}=lake"))
     with open_reader(db) as conn:
@@ -215,10 +220,16 @@ def test_a_replace_that_also_changes_properties_names_them(tmp_path: Path) -> No
         ).fetchall()
     assert rows == [
         (1000, "created", None, "created at version 1"),
-        (1500, "property-only", ["team"], "properties team changed, version 1 kept"),
-        (2000, "replaced", ["comment"], "version 2 replaced version 1; properties comment changed"),
-        (2500, "property-only", ["tier"], "properties tier changed, version 2 kept"),
+        (1500, "property-only", ["team"], "properties team added; version 1 kept"),
+        (2000, "replaced", ["comment"], "version 2 replaced version 1; properties comment added"),
+        (2500, "property-only", ["tier"], "properties tier added; version 2 kept"),
         (3000, "replaced", None, "version 3 replaced version 2"),
+        (
+            3500,
+            "property-only",
+            ["comment", "owner", "team"],
+            "properties owner added; team changed; comment removed; version 3 kept",
+        ),
     ]
 
 
@@ -280,5 +291,5 @@ def test_a_view_whose_first_files_expired_says_its_start_is_unknown(tmp_path: Pa
         (2500, "lake.db.kept", "replaced", "version 2 replaced version 1"),
         (3000, "lake.db.old", "first-known",
          "version 3 current: the earliest known, as the metadata files of what came before were deleted"),
-        (4000, "lake.db.old", "property-only", "properties owner changed, version 3 kept"),
+        (4000, "lake.db.old", "property-only", "properties owner added; version 3 kept"),
     ]  # fmt: skip

@@ -17,6 +17,17 @@
 CREATE OR REPLACE MACRO epoch_ms_time(ms) AS
 CASE WHEN ms BETWEEN -62135596800000 AND 253402300799999 THEN make_timestamptz(ms * 1000) END;
 
+-- property_changes(now, before): what a commit did to a view's properties, said by key:
+-- 'properties team, tier added; owner changed; comment removed' (NULL for nothing).
+CREATE OR REPLACE MACRO property_changes(now, before) AS nullif('properties ' || concat_ws('; ',
+    nullif(array_to_string(list_sort(list_filter(map_keys(now),
+        lambda key: NOT list_contains(map_keys(before), key))), ', '), '') || ' added',
+    nullif(array_to_string(list_sort(list_filter(map_keys(now),
+        lambda key: list_contains(map_keys(before), key) AND now[key] IS DISTINCT FROM before[key])), ', '), '')
+        || ' changed',
+    nullif(array_to_string(list_sort(list_filter(map_keys(before),
+        lambda key: NOT list_contains(map_keys(now), key))), ', '), '') || ' removed'), 'properties ');
+
 CREATE OR REPLACE VIEW change_events AS
 WITH latest AS (
     SELECT view_id, catalog, string_split(name_path, chr(31)) AS parts, path_name(catalog, name_path) AS view,
@@ -55,14 +66,16 @@ changed AS (
     -- Each commit after a view's first, with the keys of the properties it set, changed or removed.
     SELECT *, list_sort(list_filter(
                list_distinct(map_keys(properties) || map_keys(coalesce(previous_properties, MAP {}))),
-               lambda key: properties[key] IS DISTINCT FROM previous_properties[key])) AS changed_properties
+               lambda key: properties[key] IS DISTINCT FROM previous_properties[key])) AS changed_properties,
+           property_changes(coalesce(properties, MAP {}), coalesce(previous_properties, MAP {})) AS property_summary
     FROM committed WHERE ordinal > 1
 ),
 introduced AS (
     -- The properties changed by the commit that made a version current (its log's newest entry,
     -- which a later property-only commit carries over unchanged).
     SELECT view_id, last_log_version_id AS version_id, last_log_ms AS at_ms,
-           nullif(any_value(changed_properties), []) AS changed_properties
+           nullif(any_value(changed_properties), []) AS changed_properties,
+           any_value(property_summary) AS property_summary
     FROM changed WHERE last_log_ms IS DISTINCT FROM previous_log_ms GROUP BY ALL
 ),
 events AS (
@@ -72,14 +85,15 @@ events AS (
                 WHEN a.previous_version_id IS NULL THEN 'first-known'
                 WHEN a.current_before THEN 'rolled-back'
                 ELSE 'replaced' END AS kind,
-           a.version_id, a.previous_version_id, i.changed_properties
+           a.version_id, a.previous_version_id, i.changed_properties, i.property_summary
     FROM activated a LEFT JOIN introduced i USING (view_id, version_id, at_ms)
     UNION ALL
-    SELECT view_id, commit_ms, 'property-only', current_version_id, previous_version_id, changed_properties
+    SELECT view_id, commit_ms, 'property-only', current_version_id, previous_version_id, changed_properties,
+           property_summary
     FROM changed
     WHERE current_version_id IS NOT DISTINCT FROM previous_version_id AND properties IS DISTINCT FROM previous_properties
     UNION ALL
-    SELECT view_id, dropped_ms, 'dropped', NULL, last_version_id, NULL FROM latest WHERE dropped_ms IS NOT NULL
+    SELECT view_id, dropped_ms, 'dropped', NULL, last_version_id, NULL, NULL FROM latest WHERE dropped_ms IS NOT NULL
 ),
 relisted AS (
     -- Drops a re-list found (`reconcile`): the file went then or before, when no one followed.
@@ -96,11 +110,10 @@ SELECT e.at_ms AS changed_ms, epoch_ms_time(e.at_ms) AS changed_at, e.view_id, l
            WHEN 'first-known' THEN 'version ' || e.version_id || ' current: the earliest known, as the metadata '
                                    || 'files of what came before were deleted'
            WHEN 'replaced' THEN 'version ' || e.version_id || ' replaced version ' || e.previous_version_id
-                                || coalesce('; properties ' || array_to_string(e.changed_properties, ', ') || ' changed', '')
+                                || coalesce('; ' || e.property_summary, '')
            WHEN 'rolled-back' THEN 'version ' || e.version_id || ' current again, after version ' || e.previous_version_id
-                                || coalesce('; properties ' || array_to_string(e.changed_properties, ', ') || ' changed', '')
-           WHEN 'property-only' THEN 'properties ' || array_to_string(e.changed_properties, ', ')
-                                     || ' changed, version ' || e.version_id || ' kept'
+                                || coalesce('; ' || e.property_summary, '')
+           WHEN 'property-only' THEN e.property_summary || '; version ' || e.version_id || ' kept'
            ELSE 'dropped at version ' || coalesce(e.previous_version_id::VARCHAR, '(none)')
                 || ': its newest metadata file was removed'
                 || CASE WHEN x.view_id IS NOT NULL THEN ' (found gone by a re-list: then or before)' ELSE '' END
