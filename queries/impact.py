@@ -438,15 +438,37 @@ def impact(
     # A reader whose file in force ties with another was analysed from a guessed one of them.
     result["tied"] = tied_files(conn, sorted({reader.view_id for reader in readers}), at)
     # Time travel and tags read a snapshot in its own schema: no column change reaches them.
+    held = _paths_held(conn, table_id, change.column) if table_id is not None and not is_view else []
     result["time_travel"] = sorted(
-        {reader.name for reader in readers if _reads_pinned(reader, target, catalogs)}
+        {reader.name for reader in readers if _reads_pinned(reader, target, catalogs, held)}
     )
     return result
 
 
-def _reads_pinned(reader: _Reader, target: _Object, catalogs: frozenset[str]) -> bool:
+def _paths_held(
+    conn: duckdb.DuckDBPyConnection, table_id: str, column: tuple[str, ...]
+) -> list[tuple[str, ...]]:
+    """Every path (case-folded) that the field at `column` had in the table's schemas: a read by
+    time travel names it as it was named then (`b`, renamed `bb` since)."""
+    rows = query_rows(
+        conn,
+        """
+        WITH fields AS (
+            SELECT f.field_id, list_transform(f.path, lambda part: lower(part)) AS path
+            FROM table_schemas s JOIN schema_fields f USING (schema_hash) WHERE s.table_id = ?1
+        )
+        SELECT DISTINCT path FROM fields
+        WHERE field_id IN (SELECT field_id FROM fields WHERE path = ?2) ORDER BY path""",
+        [table_id, list(column)],
+    )
+    return [tuple(row["path"]) for row in rows]
+
+
+def _reads_pinned(
+    reader: _Reader, target: _Object, catalogs: frozenset[str], held: list[tuple[str, ...]]
+) -> bool:
     """Whether `reader` reads the column of the table by time travel or at a tag (or may: that
-    snapshot's columns could not be told apart)."""
+    snapshot's columns could not be told apart), by its name now or one it had (`held`)."""
     tables = [key for key in reader.lineage.pinned_tables if _match(key, target.key, catalogs) is not None]
     if not tables:
         return False
@@ -457,7 +479,8 @@ def _reads_pinned(reader: _Reader, target: _Object, catalogs: frozenset[str]) ->
         return any(key[:2] == table[:2] and key[2].startswith(f"{table[2]} ") for table in tables)
 
     return any(pinned(key) for key in reader.lineage.unknown_schemas) or any(
-        pinned(use.table) and _reads(use, target.column) for use in reader.lineage.uses
+        pinned(use.table) and any(_reads(use, path) for path in {target.column, *held})
+        for use in reader.lineage.uses
     )
 
 

@@ -766,6 +766,33 @@ def test_time_travel_reads_and_columns_named_with_a_dot(tmp_path: Path) -> None:
     )
 
 
+def test_a_time_travel_read_of_a_column_renamed_since_is_listed(tmp_path: Path) -> None:
+    """Found by the eighteenth new-user trial: a view reading `b` at snapshot 1, `b` renamed `bb`
+    since: `impact --drop-column bb` did not list it under `time_travel` (it reads that field, by
+    its name then), while a drop of `a` did."""
+    root = tmp_path / "warehouse"
+    table = Table(
+        root,
+        "db",
+        "t_s",
+        "c5100000-0000-4000-8000-000000000001",
+        schema=schema_of(("a", "int"), ("b", "int")),
+    )
+    table.commit(1000, 1)
+    View(root, "db", "v_tt", "c5100000-0000-4000-8000-000000000002").commit(
+        2000, "SELECT a, b FROM db.t_s VERSION AS OF 1"
+    )
+    table.schema = schema_of(("a", "int"), ("bb", "int"))  # the same field ids: a rename
+    table.commit(3000, 2)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        renamed = impact(conn, "db.t_s", parse_change("bb", None, None))
+        kept = impact(conn, "db.t_s", parse_change("a", None, None))
+    assert (renamed["views"], renamed["time_travel"]) == ([], ["prod.db.v_tt"])
+    assert (kept["views"], kept["time_travel"]) == ([], ["prod.db.v_tt"])
+
+
 def test_a_rename_under_a_star_breaks_trino_s_view_not_spark_s(tmp_path: Path) -> None:
     """Found by the fifth new-user trial on Spark 3.5 + Iceberg 1.10: after `RENAME COLUMN b TO bb`,
     `SELECT * FROM v_star` still runs (Iceberg's Spark view resolution reads columns by position), so
