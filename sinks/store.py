@@ -629,10 +629,10 @@ class Store:
         """Which lineage keys have stored results (the memo across runs)."""
         return self._existing("lineage", "lineage_key", keys)
 
-    def modified_at(self, locations: Iterable[str]) -> dict[str, int]:
-        """The object time (LastModified or mtime) of each of these indexed locations that has one."""
-        rows = self._lookup(self.lookups, "files", "location", locations, "modified_ms")
-        return {location: modified_ms for location, modified_ms in rows if modified_ms is not None}
+    def modified_at(self, locations: Iterable[str]) -> dict[str, int | None]:
+        """Of these locations, the indexed ones, with their object time (LastModified or mtime;
+        None when the read did not say)."""
+        return dict(self._lookup(self.lookups, "files", "location", locations, "modified_ms"))
 
     def removed_at(self, locations: Iterable[str]) -> dict[str, int]:
         """The latest recorded removal of each of these locations that has one, epoch ms."""

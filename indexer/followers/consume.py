@@ -120,21 +120,20 @@ class EventIngest:
         than the removal is a duplicate, or a late one: the removal stands. One clearly newer than
         the indexed object says it was written again: it is read again too."""
         indexed = {location for location in created_ms if location in self._recent}
-        if self.indexer.store is not None:
-            indexed |= self.indexer.store.indexed(set(created_ms) - indexed)
+        stored = self.indexer.store.modified_at(created_ms) if self.indexer.store is not None else {}
+        indexed |= stored.keys()
         # Of every location created: a delete consumed before the create of a file never indexed
         # (the fourteenth adversarial trial) is a removal the file is back from, too.
         removed = self.indexer.store.removed_at(set(created_ms)) if self.indexer.store is not None else {}
         for location in created_ms.keys() & self._removed.keys():  # the store may not hold it yet
             removed[location] = max(self._removed[location], removed.get(location, self._removed[location]))
         known = indexed - removed.keys()
-        if self.indexer.store is not None:  # a create newer than the object indexed: written again
-            written = self.indexer.store.modified_at(known)
-            known -= {
-                location
-                for location, modified_ms in written.items()
-                if _after(created_ms[location], modified_ms + REWRITE_SLACK_MS)
-            }
+        known -= {  # a create newer than the object indexed: written again
+            location
+            for location in known & stored.keys()
+            if (modified_ms := stored[location]) is not None
+            and _after(created_ms[location], modified_ms + REWRITE_SLACK_MS)
+        }
         back = {
             location
             for location, removed_ms in removed.items()
