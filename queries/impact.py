@@ -1086,12 +1086,10 @@ class _Schemas:
             self._views[view_id] = query_rows(
                 self.conn,
                 """
-                SELECT a.timestamp_ms, s.columns FROM activations a
+                SELECT a.timestamp_ms, s.columns FROM view_activations(?1) a
                 LEFT JOIN preferred_versions v ON v.view_id = a.view_id AND v.version_id = a.version_id
                 LEFT JOIN schemas s ON s.schema_hash = v.schema_hash
-                WHERE a.view_id = ?1
-                ORDER BY a.timestamp_ms DESC, activation_settled(?1, a.version_id, a.timestamp_ms) DESC,
-                         a.version_id DESC""",
+                ORDER BY a.latest_first""",
                 [view_id],
             )
         return self._views[view_id]

@@ -43,11 +43,18 @@ SELECT DISTINCT a.version_id FROM activations a
 WHERE a.view_id = vid AND a.timestamp_ms = ms AND a.version_id <> version
   AND NOT activation_settled(vid, version, ms);
 
--- view_current_version(vid, t): the same for one view.
+-- view_activations(vid): the view's activations ranked latest first (`latest_first`), as they hold:
+-- of versions made current at one instant, the one a file settles, else the greater id.
+CREATE OR REPLACE MACRO view_activations(vid) AS TABLE
+SELECT view_id, version_id, timestamp_ms,
+       row_number() OVER (ORDER BY timestamp_ms DESC, activation_settled(vid, version_id, timestamp_ms) DESC,
+                          version_id DESC) AS latest_first
+FROM activations WHERE view_id = vid;
+
+-- view_current_version(vid, t): the same as current_versions(t) for one view.
 CREATE OR REPLACE MACRO view_current_version(vid, t) AS TABLE
-SELECT view_id, version_id, timestamp_ms AS activated_ms FROM activations a
-WHERE view_id = vid AND timestamp_ms <= t
-ORDER BY timestamp_ms DESC, activation_settled(vid, a.version_id, a.timestamp_ms) DESC, version_id DESC LIMIT 1;
+SELECT view_id, version_id, timestamp_ms AS activated_ms FROM view_activations(vid)
+WHERE timestamp_ms <= t ORDER BY latest_first LIMIT 1;
 
 -- view_files_as_of(t): per view, the file whose state held at t (see file_state_key).
 CREATE OR REPLACE MACRO view_files_as_of(t) AS TABLE
