@@ -109,6 +109,9 @@ def setting_options(*names: str) -> Callable[[F], F]:
 
 
 OFFSET = click.IntRange(0, 10**15 - 1)
+EXIT_OUTPUT_CLOSED = 141
+"""The status of a command whose output's reader went before it was written (128 + SIGPIPE, as a
+shell reports any command that signal ends)."""
 """Rows skipped: below 10^15, as the API takes it (past a BIGINT, DuckDB failed with a traceback)."""
 
 
@@ -167,8 +170,11 @@ def handle_errors(function: F) -> F:
                 raise
             click.echo(f"error: {exc}", err=True)
             context.exit(2 if isinstance(exc, UsageError) else 1)
+        except BrokenPipeError:  # the reader of the output went (`| head`): as a command SIGPIPE ends
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error at exit
+            context.exit(EXIT_OUTPUT_CLOSED)
         except OSError as exc:  # a path to write or read that the system refuses (`/proc/x`, a file)
-            if isinstance(exc, BrokenPipeError) or (context.obj and context.obj.get("debug")):
+            if context.obj and context.obj.get("debug"):
                 raise
             where = f"{exc.filename}: " if exc.filename else ""
             click.echo(f"error: {where}{exc.strerror or exc}", err=True)

@@ -173,7 +173,8 @@ class MarkdownOutput(_MainTableOutput):
         self.write(_columns(rows, keep_empty=True), rows)
 
     def write(self, columns: list[str], rows: list[dict[str, Any]]) -> None:
-        lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+        header = "| " + " | ".join(_markdown_cell(column) for column in columns) + " |"
+        lines = [header, "|" + "|".join("---" for _ in columns) + "|"]
         for row in rows:
             cells = (_markdown_cell(cell(row.get(c), c, multiline=True)) for c in columns)
             lines.append("| " + " | ".join(cells) + " |")

@@ -174,6 +174,19 @@ def test_ctrl_c_stops_a_running_query_without_a_traceback(sample_store: Path) ->
     assert (process.returncode, stderr.strip()) == (1, "Aborted!")
 
 
+def test_output_closed_by_its_reader_ends_the_command_as_sigpipe_would(sample_store: Path) -> None:
+    """Found by the nineteenth adversarial trial: piped into `head -c 10`, a long answer ended with
+    status 1 ("the store or a source failed") and nothing said."""
+    command = [sys.executable, "-m", "viewlineage.queries.cli", "uses", "prod.db.events", "--transitive"]
+    process = subprocess.Popen(
+        [*command, "--db", str(sample_store)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # gone before the answer is written
+    stderr = process.stderr.read()
+    assert (process.wait(timeout=60), stderr) == (141, b"")
+
+
 def _threads(pid: int) -> int:
     status = Path(f"/proc/{pid}/status").read_text()
     return int(next(line.split()[1] for line in status.splitlines() if line.startswith("Threads:")))
@@ -214,6 +227,9 @@ def test_csv_and_markdown_print_each_command_s_main_table(sample_store: Path) ->
     assert ["default_namespace", "db"] in shown
     sql = _invoke(sample_store, "sql", "SELECT 'a|b' AS x, NULL AS y, [1, 2] AS z", "--format", "markdown")
     assert sql.splitlines() == ["| x | y | z |", "|---|---|---|", "| a\\|b |  | 1, 2 |"]
+    # Found by the nineteenth adversarial trial: a column name's `|` was left to end a header cell.
+    piped = _invoke(sample_store, "sql", 'SELECT 1 AS "x|y"', "--format", "markdown")
+    assert piped.splitlines() == ["| x\\|y |", "|---|", "| 1 |"]
     # Found by the eighth adversarial trial: a name holding HTML went into Markdown as HTML.
     html = _invoke(
         sample_store, "sql", "SELECT '<img src=x onerror=alert(1)> & co' AS name", "--format", "markdown"
