@@ -293,3 +293,30 @@ def test_a_view_whose_first_files_expired_says_its_start_is_unknown(tmp_path: Pa
          "version 3 current: the earliest known, as the metadata files of what came before were deleted"),
         (4000, "lake.db.old", "property-only", "properties owner added; version 3 kept"),
     ]  # fmt: skip
+
+
+def test_two_logs_that_disagree_are_a_finding_and_no_rollback(tmp_path: Path) -> None:
+    """Found by the nineteenth adversarial trial: a file logging version 2 at 2000 and the next one
+    logging it at 2500: `changes` showed a rollback to version 2 after version 2, with no finding."""
+    root = tmp_path / "warehouse"
+    view = View(root, "db", "v", "ce000000-0000-4000-8000-000000000051")
+    view.commit(1000, "SELECT 1 AS x")
+    first = view.commit(2000, "SELECT 2 AS x")
+    view.log[-1]["timestamp-ms"] = 2500  # the next file logs version 2 later
+    second = view.commit(3000, "SELECT 3 AS x")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=lake"))
+    with open_reader(db) as conn:
+        rows = conn.execute("SELECT changed_ms, kind, version_id FROM change_events ORDER BY 1").fetchall()
+        found = conn.execute(
+            "SELECT version_id, message FROM findings WHERE code = 'log-rewritten'"
+        ).fetchall()
+    assert rows == [(1000, "created", 1), (2000, "replaced", 2), (3000, "replaced", 3)]
+    assert found == [
+        (
+            2,
+            f"version 2 made current at 2000 ms by the log of {first}, which the next file {second} no "
+            "longer lists though its log spans that time: a log rewritten or forged; the store takes both "
+            "logs as they are",
+        )
+    ]

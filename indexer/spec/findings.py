@@ -60,6 +60,7 @@ CODES = frozenset(
         "legacy-key:<>",
         "location-mismatch",
         "log-not-monotonic",
+        "log-rewritten",
         "log-version-expired",
         "missing-field:<>",
         "missing-table-uuid",

@@ -96,6 +96,19 @@ FROM view_names a JOIN view_names b
   ON a.view_id <> b.view_id AND a.catalog IS NOT DISTINCT FROM b.catalog AND a.name <> b.name
  AND nfc_normalize(array_to_string(a.name, chr(31))) = nfc_normalize(array_to_string(b.name, chr(31)))
 UNION ALL
+SELECT DISTINCT 'view', NULL, a.view_id, a.version_id, 'log-rewritten', 'warning',
+       'version ' || a.version_id || ' made current at ' || a.timestamp_ms || ' ms by the log of ' || a.location
+       || ', which the next file ' || n.next_location || ' no longer lists though its log spans that time: '
+       || 'a log rewritten or forged; the store takes both logs as they are', '$.version-log'
+FROM version_log a
+JOIN (SELECT location, lead(location) OVER (PARTITION BY view_id ORDER BY sequence_number, location) AS next_location
+      FROM view_files WHERE sequence_number IS NOT NULL) n ON n.location = a.location
+JOIN (SELECT location, min(timestamp_ms) AS first_ms, max(timestamp_ms) AS last_ms FROM version_log GROUP BY location) s
+  ON s.location = n.next_location
+WHERE a.timestamp_ms BETWEEN s.first_ms AND s.last_ms
+  AND NOT EXISTS (SELECT 1 FROM version_log b WHERE b.location = n.next_location
+                  AND b.version_id = a.version_id AND b.timestamp_ms = a.timestamp_ms)
+UNION ALL
 SELECT DISTINCT 'view', NULL, v.view_id, NULL, 'table-name-shared', 'warning',
        'its name ' || dotted_name(v.catalog, v.name) || ' is table ' || t.table_id || '''s too: a table dropped '
        || 'without its files (DROP TABLE without PURGE) and this view created at its name? Which one a read '

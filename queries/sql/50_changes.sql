@@ -87,6 +87,9 @@ events AS (
                 ELSE 'replaced' END AS kind,
            a.version_id, a.previous_version_id, i.changed_properties, i.property_summary
     FROM activated a LEFT JOIN introduced i USING (view_id, version_id, at_ms)
+    -- The version current already, logged again at another time (two files' logs that disagree:
+    -- the finding log-rewritten): no change.
+    WHERE a.previous_version_id IS DISTINCT FROM a.version_id
     UNION ALL
     SELECT view_id, commit_ms, 'property-only', current_version_id, previous_version_id, changed_properties,
            property_summary
