@@ -157,6 +157,15 @@ class Settings(BaseModel):
         alias="dead-letter-topic",
         description="`consume`: also send messages that cannot be decoded to this topic.",
     )
+    spool_wait_limit: float = Field(
+        60.0,
+        alias="spool-wait-limit",
+        gt=0,
+        description=(
+            "`consume`: seconds spooled batches may wait for the store's writer before /healthz reports "
+            "a problem (another process holds the store and does not merge them)."
+        ),
+    )
     reconcile_every: float | None = Field(
         None,
         alias="reconcile-every",

@@ -74,6 +74,7 @@ _CONSUMING = (
     "allow_prefix",
     "allow_any_prefix",
     "dead_letter_topic",
+    "spool_wait_limit",
 )
 
 

@@ -85,6 +85,13 @@ class Spool:
     def pending(self) -> list[Path]:
         return sorted(path for path in self.path.iterdir() if not path.name.startswith("."))
 
+    def waiting(self) -> tuple[int, float]:
+        """How many segments wait to be merged, and for how long the oldest has (seconds; 0: none)."""
+        pending = self.pending()
+        if not pending:
+            return 0, 0.0
+        return len(pending), max(0.0, time.time() - int(pending[0].name.split("-")[0]) / 1e9)
+
     @staticmethod
     def read(segment: Path) -> dict[str, pa.Table]:
         tables = {}

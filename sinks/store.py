@@ -120,9 +120,11 @@ class Store:
         memory_limit: str | None = None,
         rederiving: bool = False,
         deferred_spans: bool = False,
+        lock_wait: float | None = None,
     ) -> None:
         """`rederiving`: the caller re-derives every row (`reindex`), so a migration that awaits a
-        reindex is not worth a warning. `deferred_spans`: nothing in this process reads the store
+        reindex is not worth a warning. `lock_wait`: how long to wait for the store's lock (default
+        `LOCK_WAIT_SECONDS`). `deferred_spans`: nothing in this process reads the store
         while it writes (no `query_connection`), so the point-in-time indexes of the views batches
         touch are derived once before each replica and on closing, not in every batch (see
         `viewlineage.sinks.spans`)."""
@@ -157,7 +159,9 @@ class Store:
             limit: dict[str, str | bool | int | float | list[str]] = (
                 {"memory_limit": memory_limit} if memory_limit else {}
             )
-            self.conn = _connect_waiting(self.path, limit)
+            self.conn = _connect_waiting(
+                self.path, limit, LOCK_WAIT_SECONDS if lock_wait is None else lock_wait
+            )
         except duckdb.Error as exc:
             raise StoreError(f"cannot open {self.path} for writing: {exc}") from exc
         # A join whose build side has up to this many keys filters the other side's scan by the
@@ -814,10 +818,10 @@ writer holds it for good, and the writer is refused after this."""
 
 
 def _connect_waiting(
-    path: Path, config: dict[str, str | bool | int | float | list[str]]
+    path: Path, config: dict[str, str | bool | int | float | list[str]], wait: float
 ) -> duckdb.DuckDBPyConnection:
-    """A read-write connection to `path`, waiting up to `LOCK_WAIT_SECONDS` for readers' locks."""
-    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    """A read-write connection to `path`, waiting up to `wait` seconds for readers' locks."""
+    deadline = time.monotonic() + wait
     while True:
         try:
             return duckdb.connect(str(path), config=config)

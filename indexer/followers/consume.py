@@ -57,6 +57,7 @@ RECENT_LOCATIONS = 100_000
 """How many indexed locations a process remembers to spot re-deliveries without the store."""
 OUTAGE_BACKOFF_LIMIT = 30.0
 """Longest wait between tries of a batch while the object store does not answer (seconds)."""
+SPOOL_WAITING = "spool-waiting"
 DEAD_LETTER_CUT_BYTES = 64 * 1024
 """Of a bad message's value (and key) too large for the dead-letter topic, what is forwarded: the
 whole stays in the source topic, at the `kafka://topic/partition/offset` the letter names."""
@@ -355,6 +356,8 @@ class Consumer:
         (the Kafka consumer is not thread-safe), without waiting for the merges in progress."""
         self._outage_seconds = 0.0
         """The last wait for an object store that did not answer (doubled while it goes on)."""
+        self._spool_waiting = False
+        """Whether spooled batches wait past `spool-wait-limit` for a writer (said once)."""
 
     def _consumer(self) -> Any:
         from kafka import KafkaConsumer
@@ -446,6 +449,7 @@ class Consumer:
                 else:
                     self._settle(consumer)
                     writer.merge()
+                self._check_spool(spool, writer)
                 if (
                     writer.store is not None
                     and settings.reconcile_every is not None
@@ -463,6 +467,24 @@ class Consumer:
                 producer.close()
             writer.close()
             workers.close()
+
+    def _check_spool(self, spool: Spool, writer: StoreWriter) -> None:
+        """A problem (`/healthz` answers 503) while batches this process spooled wait longer than
+        the `spool-wait-limit` setting for a writer: the store's lock holder does not merge them (a
+        `watch` or `index` writes the store; only `consume` processes share it)."""
+        count, waited = spool.waiting() if writer.store is None else (0, 0.0)
+        waiting = waited > self.settings.spool_wait_limit
+        if waiting and not self._spool_waiting:
+            self.health.log(SPOOL_WAITING, segments=count, seconds=round(waited))
+        self._spool_waiting = waiting
+        if waiting and self.health.problem is None:
+            self.health.problem = (
+                f"{SPOOL_WAITING}: {count} batches in {spool.path} have waited {round(waited)} s for the "
+                f"store's writer; another process holds {self.settings.db} and does not merge them (only "
+                "`consume` processes share a store: give `watch` or `index` another one)"
+            )
+        elif not waiting and (self.health.problem or "").startswith(SPOOL_WAITING):
+            self.health.problem = None
 
     def _wait_for_source(self, consumer: Any, polled: dict[Any, list[Any]], error: SourceUnavailable) -> None:
         """Keep the batch's place (its messages come again) and wait, longer each time in a row."""

@@ -38,7 +38,9 @@ class StoreWriter:
             return False
         self._tried = now
         try:
-            self.store = writable_store(self.settings)
+            # Once refused, the lock is another writer's for good: ask without waiting, so that the
+            # process goes on feeding the spool (a wait each second held its Kafka loop).
+            self.store = writable_store(self.settings, lock_wait=0.0 if self._refusal else None)
         except StoreError as exc:
             if "Could not set lock" not in str(exc):
                 raise  # not another writer: a bad path, permissions, a damaged file

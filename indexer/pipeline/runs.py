@@ -77,13 +77,21 @@ def naming_options(naming: dict[str, tuple[str, ...]]) -> str:
     return " ".join(given) if given else "no --catalog-map and no --catalog-alias"
 
 
-def writable_store(settings: Settings, *, deferred_spans: bool = False) -> Store:
-    """The store, opened for writing. One that an interrupted `reindex` left mid-rebuild is rebuilt
-    first (with these settings): no writer adds to, or skips files because of, half-derived rows.
+def writable_store(
+    settings: Settings, *, deferred_spans: bool = False, lock_wait: float | None = None
+) -> Store:
+    """The store, opened for writing (waiting `lock_wait` seconds for its lock, see `Store`). One
+    that an interrupted `reindex` left mid-rebuild is rebuilt first (with these settings): no
+    writer adds to, or skips files because of, half-derived rows.
     `settings` come from `with_store_naming`: the store records their catalog map and aliases if
     it holds none yet, and refuses others (a writer that recorded its own meanwhile)."""
     opened = functools.partial(
-        Store, settings.db, settings.replica_interval, settings.store_memory, deferred_spans=deferred_spans
+        Store,
+        settings.db,
+        settings.replica_interval,
+        settings.store_memory,
+        deferred_spans=deferred_spans,
+        lock_wait=lock_wait,
     )
     try:
         store = opened()

@@ -32,6 +32,7 @@ from viewlineage.indexer.parse.locations import normalize_location
 from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries import api
 from viewlineage.sinks.readers import open_reader
+from viewlineage.sinks.store import Store
 
 from .. import test_fuzz as fuzz
 from ..conftest import CONFORMANCE, settings_for
@@ -528,6 +529,40 @@ def test_a_consumer_group_survives_a_killed_member(
         for member in members:
             member.stop()
     assert any(r["event"] == "writer" for r in survivor.records())
+    assert snapshot(db, exclude=OBJECT_TIMES) == snapshot(clean_store, exclude=OBJECT_TIMES)
+
+
+def test_a_consumer_whose_store_another_writer_holds_spools_and_says_so(
+    broker: str, plain_s3: SeaweedS3, good_messages: list[Sent], clean_store: Path, tmp_path: Path
+) -> None:
+    """Found by the nineteenth adversarial trial: a `consume` on a store `watch` held waited 10 s
+    for the lock at each try (every second), so it barely polled, never joined its group, and
+    `/healthz` said ok. It spools on, says that nothing merges its batches, and merges them once
+    the lock is free."""
+    produce(broker, "held", good_messages)
+    db = tmp_path / "held.duckdb"
+    holder = Store(db, replica_interval=None)  # another kind of writer (`watch`, `index`) holds the store
+    run = consume(tmp_path, "held", broker, "held", plain_s3, "--spool-wait-limit", "2", db=db)
+    try:
+        run.wait_for_messages(len(good_messages), timeout=60)
+        deadline = time.monotonic() + 30
+        while (health := run.health())[0] != 503:
+            assert time.monotonic() < deadline, health
+            time.sleep(0.2)
+        assert health[1]["status"].startswith("spool-waiting: ")
+        assert [r["event"] for r in run.records() if r["event"] in ("not-writer", "spool-waiting")] == [
+            "not-writer",
+            "spool-waiting",
+        ]
+        holder.close()
+        wait_for_store(db, (32, 2, 0), [run])
+        deadline = time.monotonic() + 30
+        while (health := run.health())[0] != 200:
+            assert time.monotonic() < deadline, health
+            time.sleep(0.2)
+    finally:
+        holder.close()
+        run.stop()
     assert snapshot(db, exclude=OBJECT_TIMES) == snapshot(clean_store, exclude=OBJECT_TIMES)
 
 
