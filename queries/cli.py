@@ -858,6 +858,8 @@ def table_history_command(
             # The README's "commits per day" (the seventeenth new-user trial: only json had them).
             "by_day": answer["by_day"],
             "records_by_day": answer["records_by_day"],
+            # (the nineteenth new-user trial: only json and markdown had them)
+            "other tables that had its name": answer["incarnations"],
         }
     )
 

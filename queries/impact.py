@@ -103,9 +103,10 @@ def parse_change(drop: str | None, rename: str | None, change_type: str | None) 
     if kind == DROP:
         return Change(kind, _column_path(text))
     column, equals, target = text.partition("=")
+    option = f"--{kind} ({kind.replace('-', '_')} over HTTP)"
     if not equals or not column.strip() or not target.strip():
         wanted = "A=B" if kind == RENAME else "COLUMN=TYPE"
-        raise UsageError(f"--{kind} takes {wanted}, got {text!r}")
+        raise UsageError(f"{option} takes {wanted}, got {text!r}")
     if kind == CHANGE_TYPE:
         return Change(kind, _column_path(column), iceberg_type(target))
     path, name = _column_path(column), target.strip().lower()
@@ -117,8 +118,8 @@ def parse_change(drop: str | None, rename: str | None, change_type: str | None) 
     elif "." in name:
         within = f"{parent}.<name>" if parent else "<name>"
         raise UsageError(
-            f"--{kind} {text!r}: a rename gives {'.'.join(path)} a new name ({within}), it does not move "
-            "it into another struct; quote a name that holds a dot (`a.b`)"
+            f"{option} {text!r}: a rename gives {'.'.join(path)} a new name ({within}), it does not "
+            "move it into another struct; quote a name that holds a dot (`a.b`)"
         )
     return Change(kind, path, name)
 
@@ -764,7 +765,21 @@ def _fields_of(
 def _checked(change: Change, fields: dict[tuple[str, ...], str], table: str) -> str:
     """The changed column's type, after checking the change makes sense on this schema."""
     if change.column not in fields:
-        known = ", ".join(dotted(list(path)) for path in sorted(fields) if len(path) == 1)
+        # The fields of the deepest struct, list or map of the path that there is (the nineteenth
+        # new-user trial: `ship.addr.nosuch` listed the table's columns).
+        holder = next(
+            (
+                change.column[:depth]
+                for depth in range(len(change.column) - 1, 0, -1)
+                if change.column[:depth] in fields
+            ),
+            (),
+        )
+        within = [
+            path for path in sorted(fields) if len(path) == len(holder) + 1 and path[: len(holder)] == holder
+        ]
+        known = ", ".join(dotted(list(path[len(holder) :])) for path in within)
+        known = f"fields of {'.'.join(holder)}: {known}" if holder else f"columns: {known}"
         # A nested field is named by its whole path: a list's element, a map's key or value included.
         nested = [
             ".".join(path)
@@ -774,9 +789,7 @@ def _checked(change: Change, fields: dict[tuple[str, ...], str], table: str) -> 
             and path[-1] == change.column[-1]
         ]
         hint = f"; did you mean {', '.join(nested)}?" if nested else ""
-        raise UsageError(
-            f"{table} has no column {'.'.join(change.column)!r} at that time (columns: {known}){hint}"
-        )
+        raise UsageError(f"{table} has no column {'.'.join(change.column)!r} at that time ({known}){hint}")
     if change.kind == RENAME and (*change.column[:-1], change.target) in fields:
         noun = "field" if len(change.column) > 1 else "column"
         raise UsageError(

@@ -202,6 +202,12 @@ def test_a_path_through_an_unindexed_table_says_so(impact_store: Path) -> None:
         # The eighteenth: a new name in another struct was taken as is; a rename moves no field.
         ("rename address.city=geo.town", r"a rename gives address\.city a new name \(address\.<name>\)"),
         ("rename qty=x.y", r"a rename gives qty a new name \(<name>\), it does not move it"),
+        # The nineteenth: the HTTP parameter's name too, and the fields of the struct a path is in.
+        ("rename status", r"--rename-column \(rename_column over HTTP\) takes A=B, got 'status'"),
+        (
+            "drop address.nosuch",
+            r"has no column 'address\.nosuch' at that time \(fields of address: city, zip\)$",
+        ),
         ("change_type address=string", "address is a struct: change the type of a field inside it"),
     ],
 )
@@ -1717,7 +1723,7 @@ def test_a_nested_field_named_short_of_its_path_is_refused_with_the_path(tmp_pat
     with open_reader(db) as conn, pytest.raises(UsageError) as refused:
         impact(conn, "sales.orders", parse_change(None, None, "items.q=bigint"))
     assert str(refused.value) == (
-        "prod.sales.orders has no column 'items.q' at that time (columns: id, items); "
+        "prod.sales.orders has no column 'items.q' at that time (fields of items: element); "
         "did you mean items.element.q?"
     )
 

@@ -159,6 +159,15 @@ def test_the_history_of_a_dropped_table_says_when_it_was_dropped(tmp_path: Path)
         "table_id: e9a00000-0000-4000-8000-000000000001",
         "dropped_at: 1970-01-01T00:00:03.000Z",
     ]
+    # Found by the nineteenth new-user trial: text (only) left out the table the name held before.
+    Table(root, "db", "t", "e9a00000-0000-4000-8000-000000000002", schema=schema_of(("a", "long"))).commit(
+        4000, 1
+    )
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    later = CliRunner().invoke(cli, ["table-history", "db.t", "--db", str(db)]).stdout.splitlines()
+    shown = later.index("other tables that had its name:")
+    assert later[1] == "table_id: e9a00000-0000-4000-8000-000000000002"
+    assert "e9a00000-0000-4000-8000-000000000001" in later[shown + 3]
 
 
 def test_a_struct_renamed_added_or_dropped_is_one_change(tmp_path: Path) -> None:
