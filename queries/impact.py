@@ -767,7 +767,7 @@ def _checked(change: Change, fields: dict[tuple[str, ...], str], table: str) -> 
     if change.column not in fields:
         # The fields of the deepest struct, list or map of the path that there is (the nineteenth
         # new-user trial: `ship.addr.nosuch` listed the table's columns).
-        holder = next(
+        sought_in = next(
             (
                 change.column[:depth]
                 for depth in range(len(change.column) - 1, 0, -1)
@@ -776,10 +776,12 @@ def _checked(change: Change, fields: dict[tuple[str, ...], str], table: str) -> 
             (),
         )
         within = [
-            path for path in sorted(fields) if len(path) == len(holder) + 1 and path[: len(holder)] == holder
+            path
+            for path in sorted(fields)
+            if len(path) == len(sought_in) + 1 and path[: len(sought_in)] == sought_in
         ]
-        known = ", ".join(dotted(list(path[len(holder) :])) for path in within)
-        known = f"fields of {'.'.join(holder)}: {known}" if holder else f"columns: {known}"
+        known = ", ".join(dotted(list(path[len(sought_in) :])) for path in within)
+        known = f"fields of {'.'.join(sought_in)}: {known}" if sought_in else f"columns: {known}"
         # A nested field is named by its whole path: a list's element, a map's key or value included.
         nested = [
             ".".join(path)
