@@ -978,6 +978,11 @@ def impact(
             "(engines refuse such a view until it is re-created"
             + (f"; {assumed} of them assumed: a type that cannot be inferred)" if assumed else ")")
         )
+    if result["refused_arguments"]:
+        verdict += (
+            f", {len(result['refused_arguments'])} of them failing where Spark takes only an INT "
+            f"({', '.join(result['refused_arguments'])})"
+        )
     running = {use["view"] for use in result["uses"] if use["keeps_running"]}
     if running:
         verdict += f", {len(running)} of them keep running with other values (see `reason`)"

@@ -396,7 +396,7 @@ def impact(
         if change.kind == CHANGE_TYPE and change.target is not None
         else None
     )
-    uses, by_position, stale, assumed = _walk(readers, target, catalogs, change.kind, going_stale)
+    uses, by_position, stale, assumed, refused = _walk(readers, target, catalogs, change.kind, going_stale)
     for use in uses:  # the table's columns as its schema spells them (the analysis case-folds)
         if use["reads"] == name and (path := tuple(use["column"].split("."))) in spelled:
             use["column"] = ".".join(spelled[path])
@@ -425,6 +425,8 @@ def impact(
     # Of those, the views listed only because an output's type could not be inferred (or the
     # analysis failed): a guess on the safe side.
     result["stale_schemas_assumed"] = sorted(assumed)
+    # Views whose SQL passes the column where Spark takes only an INT (`date_add(d, n)`): they fail.
+    result["refused_arguments"] = sorted(refused)
     result["uncertain"] = len({use["view"] for use in uses if use["match"] != "exact"})
     resolved_views = {use["view"] for use in uses if use["kind"] != "unknown"}
     result["unresolved"] = len(set(result["views"]) - resolved_views)
@@ -1147,7 +1149,7 @@ def _walk(
     catalogs: frozenset[str],
     change: str,
     going_stale: Callable[[_Reader, _Object], _Staleness | None] | None = None,
-) -> tuple[list[dict[str, Any]], set[str], set[str], set[str]]:
+) -> tuple[list[dict[str, Any]], set[str], set[str], set[str], set[str]]:
     """Breadth first from the changed column: each use of it, then each use of the output columns it
     flows into. A view that uses a dropped or renamed column in any way fails as a whole, and so does
     every view that reads it, whichever columns; a retyped one fails every view reading one whose
@@ -1157,12 +1159,14 @@ def _walk(
     and the views whose stored schema a type change leaves stale: of each view reading the
     table, or a view output the column flows into, the outputs `going_stale` names (all it
     carries the column into, when it cannot tell), and of those the views only assumed stale: no
-    output of theirs is stale but one whose type cannot be inferred."""
+    output of theirs is stale but one whose type cannot be inferred; and the views a type change
+    fails where they pass the column to an argument Spark takes only as an INT."""
     breaks, retyped = change in (DROP, RENAME), change == CHANGE_TYPE
     uses: list[dict[str, Any]] = []
     by_position: set[str] = set()
     stale: set[str] = set()
     surely_stale: set[str] = set()
+    refused: set[str] = set()  # views passing the retyped column where Spark takes only an INT
     queue = deque([(start, 1)])
     visited: set[tuple[TableKey, tuple[str, ...]]] = set()
     while queue:
@@ -1225,6 +1229,13 @@ def _walk(
                     and use.output is not None
                     and (fitting is None or use.output.lower() in fitting.stale)
                 )
+                if (
+                    retyped
+                    and use.int_argument
+                    and len(read) == len(wanted)
+                    and not _int_type(source.new_type)
+                ):
+                    refused.add(reader.name)
                 if goes_stale:
                     stale.add(reader.name)
                     if fitting is not None and (use.output or "").lower() not in fitting.assumed:
@@ -1260,7 +1271,7 @@ def _walk(
                     )
             # A dropped or renamed column fails the view; a retyped one carried into an output
             # leaves its stored schema stale, which engines refuse when any reader resolves it.
-            if len(uses) > found and not written and (breaks or reader.name in stale):
+            if len(uses) > found and not written and (breaks or reader.name in stale | refused):
                 queue.append((_whole(reader, uses[-1], "fails"), depth + 1))
             elif len(uses) == found and _schema_unknown(reader, source, catalogs):
                 unresolved = _whole_use(reader, source, depth, catalogs, "unknown")
@@ -1294,7 +1305,7 @@ def _walk(
             u["output"] or "",
         ),
     )
-    return ordered, by_position - {use["view"] for use in ordered}, stale, stale - surely_stale
+    return ordered, by_position - {use["view"] for use in ordered}, stale, stale - surely_stale, refused
 
 
 class _Staleness(NamedTuple):
@@ -1346,6 +1357,11 @@ def _outputs_going_stale(
         frozenset(output.lower() for output, kind, _ in outputs if kind is None),
         {output.lower(): kind for output, kind, _ in outputs},
     )
+
+
+def _int_type(kind: str | None) -> bool:
+    """Whether a type (Spark's spelling) is one Spark takes where only an INT goes; unknown: yes."""
+    return kind is None or kind.upper() in ("INT", "SMALLINT", "TINYINT")
 
 
 def _retyped(kind: str, path: tuple[str, ...], new_type: str) -> str:

@@ -2636,3 +2636,41 @@ def test_a_using_key_is_the_side_spark_takes_it_from(tmp_path: Path) -> None:
         ("prod.db.v_inner", "join-key"),
         ("prod.db.v_left", "join-key"),
     ]
+
+
+def test_a_column_retyped_where_spark_takes_only_an_int_fails_the_view(tmp_path: Path) -> None:
+    """Found by the nineteenth new-user trial on Spark: after `qty` int -> bigint, a view of
+    `date_add(CAST(ts AS date), qty)` failed ("Parameter 2 requires the INT ... type"); `impact`
+    listed it as a use of an unchanged output type."""
+    due = [("due", "date")]
+    day = "CAST(ts AS date)"
+    db = _one_table_and_views(
+        tmp_path,
+        ("txn", [("id", "long"), ("qty", "int"), ("ts", "timestamp")]),
+        {
+            "v_add": ("spark", f"SELECT date_add({day}, qty) AS due FROM db.txn", due),
+            "v_sub": ("spark", f"SELECT date_sub({day}, qty * 2) AS due FROM db.txn", due),
+            "v_cast": ("spark", f"SELECT date_add({day}, CAST(qty AS INT)) AS due FROM db.txn", due),
+            "v_cte": (
+                "spark",
+                f"WITH c AS (SELECT ts, qty FROM db.txn) SELECT date_add({day}, qty) AS due FROM c",
+                due,
+            ),
+            "v_reader": ("spark", "SELECT due FROM db.v_add", due),
+        },
+    )
+    with open_reader(db) as conn:
+        widened = impact(conn, "db.txn", parse_change(None, None, "qty=long"))
+        renamed = impact(conn, "db.txn", parse_change(None, "qty=n", None))
+    assert widened["refused_arguments"] == ["prod.db.v_add", "prod.db.v_cte", "prod.db.v_sub"]
+    assert widened["stale_schemas"] == []
+    assert [(u["view"], u["kind"]) for u in widened["uses"] if u["kind"] == "fails"] == [
+        ("prod.db.v_reader", "fails")
+    ]
+    assert renamed["refused_arguments"] == []
+    text = CliRunner().invoke(cli, ["impact", "db.txn", "--change-type", "qty=long", "--db", str(db)])
+    assert text.stdout.splitlines()[0] == (
+        "change-type prod.db.txn.qty (int -> long): Iceberg promotes it without rewriting data; 5 view(s) "
+        "use it, 3 of them failing where Spark takes only an INT "
+        "(prod.db.v_add, prod.db.v_cte, prod.db.v_sub)"
+    )

@@ -82,6 +82,9 @@ class ColumnUse:
     counted: bool = False
     """Whether only how many elements or entries the value has, or whether it is null, is read
     (`size(items)`, `s IS NULL`): no change to a field below the path reaches the query."""
+    int_argument: bool = False
+    """Whether the value (or arithmetic on it) is an argument Spark takes only as an INT, SMALLINT or
+    TINYINT (`date_add(d, n)`): retyped to BIGINT, the query fails."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +186,7 @@ def _analyse(
     _name_generated_columns(statement, request.dialect)
     _mark_lateral_names(statement, request.dialect)
     _mark_using_keys(statement, request.dialect)
+    _mark_int_arguments(statement, request.dialect)
     scopes = traverse_scope(statement)
     if unscoped_queries(statement, scopes):
         message = "a query passed to a generator (`explode((SELECT ...))`): its columns are not traced"
@@ -364,6 +368,27 @@ _GENERATED = "viewlineage_generated_name"
 """Meta key on the `col` alias `_name_generated_columns` gives an unaliased `explode(...)`."""
 _GIVEN_NAME = re.compile(r"_col_\d+")
 """The name `qualify` gives a projection its SQL does not name (`inline(items)`)."""
+_INT_ONLY = "viewlineage_int_only"
+"""Meta key on a function call naming its argument that Spark takes only as INT, SMALLINT or TINYINT."""
+
+
+def _mark_int_arguments(statement: exp.Expr, dialect: str) -> None:
+    """Marks Spark's `date_add(d, n)` and `date_sub(d, n)` (sqlglot's `TsOrDsAdd`): their `n` must be
+    an INT, SMALLINT or TINYINT, so a column retyped to BIGINT there fails the query."""
+    if dialect not in SPARK_FAMILY:
+        return
+    for call in statement.find_all(exp.TsOrDsAdd):
+        call.meta[_INT_ONLY] = "expression"
+
+
+def _int_argument(node: exp.Expr) -> bool:
+    """Whether `node`'s value, through arithmetic only (`date_sub(d, n)` is `n * -1` to sqlglot),
+    is an argument `_mark_int_arguments` marked."""
+    while isinstance(node.parent, exp.Paren | exp.Neg | exp.Add | exp.Sub | exp.Mul):
+        node = node.parent
+    return node.parent is not None and node.parent.meta.get(_INT_ONLY) == node.arg_key
+
+
 _LATERAL = "viewlineage_lateral_name"
 """Meta key on an unqualified column of a projection whose name an earlier output has too."""
 
@@ -847,13 +872,14 @@ VALUE, ELEMENTS, READ, FIELD = "value", "elements", "read", "field:"
 each of its elements (`e.price` in `transform(items, e -> e.price)`); or only read on the way
 (`e.qty` in `filter(items, e -> e.qty > 0)`); or a field of it, `field:` and its name (`s.b` in
 `struct(s.b AS b)`)."""
-MADE, OPAQUE, WRITTEN, COUNTED = "made", "opaque", "written", "counted"
+MADE, OPAQUE, WRITTEN, COUNTED, INT_ARGUMENT = "made", "opaque", "written", "counted", "int-argument"
 """Also: what the value is made of by a function the analysis does not see through (`s` in
 `to_json(s)`, `arrays_zip(a, b)`); and such a value, or a column the analysis cannot trace to a
 projection (`nick` of `SELECT owner.* ...`), whose fields are then read by name (`map_values(m).price`):
 which of the path's fields are read, by name, cannot be told (`ColumnUse.opaque`); a value
-whose fields' names a function writes out (`to_json(s)`, `ColumnUse.names_written`); and one of
-which only how many elements it has, or whether it is null, is read (`ColumnUse.counted`)."""
+whose fields' names a function writes out (`to_json(s)`, `ColumnUse.names_written`); one of
+which only how many elements it has, or whether it is null, is read (`ColumnUse.counted`); and one
+passed to an argument Spark takes only as an INT (`ColumnUse.int_argument`)."""
 
 
 def _below(node: exp.Expr, datatype: exp.DataType | None) -> list[tuple[tuple[str, ...], str]]:
@@ -905,6 +931,8 @@ def _below(node: exp.Expr, datatype: exp.DataType | None) -> list[tuple[tuple[st
             return [(tuple(steps), WRITTEN), *passed]
         elif _counts(parent, node):
             return [(tuple(steps), COUNTED), *passed]
+        elif _int_argument(node):
+            return [(tuple(steps), INT_ARGUMENT), *passed]
         elif (part := _map_part(parent, node)) is not None:  # `map_keys(m)`: the keys, not the values
             return [((*steps, part), OPAQUE if _field_read_above(parent) else MADE), *passed]
         elif isinstance(parent, exp.Func | exp.Binary | exp.Unary):  # a value made of it
@@ -921,7 +949,7 @@ def _through_lambda(role: str, makes: str) -> str:
     (`array(e.s)[0].x`), their names written or only counted holds whatever the function does."""
     if role == VALUE:
         return makes
-    if role in (OPAQUE, WRITTEN, COUNTED):
+    if role in (OPAQUE, WRITTEN, COUNTED, INT_ARGUMENT):
         return role
     return READ if READ in (role, makes) else MADE  # a value made of it goes into the function's
 
@@ -1178,8 +1206,9 @@ def _use(
     """The use of `path` that `column` makes, what it is of the value around it being `role`."""
     rebinds = column.meta.get(_LATERAL, False)
     return ColumnUse(
-        table, path, kind, output, starred, role == OPAQUE, role == WRITTEN, rebinds, role == COUNTED
-    )
+        table, path, kind, output, starred, role == OPAQUE, role == WRITTEN, rebinds, role == COUNTED,
+        role == INT_ARGUMENT,
+    )  # fmt: skip
 
 
 def _aggregated(kind: str, aggregated: bool) -> str:
