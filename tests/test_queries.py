@@ -457,6 +457,48 @@ def test_a_copy_of_a_views_file_elsewhere_never_holds_the_view(tmp_path: Path) -
         ]
 
 
+def test_a_copy_into_another_view_s_directory_of_a_moved_tree_takes_no_name(tmp_path: Path) -> None:
+    """Found by the nineteenth adversarial trial: in a tree moved from where its files were written
+    (every file's document names another root), a copy of view va's file into view vb's directory
+    renamed va to vb: every file was `location-mismatch`, so none held its view before the copy.
+    A file under another root with its own namespace and name is `location-moved` and in place; a
+    store made before migration 0024 answers the same once a writer opens it."""
+    root = tmp_path / "warehouse"
+    elsewhere = "s3://old-bucket/wh"
+    va = View(root, "db", "va", "db000000-0000-4000-8000-00000000000a")
+    vb = View(root, "db", "vb", "db000000-0000-4000-8000-00000000000b")
+    for view, sql in ((va, "SELECT 1 AS x"), (vb, "SELECT 2 AS x")):
+        path = view.commit(1000, sql)
+        document = json.loads(path.read_text())
+        write(path, {**document, "location": f"{elsewhere}/db/{view.name}"}, 1000)
+    newest = va.commit(2000, "SELECT 3 AS x")
+    write(newest, {**json.loads(newest.read_text()), "location": f"{elsewhere}/db/va"}, 2000)
+    copy = Path(vb.location) / "metadata" / f"00005-{va.uuid}.metadata.json"
+    copy.write_bytes(newest.read_bytes())
+    os.utime(copy, ns=(3_000_000_000, 3_000_000_000))
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+
+    def answers() -> tuple[object, ...]:
+        with open_reader(db) as conn:
+            names = conn.execute("SELECT view_id, name FROM views_as_of(5000) ORDER BY 1").fetchall()
+            codes = conn.execute("SELECT code, severity, message FROM findings ORDER BY ALL").fetchall()
+            return names, codes
+
+    fresh = answers()
+    assert fresh[0] == [(va.uuid, ["db", "va"]), (vb.uuid, ["db", "vb"])]
+    assert [code for code, _, _ in fresh[1]] == ["location-mismatch", *["location-moved"] * 3]
+    with duckdb.connect(str(db)) as conn:  # as indexing left them before 0024
+        conn.execute(
+            "UPDATE file_findings SET code = 'location-mismatch', severity = 'warning', message = 'old' "
+            "WHERE code = 'location-moved'"
+        )
+        conn.execute("DELETE FROM _migrations WHERE id = 24")
+    with Store(db, replica_interval=None):
+        pass
+    assert answers() == fresh
+
+
 def test_history_lists_property_changes_and_the_other_views_at_its_path(sample_store: Path) -> None:
     """An auditor sees `ALTER VIEW ... SET TBLPROPERTIES` commits with what they changed, and a view
     dropped and created again at the same path links the earlier one (and the reverse)."""

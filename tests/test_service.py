@@ -104,8 +104,8 @@ def cases(steps: list[int]) -> list[Case]:
         (
             "sample",
             "findings",
-            {"code": "location-mismatch", "view": "db.big_days"},
-            lambda c: api.findings(c, "location-mismatch", "db.big_days"),
+            {"code": "location-moved", "view": "db.big_days"},
+            lambda c: api.findings(c, "location-moved", "db.big_days"),
         ),
         ("quarantined", "quarantine", {}, api.quarantine),
         (

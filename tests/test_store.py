@@ -117,6 +117,7 @@ def test_previous_schema_version_opens_and_migrates(
             "0021_removals_after_commits",
             "0022_settled_ties",
             "0023_tied_activations_read",
+            "0024_moved_locations",
         ]
         assert schema.reindex_needed(store.conn) == ["0007_tables_and_materialized_views"]
         keyed = store.conn.execute(

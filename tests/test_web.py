@@ -543,7 +543,7 @@ def test_health_counts_findings_and_lists_quarantine(browser: Browser, site: str
     assert visit.page.inner_text("#process-status").startswith("ok")
     assert list(
         zip(visit.cells("finding-counts", "code"), visit.cells("finding-counts", "findings"), strict=True)
-    ) == [("location-mismatch", "24")]
+    ) == [("location-moved", "24")]
     assert visit.page.inner_text("#quarantine") == "(no rows)"
     visit.close()
 

@@ -59,6 +59,7 @@ CODES = frozenset(
         "invalid-trino-start-time",
         "legacy-key:<>",
         "location-mismatch",
+        "location-moved",
         "log-not-monotonic",
         "log-rewritten",
         "log-version-expired",
