@@ -19,7 +19,7 @@ from viewlineage.indexer.pipeline.rows import Batch
 from viewlineage.indexer.pipeline.runs import with_roots
 from viewlineage.indexer.pipeline.store_thread import StoreThread
 from viewlineage.indexer.sources.read import LocalReader
-from viewlineage.sinks.store import Store
+from viewlineage.sinks.store import SetAside, Store
 
 from .conftest import settings_for
 from .generate import generate
@@ -82,12 +82,13 @@ def test_watch_parses_the_next_batches_while_the_last_one_is_stored(tmp_path: Pa
 
         def slow_write(
             tables: dict[str, pa.Table], resumable_children: bool = False, follower: bool = False
-        ) -> None:
+        ) -> SetAside:
             events.append(("write started", time.monotonic()))
             time.sleep(0.5)
-            write(tables, resumable_children, follower)
+            set_aside = write(tables, resumable_children, follower)
             written.append(tables["files"].num_rows)
             events.append(("write ended", time.monotonic()))
+            return set_aside
 
         indexer.build_batch = timed_build  # type: ignore[method-assign]
         store.write_tables = slow_write  # type: ignore[method-assign]
