@@ -110,10 +110,10 @@ def setting_options(*names: str) -> Callable[[F], F]:
 
 
 OFFSET = click.IntRange(0, 10**15 - 1)
+"""Rows skipped: below 10^15, as the API takes it (past a BIGINT, DuckDB failed with a traceback)."""
 EXIT_OUTPUT_CLOSED = 141
 """The status of a command whose output's reader went before it was written (128 + SIGPIPE, as a
 shell reports any command that signal ends)."""
-"""Rows skipped: below 10^15, as the API takes it (past a BIGINT, DuckDB failed with a traceback)."""
 
 
 def page_options(what: str) -> Callable[[F], F]:
