@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import json
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from viewlineage.sinks.readers import open_reader
 from viewlineage.sinks.store import Store
 
 from .conftest import settings_for
-from .metadata_files import View
+from .metadata_files import View, write
 
 COLUMNS = (
     "changed_ms, view, namespace, kind, version_id, previous_version_id, changed_properties, engine, summary"
@@ -320,3 +321,20 @@ def test_two_logs_that_disagree_are_a_finding_and_no_rollback(tmp_path: Path) ->
             "logs as they are",
         )
     ]
+
+
+def test_tied_files_whose_logs_differ_are_no_rewritten_log(tmp_path: Path) -> None:
+    """Two files of one sequence number (a competing commit) log their last version at different
+    times by nature: that is `competing-commit`, not a log the next file rewrote."""
+    root = tmp_path / "warehouse"
+    view = View(root, "db", "v", "ce000000-0000-4000-8000-000000000052")
+    view.commit(1000, "SELECT 1 AS x")
+    first = view.commit(2000, "SELECT 2 AS x")
+    document = json.loads(first.read_text())
+    document["version-log"][-1]["timestamp-ms"] = 2100
+    write(first.with_name("00001-zz.metadata.json"), document, 2100)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=lake"))
+    with open_reader(db) as conn:
+        codes = conn.execute("SELECT DISTINCT code FROM findings ORDER BY 1").fetchall()
+    assert codes == [("competing-commit",)]

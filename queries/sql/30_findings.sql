@@ -101,8 +101,11 @@ SELECT DISTINCT 'view', NULL, a.view_id, a.version_id, 'log-rewritten', 'warning
        || ', which the next file ' || n.next_location || ' no longer lists though its log spans that time: '
        || 'a log rewritten or forged; the store takes both logs as they are', '$.version-log'
 FROM version_log a
-JOIN (SELECT location, lead(location) OVER (PARTITION BY view_id ORDER BY sequence_number, location) AS next_location
-      FROM view_files WHERE sequence_number IS NOT NULL) n ON n.location = a.location
+JOIN (SELECT location, sequence_number,
+             lead(location) OVER w AS next_location, lead(sequence_number) OVER w AS next_sequence_number
+      FROM view_files WHERE sequence_number IS NOT NULL
+      WINDOW w AS (PARTITION BY view_id ORDER BY sequence_number, location)) n
+  ON n.location = a.location AND n.next_sequence_number > n.sequence_number  -- not a tie, nor a copy
 JOIN (SELECT location, min(timestamp_ms) AS first_ms, max(timestamp_ms) AS last_ms FROM version_log GROUP BY location) s
   ON s.location = n.next_location
 WHERE a.timestamp_ms BETWEEN s.first_ms AND s.last_ms
