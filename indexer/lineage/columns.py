@@ -313,8 +313,7 @@ def _mark_using_keys(statement: exp.Expr, dialect: str) -> None:
     marked, for `_using_keys_as_spark_gives`."""
     if dialect not in SPARK_FAMILY:
         return
-    for written in statement.find_all(exp.Coalesce):
-        written.meta[_WRITTEN_COALESCE] = True
+    using = False
     for select in statement.find_all(exp.Select):
         sides: dict[str, list[str]] = {}
         for join in select.args.get("joins") or []:
@@ -322,6 +321,9 @@ def _mark_using_keys(statement: exp.Expr, dialect: str) -> None:
                 sides.setdefault(key.name.lower(), []).append(join.side.upper())
         if sides:
             select.meta[_USING_SIDES] = sides
+            using = True
+    for written in statement.find_all(exp.Coalesce) if using else ():  # most SQL joins with ON
+        written.meta[_WRITTEN_COALESCE] = True
 
 
 def _using_keys_as_spark_gives(scope: Scope) -> None:
