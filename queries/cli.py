@@ -386,6 +386,7 @@ def _following(source: str, settings: Settings) -> Iterator[tuple[Health, thread
     its own store while it writes it), both served on --metrics-port when given, and a stop event
     (`_until_signalled`)."""
     from viewlineage.indexer.pipeline.health import Health
+    from viewlineage.queries.warm import warm_analyses
     from viewlineage.queries.web.app import web_app
     from viewlineage.queries.web.auth import protected
     from viewlineage.queries.web.server import WebServer
@@ -402,18 +403,20 @@ def _following(source: str, settings: Settings) -> Iterator[tuple[Health, thread
             server = serving.enter_context(WebServer(app, settings.metrics_host, settings.metrics_port))
             url = server.url
             health.log("serving", healthz=f"{url}/healthz", metrics=f"{url}/metrics", api=f"{url}/api/")
+            _in_background(serving, stop, warm_analyses, readers.connect, stop, health.log)
         if settings.publish_dir is not None:
             from viewlineage.queries.publish import publish_every
 
-            publishing = threading.Thread(
-                target=publish_every,
-                args=(readers.connect, settings.publish_dir, settings.publish_every, stop, health.log),
-                name="publish",
-                daemon=True,
+            _in_background(
+                serving,
+                stop,
+                publish_every,
+                readers.connect,
+                settings.publish_dir,
+                settings.publish_every,
+                stop,
+                health.log,
             )
-            publishing.start()
-            serving.callback(publishing.join)
-            serving.callback(stop.set)  # first (last in, first out): however the follower ends
         yield health, stop, readers
 
 
@@ -430,6 +433,7 @@ def serve(context: click.Context, port: int, host: str, auth_token_file: Path | 
     runs and as it finishes), so a server keeps no running writer out; the store itself while it has
     none, or while the store was written after it and no writer holds it (one killed before it
     published). A follower's --metrics-port serves the same API from the store it writes."""
+    from viewlineage.queries.warm import warm_analyses
     from viewlineage.queries.web.app import store_health, web_app
     from viewlineage.queries.web.auth import protected
     from viewlineage.queries.web.server import WebServer
@@ -439,10 +443,27 @@ def serve(context: click.Context, port: int, host: str, auth_token_file: Path | 
     app = protected(
         web_app(reader, settings.query_timeout, store_health(reader)), host, settings.auth_token_file
     )
-    with _until_signalled() as stop, WebServer(app, host, port) as server:
+    with _until_signalled() as stop, contextlib.ExitStack() as serving:
+        server = serving.enter_context(WebServer(app, host, port))
         click.echo(f"serving {settings.db} at {server.url}/api/", err=True)
+        _in_background(serving, stop, warm_analyses, reader, stop, _echo_event)
         while not stop.wait(1.0):
             pass
+
+
+def _in_background(
+    serving: contextlib.ExitStack, stop: threading.Event, target: Callable[..., None], *args: Any
+) -> None:
+    """`target(*args)` on a thread of its own, joined as `serving` closes, after `stop` is set."""
+    thread = threading.Thread(target=target, args=args, name=target.__name__, daemon=True)
+    thread.start()
+    serving.callback(thread.join)
+    serving.callback(stop.set)  # first (last in, first out): however the process ends
+
+
+def _echo_event(event: str, **fields: Any) -> None:
+    """A log line of `serve`'s (`event key=value ...`), as followers write theirs in text."""
+    click.echo(" ".join([event, *(f"{key}={value}" for key, value in fields.items())]), err=True)
 
 
 @cli.command()

@@ -10,6 +10,7 @@ a view's output column carries the question on to the views reading that column.
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections import deque
 from collections.abc import Callable
@@ -27,13 +28,12 @@ from viewlineage.indexer.lineage.columns import (
     ColumnLineage,
     ColumnUse,
     TableKey,
-    column_lineage,
     iceberg_type_sql,
     schema_columns,
     spark_type,
 )
-from viewlineage.indexer.lineage.config import LineageConfig
 from viewlineage.indexer.lineage.tables import LineageRequest
+from viewlineage.queries.analyses import ANALYSES
 from viewlineage.queries.api import (
     MATCHES,
     check_table_not_dropped,
@@ -352,7 +352,10 @@ def impact(
         change = replace(change, column=(".".join(change.column),))  # a column named `a.b`
     column_type = None if fields is None else _checked(change, fields, name)
     schemas = _Schemas(conn)
-    readers = _readers(conn, catalog, parts, at, schemas)
+    # Every view reading the table at T, directly or through views
+    readers = _readers(
+        conn, ("SELECT DISTINCT view_id FROM uses_as_of(?1, ?2, ?3)", [catalog, parts]), at, schemas
+    )
     catalogs = frozenset(
         row["catalog"]
         for row in query_rows(
@@ -475,7 +478,7 @@ def _reads_pinned(
     tables = [key for key in reader.lineage.pinned_tables if _match(key, target.key, catalogs) is not None]
     if not tables:
         return False
-    if any(finding.code in ANALYSIS_FAILED for finding in reader.lineage.findings):
+    if _failed(reader.lineage):
         return True
 
     def pinned(key: TableKey) -> bool:  # keyed `name <pin>` (see `ColumnLineage.pinned_tables`)
@@ -502,10 +505,8 @@ def _already_broken(
     broken: dict[tuple[str, str, str, str], dict[str, Any]] = {}
     for reader in readers:
         uses = reader.lineage.uses
-        analysed = not reader.lineage.unknown_schemas and not any(
-            f.code in ANALYSIS_FAILED for f in reader.lineage.findings
-        )
-        if not analysed or _columns_gone(schemas, reader):
+        analysed = _analysed_whole(reader)
+        if _reread_as_created(schemas, reader):
             # A column gone leaves `c.f`, a field of it, naming no table (read as nothing, or
             # failing): the SQL as it resolved when the version was created (and worked) says
             # what it reads.
@@ -587,12 +588,8 @@ def _outputs_gone_stale(
     change broke the view. Outputs that are the column itself count, whose type is the column's
     own, and computed ones whose inferred type is borne out (`_inferred_gone_stale`). A view whose
     outputs no longer line up with its stored columns is broken by that (`missing_outputs`), not by
-    the types the shift compares; Spark reads the stored columns by position and no more, so
-    outputs past them (a column a `*` gives since it was added) are not compared."""
-    outputs_more = len(reader.lineage.outputs) > len(reader.stored_types)
-    if reader.missing_outputs() or (
-        len(reader.lineage.outputs) != len(reader.stored_types) and not (reader.spark and outputs_more)
-    ):
+    the types the shift compares (`_outputs_line_up`)."""
+    if not _outputs_line_up(reader):
         return []
     # Typing the view's outputs costs a second analysis: only for a projected column whose type
     # does not fit the stored type of the output it flows into.
@@ -610,8 +607,8 @@ def _outputs_gone_stale(
         for use in reader.lineage.uses
     ):
         return []
-    typed = column_lineage(reader.request, LineageConfig(), reader.schemas, reader.resolved, typed=True)
-    if any(finding.code in ANALYSIS_FAILED for finding in typed.findings):
+    typed = ANALYSES.lineage(reader.request, reader.schemas, reader.resolved, typed=True)
+    if _failed(typed):
         return []
     stored = dict(enumerate(reader.stored_types))
     branches = dict(enumerate(typed.branch_types))
@@ -633,6 +630,20 @@ def _outputs_gone_stale(
         if use.kind in ("projected", "aggregate")
         and (certainty := reader.match(use.table, target.key, catalogs)) is not None
     ]
+
+
+def _outputs_line_up(reader: _Reader) -> bool:
+    """Whether the view's query gives the outputs its stored columns are, so that their types can
+    be compared: Spark reads the stored columns by position and no more, so outputs past them (a
+    column a `*` gives since it was added) do not count."""
+    outputs_more = len(reader.lineage.outputs) > len(reader.stored_types)
+    return not reader.missing_outputs() and (
+        len(reader.lineage.outputs) == len(reader.stored_types) or (reader.spark and outputs_more)
+    )
+
+
+def _failed(lineage: ColumnLineage) -> bool:
+    return any(finding.code in ANALYSIS_FAILED for finding in lineage.findings)
 
 
 def _inferred_gone_stale(schemas: _Schemas, reader: _Reader, typed: ColumnLineage) -> list[ColumnUse]:
@@ -688,6 +699,8 @@ def _broken_through_views(
         if view is None:
             continue
         for reader in readers:
+            if view.key[2] not in {key[2] for key in reader.reads}:
+                continue  # (most readers: `_match` needs the name)
             matches = [reader.match(key, view.key, catalogs) for key in reader.reads]
             read = min((match for match in matches if match is not None), default=None)
             if read is None or reader.view_id == view.view_id:
@@ -706,6 +719,16 @@ def _broken_through_views(
                     "match": MATCHES[certainty],
                 },
             )
+
+
+def _analysed_whole(reader: _Reader) -> bool:
+    """Whether the reader's analysis knew every schema it reads and did not fail."""
+    return not reader.lineage.unknown_schemas and not _failed(reader.lineage)
+
+
+def _reread_as_created(schemas: _Schemas, reader: _Reader) -> bool:
+    """Whether `_already_broken` reads the version's SQL as it resolved when it was created too."""
+    return not _analysed_whole(reader) or _columns_gone(schemas, reader)
 
 
 def _columns_gone(schemas: _Schemas, reader: _Reader) -> bool:
@@ -730,8 +753,8 @@ def _as_created(
     known = {key: columns for key, columns in then.items() if columns is not None}
     if len(known) < len(then):
         return None
-    created = column_lineage(reader.request, LineageConfig(), known, reader.resolved, typed=typed)
-    if any(finding.code in ANALYSIS_FAILED for finding in created.findings):
+    created = ANALYSES.lineage(reader.request, known, reader.resolved, typed=typed)
+    if _failed(created):
         return None
     return created, known
 
@@ -815,31 +838,51 @@ def _checked(change: Change, fields: dict[tuple[str, ...], str], table: str) -> 
     return kind
 
 
+def analyse_current(conn: duckdb.DuckDBPyConnection, view_ids: list[str]) -> int:
+    """Works out into `ANALYSES` what a question about a column asks now of these views (those
+    current): each one's analysis against the schemas now, and against those of its version's
+    creation where `_already_broken` asks that too. How many it had to work out."""
+    worked_out = ANALYSES.worked_out
+    schemas = _Schemas(conn)
+    for reader in _readers(conn, ("SELECT unnest(?1) AS view_id", [view_ids]), FOREVER_MS, schemas):
+        if _reread_as_created(schemas, reader):
+            _as_created(schemas, reader)
+        # Typed, where `_outputs_gone_stale` may ask it (whether it does depends on the table asked
+        # about; this asks it of every view whose outputs can be compared: a few more than needed).
+        if _analysed_whole(reader) and _outputs_line_up(reader):
+            typed = ANALYSES.lineage(reader.request, reader.schemas, reader.resolved, typed=True)
+            if not _failed(typed):
+                _inferred_gone_stale(schemas, reader, typed)
+    return ANALYSES.worked_out - worked_out
+
+
 def _readers(
-    conn: duckdb.DuckDBPyConnection, catalog: str | None, parts: list[str], at: int, schemas: _Schemas
+    conn: duckdb.DuckDBPyConnection, views: tuple[str, list[Any]], at: int, schemas: _Schemas
 ) -> list[_Reader]:
-    """Every view reading the table at `at`, directly or through views, with its column lineage:
-    from its version in force, from the version each file tied with its file in force made current
-    (which file holds the view is a guess: `tied-file`), and from the versions made current at the
-    instant of its own that no file settles (which holds is a guess: `tied-file`)."""
+    """Each view `views` selects (a query of `view_id`s and its parameters; of those, the views
+    current at `at`) with its column lineage: from its version in force, from the version each file
+    tied with its file in force made current (which file holds the view is a guess: `tied-file`),
+    and from the versions made current at the instant of its own that no file settles (which holds
+    is a guess: `tied-file`)."""
+    readers, parameters = views[0], [*views[1], at]
+    at_parameter = f"?{len(parameters)}"
     heads = query_rows(
         conn,
-        """
-        WITH readers AS (SELECT DISTINCT view_id FROM uses_as_of(?1, ?2, ?3)),
+        f"""
+        WITH readers AS ({readers}),
         named AS (
             SELECT v.view_id,
                    count(*) OVER (PARTITION BY v.catalog, v.name_path) > 1 OR t.name IS NOT NULL AS shared
-            FROM view_heads_as_of(?3) v
-            LEFT JOIN held_table_names(?3) t
+            FROM view_heads_as_of({at_parameter}) v
+            LEFT JOIN held_table_names({at_parameter}) t
               ON t.name_path = v.name_path AND t.catalog IS NOT DISTINCT FROM v.catalog
             WHERE v.name_path IS NOT NULL
         )
-        SELECT r.view_id, f.catalog, f.name, v.version_hash, coalesce(n.shared, false) AS shared
-        FROM readers r, view_file_as_of(r.view_id, ?3) f, view_current_version(r.view_id, ?3) c
-        JOIN preferred_versions v ON v.view_id = c.view_id AND v.version_id = c.version_id
-        LEFT JOIN named n ON n.view_id = r.view_id
-        ORDER BY r.view_id""",
-        [catalog, parts, at],
+        SELECT h.view_id, h.catalog, h.name, h.version_hash, coalesce(n.shared, false) AS shared
+        FROM view_heads_as_of({at_parameter}) h LEFT JOIN named n ON n.view_id = h.view_id
+        WHERE h.view_id IN (SELECT view_id FROM readers)
+        ORDER BY h.view_id""",
+        parameters,
     )
     heads = [head for head in heads if head["name"]]
     tied = query_rows(
@@ -866,78 +909,91 @@ def _readers(
     copies = [(head, head["version_hash"], 0) for head in heads]
     by_id = {head["view_id"]: head for head in heads}
     copies += [(by_id[row["view_id"]], row["version_hash"], _TIED) for row in [*tied, *partners]]
-    return [
-        reader
-        for head, version, floor in copies
-        for reader in _analysed(conn, head, version, floor, schemas, at)
-    ]
+    return _analysed(conn, copies, schemas, at)
 
 
 def _analysed(
     conn: duckdb.DuckDBPyConnection,
-    head: dict[str, Any],
-    version_hash: str,
-    floor: int,
+    copies: list[tuple[dict[str, Any], str, int]],
     schemas: _Schemas,
     at: int,
 ) -> list[_Reader]:
-    """A reader per dialect of one version of the view `head` (its id, name and catalog at `at`),
-    each use it finds matched at best `floor`; `schemas` caches the schemas of what they read."""
-    version = query_rows(
-        conn,
-        """
-        SELECT v.default_catalog, v.default_namespace, coalesce(s.columns, []) AS columns, v.timestamp_ms
-        FROM versions v LEFT JOIN schemas s ON s.schema_hash = v.schema_hash WHERE v.version_hash = ?""",
-        [version_hash],
-    )
-    if not version:
-        return []
-    v, name, view_id = version[0], list(head["name"]), head["view_id"]
-    representations = query_rows(
-        conn,
-        "SELECT sql, dialect, lineage_key FROM representations WHERE version_hash = ? "
-        "AND dialect IS NOT NULL AND sql IS NOT NULL AND lineage_key IS NOT NULL ORDER BY ordinal",
-        [version_hash],
-    )
-    readers = []
-    for representation in representations:
-        references = query_rows(
+    """A reader per dialect of each (head, version, floor): a version of the view `head` (its id,
+    name and catalog at `at`), each use it finds matched at best `floor`; `schemas` caches the
+    schemas of what they read. A few queries for them all: a question reads ~150 of them."""
+    hashes = sorted({version for _, version, _ in copies})
+    versions = {
+        row["version_hash"]: row
+        for row in query_rows(
             conn,
-            "SELECT raw, catalog, namespace, name FROM table_references WHERE lineage_key = ?",
-            [representation["lineage_key"]],
+            """
+            SELECT v.version_hash, v.default_catalog, v.default_namespace,
+                   coalesce(s.columns, []) AS columns, v.timestamp_ms
+            FROM versions v LEFT JOIN schemas s ON s.schema_hash = v.schema_hash
+            WHERE v.version_hash IN (SELECT unnest(?1))""",
+            [hashes],
         )
-        resolved = {r["raw"]: (r["catalog"], tuple(r["namespace"]), r["name"]) for r in references}
-        read = {key: schemas.at(key, at) for key in resolved.values()}
-        request = LineageRequest(
-            representation["sql"],
-            representation["dialect"],
-            v["default_catalog"],
-            tuple(v["default_namespace"]),
-            head["catalog"],
+    }
+    representations: dict[str, list[dict[str, Any]]] = {}
+    for row in query_rows(
+        conn,
+        "SELECT version_hash, sql, dialect, lineage_key FROM representations "
+        "WHERE version_hash IN (SELECT unnest(?1)) AND dialect IS NOT NULL AND sql IS NOT NULL "
+        "AND lineage_key IS NOT NULL ORDER BY version_hash, ordinal",
+        [hashes],
+    ):
+        representations.setdefault(row["version_hash"], []).append(row)
+    references: dict[str, dict[str, TableKey]] = {}
+    for row in query_rows(
+        conn,
+        "SELECT lineage_key, raw, catalog, namespace, name FROM table_references "
+        "WHERE lineage_key IN (SELECT unnest(?1)) ORDER BY lineage_key, raw",
+        [sorted({r["lineage_key"] for rows in representations.values() for r in rows})],
+    ):
+        references.setdefault(row["lineage_key"], {})[row["raw"]] = (
+            row["catalog"],
+            tuple(row["namespace"]),
+            row["name"],
         )
-        known = {key: columns for key, columns in read.items() if columns is not None}
-        check_stopped()  # the analyses are Python: a question past its time stops between them
-        lineage = column_lineage(request, LineageConfig(), known, resolved)
-        stored = schema_columns(v["columns"])
-        readers.append(
-            _Reader(
-                view_id,
-                display_name(head["catalog"], name, view_id),
-                (head["catalog"], tuple(name[:-1]), name[-1]),
-                lineage,
-                tuple(column.lower() for column, _ in stored),
-                tuple(resolved.values()),
-                representation["dialect"] == "spark",
-                request,
-                known,
-                resolved,
-                tuple(_spark_type(kind) for _, kind in stored),
-                tuple(column for column, _ in stored),
-                floor,
-                _SHARED if head["shared"] else 0,
-                v["timestamp_ms"],
+    schemas.prefetch({key for keys in references.values() for key in keys.values()})
+    readers = []
+    for head, version_hash, floor in copies:
+        if version_hash not in versions:
+            continue
+        v, name, view_id = versions[version_hash], list(head["name"]), head["view_id"]
+        for representation in representations.get(version_hash, []):
+            resolved = references.get(representation["lineage_key"], {})
+            read = {key: schemas.at(key, at) for key in resolved.values()}
+            request = LineageRequest(
+                representation["sql"],
+                representation["dialect"],
+                v["default_catalog"],
+                tuple(v["default_namespace"]),
+                head["catalog"],
             )
-        )
+            known = {key: columns for key, columns in read.items() if columns is not None}
+            check_stopped()  # the analyses are Python: a question past its time stops between them
+            lineage = ANALYSES.lineage(request, known, resolved)
+            stored = schema_columns(v["columns"])
+            readers.append(
+                _Reader(
+                    view_id,
+                    display_name(head["catalog"], name, view_id),
+                    (head["catalog"], tuple(name[:-1]), name[-1]),
+                    lineage,
+                    tuple(column.lower() for column, _ in stored),
+                    tuple(resolved.values()),
+                    representation["dialect"] == "spark",
+                    request,
+                    known,
+                    resolved,
+                    tuple(_spark_type(kind) for _, kind in stored),
+                    tuple(column for column, _ in stored),
+                    floor,
+                    _SHARED if head["shared"] else 0,
+                    v["timestamp_ms"],
+                )
+            )
     return readers
 
 
@@ -946,7 +1002,7 @@ def _schema_unknown(reader: _Reader, source: _Object, catalogs: frozenset[str]) 
     analysis of its columns failed: either way, whether it uses a column cannot be told."""
     return (
         not source.schemas_known
-        or any(finding.code in ANALYSIS_FAILED for finding in reader.lineage.findings)
+        or _failed(reader.lineage)
         or any(_match(key, source.key, catalogs) is not None for key in reader.lineage.unknown_schemas)
     )
 
@@ -1043,14 +1099,70 @@ class _Schemas:
         """(name, type) of the view or table a reference names, as its schema was at `at`; None if
         unknown. A leading part the indexer read as a namespace level may be a catalog: the second
         try leaves it out."""
-        catalog, namespace, name = key
-        for wanted, wanted_catalog in ([*namespace, name], catalog), ([*namespace[1:], name], None):
-            if len(wanted) < 2:
-                break
-            columns = self._columns_at(wanted_catalog, wanted, at)
+        for wanted_catalog, wanted in _names_tried(key):
+            columns = self._columns_at(wanted_catalog, list(wanted), at)
             if columns is not None:
                 return columns
         return None
+
+    def prefetch(self, keys: set[TableKey]) -> None:
+        """Loads what `at` asks of these references in a few queries, not a few each."""
+        tried = list(dict.fromkeys(tried for key in keys for tried in _names_tried(key)))
+        for kind in ("view", "table"):
+            wanted = [(catalog, name) for catalog, name in tried if (kind, catalog, name) not in self._ids]
+            found: dict[int, list[str]] = {position: [] for position in range(len(wanted))}
+            for row in (
+                query_rows(
+                    self.conn,
+                    f"""
+                SELECT DISTINCT w.position, n.{kind}_id AS id
+                FROM (SELECT unnest(?1) AS name, unnest(?2) AS catalog, unnest(range(len(?1))) AS position) w
+                JOIN {kind}_names n
+                  ON n.name = w.name AND (w.catalog IS NULL OR n.catalog IS NULL OR n.catalog = w.catalog)
+                ORDER BY ALL""",
+                    [[list(name) for _, name in wanted], [catalog for catalog, _ in wanted]],
+                )
+                if wanted
+                else []
+            ):
+                found[row["position"]].append(row["id"])
+            for position, (catalog, name) in enumerate(wanted):
+                self._ids[(kind, catalog, name)] = found[position]
+        views = sorted({view for c, n in tried for view in self._ids[("view", c, n)]} - set(self._views))
+        for view in views:
+            self._views[view] = []
+        for row in (
+            query_rows(
+                self.conn,
+                """
+            SELECT r.view_id, a.timestamp_ms, s.columns
+            FROM (SELECT unnest(?1) AS view_id) r, view_activations(r.view_id) a
+            LEFT JOIN preferred_versions v ON v.view_id = a.view_id AND v.version_id = a.version_id
+            LEFT JOIN schemas s ON s.schema_hash = v.schema_hash
+            ORDER BY r.view_id, a.latest_first""",
+                [views],
+            )
+            if views
+            else []
+        ):
+            self._views[row.pop("view_id")].append(row)
+        tables = sorted({table for c, n in tried for table in self._ids[("table", c, n)]} - set(self._single))
+        for table in tables:
+            self._single[table] = None
+        for row in (
+            query_rows(
+                self.conn,
+                """
+            SELECT f.table_id, min(f.commit_ms) AS first_ms, any_value(s.columns) AS columns
+            FROM table_files f JOIN schemas s ON s.schema_hash = f.current_schema_hash
+            WHERE f.table_id IN (SELECT unnest(?1))
+            GROUP BY f.table_id HAVING count(DISTINCT f.current_schema_hash) = 1""",
+                [tables],
+            )
+            if tables
+            else []
+        ):
+            self._single[row["table_id"]] = (row["first_ms"], schema_columns(row["columns"]))
 
     def _columns_at(self, catalog: str | None, wanted: list[str], at: int) -> list[tuple[str, str]] | None:
         """The schema of the view, else the table, named `wanted` at `at`: a view's version current
@@ -1125,6 +1237,15 @@ class _Schemas:
         return self._ids[key]
 
 
+def _names_tried(key: TableKey) -> list[tuple[str | None, tuple[str, ...]]]:
+    """(catalog, name) of the views or tables a reference may name: as resolved, and without its
+    leading part when that part, read as a namespace level, may be a catalog."""
+    catalog, namespace, name = key
+    tries = [(catalog, (*namespace, name)), (None, (*namespace[1:], name))]
+    return [(wanted_catalog, wanted) for wanted_catalog, wanted in tries if len(wanted) >= 2]
+
+
+@functools.lru_cache(maxsize=2**16)  # a question asks it of every use of every reader, for each step
 def _match(reference: TableKey, wanted: TableKey, catalogs: frozenset[str]) -> int | None:
     """How surely a reference names the object (an index into `MATCHES`), by `uses_as_of`'s rules;
     None when it cannot name it."""
@@ -1169,14 +1290,20 @@ def _walk(
     refused: set[str] = set()  # views passing the retyped column where Spark takes only an INT
     queue = deque([(start, 1)])
     visited: set[tuple[TableKey, tuple[str, ...]]] = set()
+    # Each reader's uses by the name of the table they read: only those can match a source (`_match`).
+    named: list[dict[str, list[ColumnUse]]] = [{} for _ in readers]
+    named_reads = [{key[2] for key in reader.reads} for reader in readers]
+    for position, reader in enumerate(readers):
+        for use in reader.lineage.uses:
+            named[position].setdefault(use.table[2], []).append(use)
     while queue:
         source, depth = queue.popleft()
         if (source.key, source.column) in visited:
             continue
         visited.add((source.key, source.column))
-        for reader in readers:
+        for position, reader in enumerate(readers):
             check_stopped()  # each step may analyse a view again (`going_stale`)
-            if source.whole is not None:
+            if source.whole is not None and source.key[2] in named_reads[position]:
                 whole = _whole_use(reader, source, depth, catalogs, source.whole)
                 if whole is not None:
                     # A use of a retyped column need not fail the view: one failing whole says so.
@@ -1188,12 +1315,13 @@ def _walk(
                     ):
                         uses.append(whole)
                     queue.append((_whole(reader, whole, source.whole), depth + 1))
+            if source.whole is not None:
                 continue
             known = source.schemas_known and not reader.lineage.unknown_schemas
             found = len(uses)
             matched = [
                 (use, max(match, source.certainty))
-                for use in reader.lineage.uses
+                for use in named[position].get(source.key[2], ())
                 if (match := reader.match(use.table, source.key, catalogs)) is not None
                 and _reads(use, source.column)
                 and not reader.past_stored(use)
@@ -1339,9 +1467,9 @@ def _outputs_going_stale(
         else columns
         for key, columns in reader.schemas.items()
     }  # fmt: skip
-    before = column_lineage(reader.request, LineageConfig(), reader.schemas, reader.resolved, typed=True)
-    after = column_lineage(reader.request, LineageConfig(), retyped, reader.resolved, typed=True)
-    if any(finding.code in ANALYSIS_FAILED for finding in (*before.findings, *after.findings)):
+    before = ANALYSES.lineage(reader.request, reader.schemas, reader.resolved, typed=True)
+    after = ANALYSES.lineage(reader.request, retyped, reader.resolved, typed=True)
+    if _failed(before) or _failed(after):
         return None
     stored = dict(enumerate(reader.stored_types))  # by position, as engines line them up
     old = dict(enumerate(before.output_types))
@@ -1436,6 +1564,7 @@ def _column_type(fields: dict[tuple[str, ...], str], path: tuple[str, ...]) -> s
     return None if kind is None else _spark_type(iceberg_type_sql(kind))
 
 
+@functools.lru_cache(maxsize=2**12)  # sqlglot's parse of a type: the same few types, again and again
 def _spark_type(kind: str) -> str | None:
     """A Spark type string in sqlglot's canonical spelling (`bigint` -> `BIGINT`, struct fields
     quoted only where they must be, as inferred types spell them); None if unparsable."""

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from viewlineage.indexer.config import Settings, load_settings
+from viewlineage.queries.analyses import ANALYSES
 
 from .data.restore_mtimes import SAMPLE, restore_mtimes
 
@@ -34,6 +35,13 @@ def _isolate_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("VIEWLINEAGE_"):
             monkeypatch.delenv(name)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_analyses() -> None:
+    """Each test works out its column analyses itself: the process keeps them (`ANALYSES`), and a
+    test of how long analyses take must not find another test's."""
+    ANALYSES.clear()
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,158 @@
+"""Column analyses kept by a process and worked out ahead (`queries.analyses`, `queries.warm`): a
+warmed process answers questions about columns as a cold one does, without analysing again."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+
+from viewlineage.indexer.lineage.tables import LineageRequest
+from viewlineage.indexer.pipeline.runs import index_locations
+from viewlineage.queries.analyses import ANALYSES, Analyses
+from viewlineage.queries.impact import analyse_current, impact, parse_change
+from viewlineage.queries.names import FOREVER_MS
+from viewlineage.sinks.readers import open_reader
+
+from . import impact_scenario
+from .conftest import settings_for
+from .integration.watch_process import Watch
+from .metadata_files import Table, View, schema_of
+from .test_service import get_json
+
+ORDERS_RENAMED = schema_of(
+    ("id", "long"),
+    ("customer_id", "long"),
+    ("total", "decimal(10, 2)"),  # was `amount`: readers of it are already broken
+    ("status", "string"),
+    ("qty", "int"),
+    ("address", impact_scenario.ADDRESS),
+)
+
+
+def _warehouse(tmp_path: Path) -> Path:
+    """`impact_scenario`'s views, then `amount` renamed `total`: views read as they were created too."""
+    root = tmp_path / "warehouse"
+    impact_scenario.build(root)
+    orders = Table(
+        root, "db", "orders", "a1000000-0000-4000-8000-000000000001", schema=impact_scenario.ORDERS
+    )
+    orders.commit(1000, 1)  # (as `build` wrote it: the next file follows it)
+    orders.schema = ORDERS_RENAMED
+    orders.commit(5000, 3)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    return db
+
+
+QUESTIONS = [
+    ("db.orders", "total", None, None),
+    ("db.orders", "id", None, None),
+    ("db.orders", "address.city", None, None),
+    ("db.orders", None, "status=state", None),
+    ("db.customers", "region", None, None),
+    ("db.v_alias", "total", None, None),
+]
+
+
+def _answers(db: Path) -> list[dict[str, Any]]:
+    with open_reader(db) as conn:
+        return [
+            impact(conn, table, parse_change(drop, rename, retype))
+            for table, drop, rename, retype in QUESTIONS
+        ]
+
+
+def test_a_warmed_process_answers_questions_about_columns_now_without_analysing_again(tmp_path: Path) -> None:
+    db = _warehouse(tmp_path)
+    cold = _answers(db)
+    assert [len(answer["views"]) for answer in cold] == [1, 11, 2, 3, 1, 2]
+    assert len({row["view"] for row in cold[0]["already_broken"]}) == 7  # read as created, too
+    ANALYSES.clear()
+    with open_reader(db) as conn:
+        views = [
+            row[0] for row in conn.execute("SELECT view_id FROM view_heads_as_of(?)", [FOREVER_MS]).fetchall()
+        ]
+        worked_out = analyse_current(conn, views)
+    assert (len(views), worked_out, len(ANALYSES)) == (13, 35, 35)  # 13 now, 10 as created, 12 typed
+    before = ANALYSES.worked_out
+    assert _answers(db) == cold
+    assert ANALYSES.worked_out == before  # every analysis the questions asked was kept
+
+
+def _request(sql: str) -> LineageRequest:
+    return LineageRequest(sql, "spark", "prod", ("db",), "prod")
+
+
+def test_kept_analyses_stay_within_their_budget_the_least_recently_used_going_first() -> None:
+    schemas = {("prod", ("db",), "t"): [("a", "int"), ("b", "int")]}
+    resolved = {"db.t": ("prod", ("db",), "t")}
+    analyses = Analyses(budget_bytes=10**6)
+    first = analyses.lineage(_request("SELECT a FROM db.t"), schemas, resolved)
+    one = analyses.kept_bytes
+    analyses.budget_bytes = 2 * one + one // 2  # room for two of these
+    analyses.lineage(_request("SELECT b FROM db.t"), schemas, resolved)
+    assert analyses.lineage(_request("SELECT a FROM db.t"), schemas, resolved) == first  # used again: kept
+    analyses.lineage(_request("SELECT a, b FROM db.t"), schemas, resolved)
+    assert (len(analyses), analyses.worked_out) == (2, 3)
+    assert analyses.has(_request("SELECT a FROM db.t"), schemas, resolved)
+    assert not analyses.has(_request("SELECT b FROM db.t"), schemas, resolved)
+    assert analyses.kept_bytes <= analyses.budget_bytes
+    # Another schema is another analysis: nothing kept can answer for the store as it is now.
+    assert not analyses.has(
+        _request("SELECT a FROM db.t"), {**schemas, ("prod", ("db",), "t"): [("a", "long")]}, resolved
+    )
+
+
+_WARM = re.compile(r"^analyses-warm views=(\d+) worked_out=(\d+) kept=(\d+)", re.M)
+
+
+@pytest.mark.integration
+def test_serve_works_out_the_analyses_of_the_views_current_now_ahead(tmp_path: Path) -> None:
+    db = _warehouse(tmp_path)
+    log = tmp_path / "serve.log"
+    with log.open("w") as written:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "viewlineage.queries.cli", "--db", str(db), "serve", "--port", "0"],
+            stderr=written,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while not (warm := _WARM.search(log.read_text())):
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        assert warm.groups() == ("13", "35", "35")
+        (url,) = re.findall(r"^serving \S+ at (\S+)", log.read_text(), re.M)
+        status, answer = get_json(f"{url}impact?{urlencode({'table': 'db.orders', 'drop_column': 'total'})}")
+        assert (status, answer["views"]) == (200, ["prod.db.v_star"])
+    finally:
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(10) == 0
+
+
+@pytest.mark.integration
+def test_a_follower_works_out_the_analyses_of_what_it_indexed_ahead(tmp_path: Path) -> None:
+    root = tmp_path / "warehouse"
+    impact_scenario.build(root)
+    watch = Watch(root, tmp_path / "store.duckdb", "--metrics-port", "0")
+    try:
+        watch.wait_for("analyses-warm", 60)
+        assert _WARM.findall(watch.log.read_text()) == [("13", "25", "25")]  # each now, and typed
+        View(
+            root, "db", "v_new", "d4000000-0000-4000-8000-000000000001", schema=schema_of(("id", "long"))
+        ).commit(6000, "SELECT id FROM db.orders")
+        deadline = time.monotonic() + 60
+        while len(_WARM.findall(watch.log.read_text())) < 2:
+            assert time.monotonic() < deadline, watch.log.read_text()
+            time.sleep(0.1)
+        # What it kept costs a lookup: it works out the new view's alone.
+        assert _WARM.findall(watch.log.read_text()) == [("13", "25", "25"), ("14", "2", "27")]
+    finally:
+        watch.stop()
