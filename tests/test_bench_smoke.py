@@ -98,7 +98,9 @@ def test_ui_benchmark_prints_every_row(tmp_path: Path) -> None:
         if line.startswith("| ") and not line.startswith(("| page", "| lineage graph"))
     ]
     pages = ["Activity", "Materialized views", "Health", "View", "Lineage", "Impact", "Table", "Findings"]
+    cold = "Impact, no analyses kept (a server before its first pass, the CLI)"
     assert [row[0].strip("| ") for row in rows] == [
-        *pages, "every call", *pages, "every page", "laid out and drawn", "fit()",
+        *pages, "every call", cold, *pages, "every page", "laid out and drawn", "fit()",
     ]  # fmt: skip
+    assert result.stdout.startswith("store ") and "\nfollower's first pass: analyses-warm views=" in result.stdout
     assert all(float(row[2].split()[0].strip("*").replace(",", "")) > 0 for row in rows)  # p50
