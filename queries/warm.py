@@ -4,9 +4,10 @@ now (`impact.analyse_current`): kept in memory (`viewlineage.queries.analyses`),
 question of a table 150 views read a matter of its queries, not of seconds of SQL analysis.
 
 After each pass it looks again every few seconds, and passes again once files were indexed or
-removed: what it finds kept costs a lookup, so a pass over a store that changed little works out
-only what changed. A question about a past time asks of the versions current then, which it works
-out itself (and keeps).
+removed and then none for a look (or, while they keep coming, every few minutes: a pass reads
+every current view, and a follower's store is busy then): what it finds kept costs a lookup, so
+a pass over a store that changed little works out only what changed. A question about a past
+time, or asked before a pass reached it, works out what it needs itself (and keeps it).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from viewlineage.queries.names import FOREVER_MS
 VIEWS_A_STEP = 64
 """Views analysed on one connection: a follower's connection is its store's, held by a step."""
 LOOK_EVERY_SECONDS = 10.0
+PASS_AT_LEAST_EVERY_SECONDS = 300.0
+"""While files keep coming (a look finds them changed again), a pass at most this often."""
 
 
 def warm_analyses(
@@ -35,24 +38,32 @@ def warm_analyses(
     log: Callable[..., None],
     every: float = LOOK_EVERY_SECONDS,
 ) -> None:
-    """Until `stop` is set: a pass over the views current now whenever the store's files changed,
+    """Until `stop` is set: a pass over the views current now when it is due (the module's doc),
     each logged (`analyses-warm`: views, analyses worked out, kept, seconds); a pass that fails (no
-    store or replica yet) is logged as `analyses-failed`, and the next look tries again."""
-    passed: tuple[Any, ...] | None = None
+    store or replica yet) is logged as `analyses-failed` (once while it fails alike), and the next
+    look tries again."""
+    passed: tuple[Any, ...] | None = None  # the store's files at the last pass
+    looked: tuple[Any, ...] | None = None  # and at the last look
+    last_pass = -PASS_AT_LEAST_EVERY_SECONDS
+    failed = ""
     while not stop.is_set():
         started = time.monotonic()
         try:
             with connect() as conn:
                 files = _files(conn)
+                due = files != passed and (
+                    passed is None or files == looked or started - last_pass >= PASS_AT_LEAST_EVERY_SECONDS
+                )
+                looked = files
                 views = (
-                    []
-                    if files == passed
-                    else [
+                    [
                         row[0]
                         for row in conn.execute(
                             "SELECT view_id FROM view_heads_as_of(?) ORDER BY view_id", [FOREVER_MS]
                         ).fetchall()
                     ]
+                    if due
+                    else []
                 )
             worked_out = 0
             for first in range(0, len(views), VIEWS_A_STEP):
@@ -61,9 +72,11 @@ def warm_analyses(
                 with connect() as conn:
                     worked_out += analyse_current(conn, views[first : first + VIEWS_A_STEP])
         except (StoreError, duckdb.Error) as exc:
-            log("analyses-failed", error=str(exc))
+            if str(exc) != failed:  # once, not at every look (a store not written yet)
+                log("analyses-failed", error=str(exc))
+            failed = str(exc)
         else:
-            if files != passed:
+            if due:
                 log(
                     "analyses-warm",
                     views=len(views),
@@ -72,7 +85,7 @@ def warm_analyses(
                     kept_bytes=ANALYSES.kept_bytes,
                     seconds=round(time.monotonic() - started, 3),
                 )
-            passed = files
+                passed, last_pass, failed = files, started, ""
         stop.wait(every)
 
 
