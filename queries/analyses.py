@@ -81,16 +81,6 @@ class Analyses:
         self._keep(key, zlib.compress(orjson.dumps(lineage)))
         return lineage
 
-    def has(
-        self,
-        request: LineageRequest,
-        schemas: Mapping[TableKey, Sequence[tuple[str, str]]],
-        resolved: Mapping[str, TableKey],
-        typed: bool = False,
-    ) -> bool:
-        with self._lock:
-            return analysis_key(request, schemas, resolved, typed) in self._kept
-
     def __len__(self) -> int:
         return len(self._kept)
 

@@ -102,13 +102,16 @@ def test_kept_analyses_stay_within_their_budget_the_least_recently_used_going_fi
     assert analyses.lineage(_request("SELECT a FROM db.t"), schemas, resolved) == first  # used again: kept
     analyses.lineage(_request("SELECT a, b FROM db.t"), schemas, resolved)
     assert (len(analyses), analyses.worked_out) == (2, 3)
-    assert analyses.has(_request("SELECT a FROM db.t"), schemas, resolved)
-    assert not analyses.has(_request("SELECT b FROM db.t"), schemas, resolved)
     assert analyses.kept_bytes <= analyses.budget_bytes
+    analyses.lineage(_request("SELECT a FROM db.t"), schemas, resolved)  # kept
+    assert analyses.worked_out == 3
+    analyses.lineage(_request("SELECT b FROM db.t"), schemas, resolved)  # the least recently used: gone
+    assert analyses.worked_out == 4
     # Another schema is another analysis: nothing kept can answer for the store as it is now.
-    assert not analyses.has(
-        _request("SELECT a FROM db.t"), {**schemas, ("prod", ("db",), "t"): [("a", "long")]}, resolved
+    retyped = analyses.lineage(
+        _request("SELECT a FROM db.t"), {("prod", ("db",), "t"): [("a", "long")]}, resolved
     )
+    assert (analyses.worked_out, retyped == first) == (5, False)
 
 
 _WARM = re.compile(r"^analyses-warm views=(\d+) worked_out=(\d+) kept=(\d+)", re.M)
