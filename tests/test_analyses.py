@@ -108,10 +108,8 @@ def test_kept_analyses_stay_within_their_budget_the_least_recently_used_going_fi
     analyses.lineage(_request("SELECT b FROM db.t"), schemas, resolved)  # the least recently used: gone
     assert analyses.worked_out == 4
     # Another schema is another analysis: nothing kept can answer for the store as it is now.
-    retyped = analyses.lineage(
-        _request("SELECT a FROM db.t"), {("prod", ("db",), "t"): [("a", "long")]}, resolved
-    )
-    assert (analyses.worked_out, retyped == first) == (5, False)
+    analyses.lineage(_request("SELECT a FROM db.t"), {("prod", ("db",), "t"): [("a", "long")]}, resolved)
+    assert analyses.worked_out == 5
 
 
 _WARM = re.compile(r"^analyses-warm views=(\d+) worked_out=(\d+) kept=(\d+)", re.M)
