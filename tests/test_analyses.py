@@ -37,7 +37,7 @@ ORDERS_RENAMED = schema_of(
 )
 
 
-def _warehouse(tmp_path: Path) -> Path:
+def renamed_amount_warehouse(tmp_path: Path) -> Path:
     """`impact_scenario`'s views, then `amount` renamed `total`: views read as they were created too."""
     root = tmp_path / "warehouse"
     impact_scenario.build(root)
@@ -71,7 +71,7 @@ def _answers(db: Path) -> list[dict[str, Any]]:
 
 
 def test_a_warmed_process_answers_questions_about_columns_now_without_analysing_again(tmp_path: Path) -> None:
-    db = _warehouse(tmp_path)
+    db = renamed_amount_warehouse(tmp_path)
     cold = _answers(db)
     assert [len(answer["views"]) for answer in cold] == [1, 11, 2, 3, 1, 2]
     assert len({row["view"] for row in cold[0]["already_broken"]}) == 7  # read as created, too
@@ -117,7 +117,7 @@ _WARM = re.compile(r"^analyses-warm views=(\d+) worked_out=(\d+) kept=(\d+)", re
 
 @pytest.mark.integration
 def test_serve_works_out_the_analyses_of_the_views_current_now_ahead(tmp_path: Path) -> None:
-    db = _warehouse(tmp_path)
+    db = renamed_amount_warehouse(tmp_path)
     log = tmp_path / "serve.log"
     with log.open("w") as written:
         server = subprocess.Popen(

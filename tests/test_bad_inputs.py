@@ -691,3 +691,12 @@ def _with_first_column_typed(kind: str) -> ParsedFile | QuarantinedFile:
     return Indexer(None, ParseConfig()).parse(
         FileRead("/w/ns/v/metadata/00001-a.metadata.json", json.dumps(document).encode(), 0, "t")
     )
+
+
+def test_healthz_says_when_the_last_batch_was_as_every_time_is_written() -> None:
+    """Found by the twentieth new-user trial: the Health page's last batch read `...+00:00` where every
+    other time reads `...Z`, in milliseconds."""
+    health = Health("watch", stream=io.StringIO())
+    health.batch({"indexed": 1}, 0.01)
+    assert health.check()[1]["last_batch_at"].endswith("Z")
+    assert len(health.check()[1]["last_batch_at"]) == len("2026-11-28T14:48:33.913Z")

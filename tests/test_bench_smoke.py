@@ -102,5 +102,8 @@ def test_ui_benchmark_prints_every_row(tmp_path: Path) -> None:
     assert [row[0].strip("| ") for row in rows] == [
         *pages, "every call", cold, *pages, "every page", "laid out and drawn", "fit()",
     ]  # fmt: skip
-    assert result.stdout.startswith("store ") and "\nfollower's first pass: analyses-warm views=" in result.stdout
+    assert (
+        result.stdout.startswith("store ")
+        and "\nfollower's first pass: analyses-warm views=" in result.stdout
+    )
     assert all(float(row[2].split()[0].strip("*").replace(",", "")) > 0 for row in rows)  # p50

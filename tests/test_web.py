@@ -13,11 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from playwright.sync_api import Browser
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from viewlineage.indexer.pipeline.rows import Batch, Removal
 from viewlineage.indexer.pipeline.runs import index_locations
+from viewlineage.queries.cli import cli
 from viewlineage.queries.impact import impact, parse_change
 from viewlineage.queries.web.app import store_health, web_app
 from viewlineage.queries.web.auth import protected
@@ -30,6 +32,7 @@ from . import table_scenario
 from .browser import Visit, launched, needs_chromium
 from .conftest import ROOT, settings_for
 from .metadata_files import Table, View, schema_of
+from .test_analyses import renamed_amount_warehouse
 
 pytestmark = needs_chromium
 
@@ -100,6 +103,10 @@ def test_changes_that_name_no_engine_have_a_named_row(browser: Browser, tmp_path
             "none named (drops; versions whose summary names none)",
         ]
         assert visit.cells("by-engine", "changes") == ["1", "1"]
+        # A count's axis has whole numbers (found by the twentieth new-user trial: 0.2, 0.4, ...)
+        visit.page.wait_for_selector("#chart[data-drawn=true] svg")
+        ticks = visit.page.locator("#chart svg .role-axis-label text").all_text_contents()
+        assert [tick for tick in ticks if not tick.startswith("Jan")] == ["0", "1", "2"]
         visit.close()
 
 
@@ -131,7 +138,8 @@ def test_a_views_page_shows_two_versions_side_by_side(browser: Browser, site: st
         "GROUP BY to_date(event_ts)",
     ]
     assert visit.cells("columns", "change") == ["documented", "documented"]
-    assert visit.cells("timeline", "kind")[:2] == ["created", "replaced"]
+    # Newest first, as its pages run (found by the twentieth new-user trial: each page ran oldest first)
+    assert visit.cells("timeline", "kind")[-2:] == ["replaced", "created"]
     assert len(visit.cells("timeline", "kind")) == 13
     # Found by the thirteenth new-user trial: a file's finding did not say which file.
     files = [location.rsplit("/", 3)[1:] for location in visit.cells("findings", "location")]
@@ -151,9 +159,12 @@ def test_a_view_dropped_and_created_again_links_the_other(browser: Browser, site
     visit = Visit(browser, f"{site}/view?view=prod.db.big_days", "view-incarnations")
     page = visit.page
     assert visit.cells("incarnations", "view") == ["prod.db.big_days"]
+    # Found by the twentieth new-user trial: these times alone were not labelled UTC.
+    headers = page.locator("table#incarnations th").all_inner_texts()
+    assert headers[2:] == ["first commit (UTC)", "last commit (UTC)", "dropped (UTC)"]
     # Found by the fourteenth new-user trial: by name, the timeline held both views' rows unlabelled.
     owners = visit.cells("timeline", "view_id")
-    assert (len(owners), len(set(owners)), owners[-1]) == (
+    assert (len(owners), len(set(owners)), owners[0]) == (
         len(visit.cells("timeline", "kind")),
         2,
         "621f9620-d632-4552-aa8d-b485775cc8b8",
@@ -373,6 +384,20 @@ def test_impact_picks_a_column_of_the_schema_and_lists_the_uses(browser: Browser
             "#verdict"
         )
         view_type.close()
+
+
+def test_the_impact_verdict_says_how_many_are_broken_already(browser: Browser, tmp_path: Path) -> None:
+    """Found by the twentieth new-user trial: the CLI's verdict said "3 of them already broken", the
+    page's counted them among those affected without a word."""
+    db = renamed_amount_warehouse(tmp_path)
+    with serving(db) as url:
+        visit = Visit(browser, f"{url}/impact?table=db.orders&column=id&change=drop", "impact-broken-already")
+        assert visit.page.inner_text("#verdict") == (
+            "11 views affected by drop-column of prod.db.orders.id (long) · 5 already broken (see below)"
+        )
+        visit.close()
+    text = CliRunner().invoke(cli, ["impact", "db.orders", "--drop-column", "id", "--db", str(db)]).stdout
+    assert ", 5 of them already broken (see below)" in text.splitlines()[0]
 
 
 def test_the_impact_page_says_what_an_unknown_schema_means(browser: Browser, tmp_path: Path) -> None:
@@ -686,7 +711,7 @@ def test_a_view_whose_current_version_is_not_stored_still_has_a_page(
         assert visit.page.inner_text("#no-diff").startswith(
             "No versions side by side: view prod.db.v has no stored"
         )
-        assert visit.cells("timeline", "kind") == ["created", "replaced"]
+        assert visit.cells("timeline", "kind") == ["replaced", "created"]
         visit.close()
         page = browser.new_page()
         response = page.goto(f"{url}/impact?table=db.t&column=x&change=bogus")
@@ -719,11 +744,11 @@ def test_the_slider_stands_at_the_day_shown_and_a_long_timeline_is_paged(
         timeline.page.click("section:has(#timeline) .pages a[rel=next]")
         timeline.page.wait_for_url("**offset=500")
         assert timeline.cells("timeline", "kind") == [
+            "replaced",
+            "replaced",
+            "replaced",
+            "replaced",
             "created",
-            "replaced",
-            "replaced",
-            "replaced",
-            "replaced",
         ]
         timeline.close()
 

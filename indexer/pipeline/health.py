@@ -88,7 +88,9 @@ class Health:
         self._batches.observe(seconds)
         if lag is not None:
             self._lag.set(lag)
-        self.lag, self.last_batch = lag, datetime.now(UTC).isoformat(timespec="milliseconds")
+        # ISO-8601 as every time the product prints (`...Z`: found by the twentieth new-user trial)
+        now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        self.lag, self.last_batch = lag, now
         counted = {outcome: number for outcome, number in sorted(outcomes.items()) if number}
         self.log("batch", outcomes=counted, seconds=round(seconds, 4), lag=lag, **fields)
 
