@@ -229,6 +229,9 @@ class _Object:
     new_type: str | None = None
     """For a type change, the Spark type the column takes: the change's for the table's, and for a
     view's output the type inferred for it once the view is re-created; None if not inferred."""
+    shifted: bool = False
+    """Set for a Spark view's stored column that the change fills with another column's values
+    (`_SHIFTS`): its readers keep running, with those values."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +280,7 @@ class _Reader:
             return []
         gone = [name for name in self.columns if name not in outputs]
         if self.spark:
-            return self._dropped(outputs) if len(outputs) < len(self.columns) else []
+            return self._dropped(outputs) if len(outputs) < len(self.columns) else self._shifted(outputs)
         new = [name for name in outputs if name not in self.columns]
         moved = [name for name, output in zip(self.columns, outputs, strict=False) if name != output]
         return gone or new or moved[:1]
@@ -292,6 +295,19 @@ class _Reader:
             if tag in ("delete", "replace") and i2 - i1 > j2 - j1:
                 dropped += self.columns[i1 + (j2 - j1) : i2]
         return dropped or list(self.columns[len(outputs) :])
+
+    def _shifted(self, outputs: list[str]) -> list[str]:
+        """The stored columns that Spark, reading as many outputs by position, fills from another
+        column: where the output's name differs from the stored one and one of them stands elsewhere
+        (a column dropped or moved while another was added, so the count is the same: the twentieth
+        new-user trial's view ran on with shifted values). A name that differs and stands nowhere
+        else is taken for a rename (its values are the column's own): a column dropped and one added
+        in its place cannot be told from it by name."""
+        return [
+            name
+            for name, output in zip(self.columns, outputs, strict=False)
+            if name != output and (name in outputs or output in self.columns)
+        ]
 
     def past_stored(self, use: ColumnUse) -> bool:
         """Whether `use` flows, through a `*`, only into an output past the view's stored columns (a
@@ -630,6 +646,20 @@ def _outputs_gone_stale(
         if use.kind in ("projected", "aggregate")
         and (certainty := reader.match(use.table, target.key, catalogs)) is not None
     ]
+
+
+def _shifts(reader: _Reader, uses: list[ColumnUse]) -> int | None:
+    """For a Spark view that gives a dropped column only through `*` (`uses`, its uses of it), the
+    position of the first stored column the drop shifts, when the `*` still gives at least as many
+    columns as the view stores (Spark then reads them by position and runs on); else None."""
+    if not (reader.spark and uses and all(use.starred and use.output is not None for use in uses)):
+        return None
+    outputs = [name.lower() for name in reader.lineage.outputs]
+    dropped = {(use.output or "").lower() for use in uses}
+    if len(outputs) - len(dropped) < len(reader.columns):
+        return None
+    first = min(outputs.index(output) for output in dropped if output in outputs)
+    return first if first < len(reader.columns) else None
 
 
 def _outputs_line_up(reader: _Reader) -> bool:
@@ -1014,6 +1044,14 @@ _REBINDS = (
 """The reason of a use that a drop or rename leaves reading a lateral alias (`ColumnUse.rebinds`):
 whether the view runs on is not told (the alias's type may not fit the stored one: a trial's
 `id + 1 AS qty, qty * 2 AS q2` became a BIGINT its INT column refused), so it counts as failing."""
+_SHIFTS = (
+    "keeps running with other values: Spark reads the view's stored columns ({}) by position, and "
+    "its `*` without the column still gives as many, so each from `{}` on holds the next one's values"
+)
+"""The reason of a Spark view's use, through `*` only, of a dropped column whose `*` still gives as
+many columns as the view stores (one was added since): found by the twentieth new-user trial."""
+_SHIFTED = "keeps running with other values: {} holds another column's values once the change is made"
+"""The reason of a use of a view's stored column that a drop shifts (`_SHIFTS`)."""
 _WRITTEN = "keeps running with other values: `to_json` writes the names of the fields it is given"
 """The reason of a use that only writes out the field names of a struct holding the field asked."""
 _OPAQUE = (
@@ -1346,6 +1384,10 @@ def _walk(
                 and bool(matched)
                 and all(use.names_written and len(use.path) < len(source.column) for use, _ in matched)
             )
+            # Spark reads a view's stored columns by position: a `*` that still gives as many without
+            # the dropped column runs on, each stored column from the first it gave on shifted.
+            shifts = _shifts(reader, [use for use, _ in matched]) if change == DROP else None
+            written = written or source.shifted or shifts is not None
             # Of a view reading the table itself, which outputs' types no longer fit (None: unknown).
             fitting = going_stale(reader, source) if going_stale is not None else None
             for use, certainty in matched:
@@ -1376,6 +1418,10 @@ def _walk(
                         "keeps_running": written,
                         "reason": _REBINDS.format(use.path[0])
                         if rebinding
+                        else _SHIFTED.format(f"{source.name}.{'.'.join(wanted)}")
+                        if source.shifted
+                        else _SHIFTS.format(", ".join(reader.spelled), reader.spelled[shifts])
+                        if shifts is not None
                         else _WRITTEN
                         if written
                         else _OPAQUE.format(column)
@@ -1383,7 +1429,7 @@ def _walk(
                         else None,
                     }
                 )
-                if written:
+                if written and not source.shifted:
                     continue
                 if output is not None and (not retyped or goes_stale):  # an output of unchanged type
                     below = (output.lower(), *wanted[len(read) :])  # takes the question no further
@@ -1393,10 +1439,26 @@ def _walk(
                     new_type = fitting.types.get(use.output.lower()) if fitting and use.output else None
                     queue.append(
                         (
-                            _Object(reader.key, reader.name, below, via, known, onward, new_type=new_type),
+                            _Object(
+                                reader.key,
+                                reader.name,
+                                below,
+                                via,
+                                known,
+                                onward,
+                                new_type=new_type,
+                                shifted=source.shifted,
+                            ),
                             depth + 1,
                         )
                     )
+            for position in range(shifts, len(reader.columns)) if shifts is not None else ():
+                via = (*source.via, f"{source.name}.{'.'.join(source.column)}")
+                shifted = (reader.spelled[position].lower(),)
+                onward = max(min(certainty for _, certainty in matched), reader.onward)
+                queue.append(
+                    (_Object(reader.key, reader.name, shifted, via, known, onward, shifted=True), depth + 1)
+                )
             # A dropped or renamed column fails the view; a retyped one carried into an output
             # leaves its stored schema stale, which engines refuse when any reader resolves it.
             if len(uses) > found and not written and (breaks or reader.name in stale | refused):

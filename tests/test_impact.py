@@ -2674,3 +2674,51 @@ def test_a_column_retyped_where_spark_takes_only_an_int_fails_the_view(tmp_path:
         "use it, 3 of them failing where Spark takes only an INT "
         "(prod.db.v_add, prod.db.v_cte, prod.db.v_sub)"
     )
+
+
+def test_a_spark_star_view_whose_table_gained_a_column_runs_on_shifted_after_a_drop(tmp_path: Path) -> None:
+    """Found by the twentieth new-user trial, on Spark 3.5: a `SELECT *` view stored (a, b, c), its
+    table then given a column d. Dropping b, Spark reads the view's three stored columns by position
+    from (a, c, d): the view and a view reading its `c` ran on with shifted values, where impact said
+    both fail; and once b was dropped, nothing said the view was broken already."""
+    root = tmp_path / "warehouse"
+    nums = Table(root, "db", "nums", "e7000000-0000-4000-8000-000000000001",
+                 schema=schema_of(("a", "int"), ("b", "int"), ("c", "int")))  # fmt: skip
+    nums.commit(1000, 1)
+    three = schema_of(("a", "int"), ("b", "int"), ("c", "int"))
+    View(root, "db", "v_nums", "e7000000-0000-4000-8000-000000000002", schema=three).commit(
+        2000, "SELECT * FROM db.nums"
+    )
+    View(root, "db", "v_sum", "e7000000-0000-4000-8000-000000000003",
+         schema=schema_of(("ac", "int"))).commit(2000, "SELECT a + c AS ac FROM db.v_nums")  # fmt: skip
+    View(root, "db", "v_first", "e7000000-0000-4000-8000-000000000004",
+         schema=schema_of(("a", "int"))).commit(2000, "SELECT a FROM db.v_nums")  # fmt: skip
+    nums.schema = schema_of(("a", "int"), ("b", "int"), ("c", "int"), ("d", "int"))
+    nums.commit(3000, 2)
+    nums.schema = schema_of(("a", "int"), ("c", "int"), ("d", "int"))
+    nums.commit(4000, 3)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        dropping = impact(conn, "db.nums", parse_change("b", None, None), 3500)
+        dropped = impact(conn, "db.nums", parse_change("d", None, None))
+    assert [(u["view"], u["reads"], u["column"], u["keeps_running"]) for u in dropping["uses"]] == [
+        ("prod.db.v_nums", "prod.db.nums", "b", True),
+        ("prod.db.v_sum", "prod.db.v_nums", "c", True),
+    ]
+    assert dropping["uses"][0]["reason"] == (
+        "keeps running with other values: Spark reads the view's stored columns (a, b, c) by position, "
+        "and its `*` without the column still gives as many, so each from `b` on holds the next one's values"
+    )
+    assert dropping["uses"][1]["reason"] == (
+        "keeps running with other values: prod.db.v_nums.c holds another column's values once the change "
+        "is made"
+    )
+    assert dropping["already_broken"] == []
+    # Once dropped: the view's stored b and c hold c's and d's values, and its readers read them.
+    assert [(row["view"], row["column"], row["kind"]) for row in dropped["already_broken"]] == [
+        ("prod.db.v_first", "prod.db.v_nums", "through-view"),
+        ("prod.db.v_nums", "b", "stored-column"),
+        ("prod.db.v_nums", "c", "stored-column"),
+        ("prod.db.v_sum", "prod.db.v_nums", "through-view"),
+    ]
