@@ -122,6 +122,13 @@ def _live_state(conn: duckdb.DuckDBPyConnection, view: ResolvedView, as_of_ms: i
             f"{drop_note(dropped['source'] if dropped else None)} (its newest metadata file "
             f"{state['dropped_location']} was removed); ask as of an earlier time"
         )
+    replaced = _replaced(conn, view.view_id)
+    if replaced is not None and replaced["replaced_ms"] <= at:
+        raise UsageError(
+            f"view {view.name} ({view.view_id}) was replaced by a view created at its path at "
+            f"{iso(replaced['replaced_ms'])} ({replaced['replaced_by']}); `viewlineage history "
+            f"{view.view_id}` lists both; ask as of an earlier time"
+        )
     if state["active_version_id"] is None:
         first = query_rows(
             conn, "SELECT min(timestamp_ms) AS ms FROM activations WHERE view_id = ?", [view.view_id]
@@ -345,6 +352,14 @@ def _dropped(conn: duckdb.DuckDBPyConnection, view_id: str) -> dict[str, Any] | 
     return rows[0] if rows else None
 
 
+def _replaced(conn: duckdb.DuckDBPyConnection, view_id: str) -> dict[str, Any] | None:
+    """When another view took the view's place at its path, and which (`replaced_views`)."""
+    rows = query_rows(
+        conn, "SELECT replaced_ms, replaced_by FROM replaced_views() WHERE view_id = ?", [view_id]
+    )
+    return rows[0] if rows else None
+
+
 def history(conn: duckdb.DuckDBPyConnection, ref: str) -> dict[str, Any]:
     """Every version and every activation of a view, with the SQL diff between activations."""
     view = resolve_view(conn, ref)
@@ -382,12 +397,17 @@ def history(conn: duckdb.DuckDBPyConnection, ref: str) -> dict[str, Any]:
         previous = version
     dropped = _dropped(conn, view.view_id)
     dropped_ms = dropped["dropped_ms"] if dropped is not None else None
+    replaced = _replaced(conn, view.view_id)
     return {
         "view": view.name,
         "view_id": view.view_id,
         "dropped_ms": dropped_ms,
         "dropped_at": iso(dropped_ms),
         "dropped_source": dropped["source"] if dropped is not None else None,
+        # Its files still there, another view took its place: it was dropped by then.
+        "replaced_ms": replaced["replaced_ms"] if replaced else None,
+        "replaced_at": iso(replaced["replaced_ms"]) if replaced else None,
+        "replaced_by": replaced["replaced_by"] if replaced else None,
         "versions": list(versions.values()),
         "activations": entries,
         "property_changes": _property_changes(conn, view.view_id),
@@ -484,16 +504,8 @@ def deps(
 ) -> dict[str, Any]:
     """The tables a view reads at `as_of_ms`; with `transitive`, through the views it reads too."""
     view = resolve_view(conn, ref, as_of_ms)
-    state = _live_state(conn, view, as_of_ms)
+    state = _live_state(conn, view, as_of_ms)  # (refuses a view another took the place of by then)
     at = FOREVER_MS if as_of_ms is None else as_of_ms
-    current = query_rows(
-        conn, "SELECT count(*) AS n FROM view_heads_as_of(?) WHERE view_id = ?", [at, view.view_id]
-    )
-    if not current[0]["n"]:  # its reads are walked from the views current at `at`: it is none
-        raise UsageError(
-            f"view {view.name} ({view.view_id}) was replaced by a view created at its path by "
-            f"{iso(at) or 'now'}; `viewlineage history {view.view_id}` lists both"
-        )
     walk = query_rows(
         conn,
         "SELECT * FROM deps_as_of(?, ?) ORDER BY depth, catalog, namespace, table_name, suffix, pin",

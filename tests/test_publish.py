@@ -25,7 +25,7 @@ def test_a_snapshot_holds_every_table_as_the_store_answers(sample_store: Path, t
     result = CliRunner().invoke(cli, ["publish", str(tmp_path / "bi"), "--db", str(sample_store)])
     assert result.exit_code == 0, result.output
     assert result.stderr.startswith(f"published directory={tmp_path / 'bi'} seconds=")
-    assert result.stderr.endswith(" changes=24 views=6 reads=8 findings=24 quarantine=0\n")
+    assert result.stderr.endswith(" changes=25 views=6 reads=8 findings=24 quarantine=0\n")
     assert sorted(path.name for path in (tmp_path / "bi").iterdir()) == sorted(f"{t}.parquet" for t in TABLES)
     with open_reader(sample_store) as conn:
         expected = conn.execute("SELECT count(*), max(changed_ms), min(view) FROM change_events").fetchone()
@@ -97,6 +97,7 @@ def test_the_readme_dashboard_queries_run_on_a_snapshot(sample_store: Path, tmp_
     assert len(answers) == 7 and all(answers)
     assert answers[0] == [
         (answers[0][0][0], "created", 7),
+        (answers[0][0][0], "dropped", 1),
         (answers[0][0][0], "property-only", 3),
         (answers[0][0][0], "replaced", 14),
     ]  # the sample: one day

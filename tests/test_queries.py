@@ -730,10 +730,24 @@ def test_an_earlier_incarnation_is_never_read_as_reading_nothing(tmp_path: Path)
     index_locations([str(root)], settings_for(db))
     with open_reader(db) as conn:
         assert [r["table"] for r in api.deps(conn, old.uuid, 2000)["reads"]] == ["db.a"]
-        with pytest.raises(
-            UsageError, match=r"^view db\.v \(d91.*1\) was replaced by a view created at its path"
-        ):
+        replaced = (
+            r"^view db\.v \(d91.*1\) was replaced by a view created at its path at "
+            r"1970-01-01T00:00:03\.000Z \(d91.*2\); `viewlineage history d91.*1` lists both; ask as of an "
+            r"earlier time$"
+        )
+        with pytest.raises(UsageError, match=replaced):
             api.deps(conn, old.uuid)
+        # Found by the twentieth new-user trial: `show` and `history` of the old uuid said nothing.
+        with pytest.raises(UsageError, match=replaced):
+            api.show(conn, old.uuid)
+        assert api.show(conn, old.uuid, 2000)["version_id"] == 1
+        history = api.history(conn, old.uuid)
+        assert (history["dropped_at"], history["replaced_at"], history["replaced_by"]) == (
+            None,
+            "1970-01-01T00:00:03.000Z",
+            new.uuid,
+        )
+        assert api.history(conn, new.uuid)["replaced_at"] is None
         assert [r["table"] for r in api.deps(conn, new.uuid)["reads"]] == ["db.b"]
         assert api.show(conn, new.location)["view_id"] == new.uuid
         assert api.show(conn, new.location, 2000)["view_id"] == old.uuid
@@ -743,6 +757,15 @@ def test_an_earlier_incarnation_is_never_read_as_reading_nothing(tmp_path: Path)
             r"current at 1970-01-01T00:00:01\.000Z$",
         ):
             api.show(conn, "db.v", 0)
+        events = conn.execute(
+            "SELECT changed_ms, view_id, kind, summary FROM change_events ORDER BY changed_ms, view_id"
+        ).fetchall()
+    assert events == [
+        (1000, old.uuid, "created", "created at version 1"),
+        (3000, old.uuid, "dropped", f"dropped at version 1, by the time view {new.uuid} was created at "
+         "its path (its files left in place)"),
+        (3000, new.uuid, "created", "created at version 1"),
+    ]  # fmt: skip
 
 
 def test_a_read_of_a_name_two_views_hold_is_a_guess_that_says_so(tmp_path: Path) -> None:

@@ -60,12 +60,12 @@ def test_activity_charts_counts_and_lists_the_changes(browser: Browser, site: st
     visit = Visit(browser, f"{site}/", "activity")
     page = visit.page
     page.wait_for_selector("#chart[data-drawn=true] svg")
-    assert page.inner_text("#total") == "24 changes · 7 created · 3 property-only · 14 replaced"
-    assert page.locator("#chart svg .mark-rect path").count() == 3  # one bar segment per kind on one day
-    assert visit.cells("by-day", "kind") == ["created", "property-only", "replaced"]
+    assert page.inner_text("#total") == "25 changes · 7 created · 1 dropped · 3 property-only · 14 replaced"
+    assert page.locator("#chart svg .mark-rect path").count() == 4  # one bar segment per kind on one day
+    assert visit.cells("by-day", "kind") == ["created", "dropped", "property-only", "replaced"]
     assert visit.cells("by-namespace", "namespace") == ["db", "sales", "acme.finance"]
     assert visit.cells("latest", "view")[:2] == ["prod.db.event_agg", "prod.sales.customer_revenue"]
-    assert page.inner_text(".pages") == "1–24 of 24"
+    assert page.inner_text(".pages") == "1–25 of 25"
     # Found by the thirteenth new-user trial: one day's changes were drawn on an axis from that
     # day to the next; one day is one labelled category.
     assert page.locator("#chart svg text").all_text_contents()[:2] == ["Nov 21, 2026", "day (UTC)"]
@@ -80,10 +80,10 @@ def test_the_activity_page_takes_a_page_size(browser: Browser, site: str) -> Non
     visit = Visit(browser, f"{site}/?limit=5", "activity-limit")
     page = visit.page
     assert len(visit.cells("latest", "view")) == 5
-    assert page.inner_text(".pages") == "1–5 of 24\nolder"
+    assert page.inner_text(".pages") == "1–5 of 25\nolder"
     page.click(".pages a[rel=next]")
     page.wait_for_url("**/?limit=5&offset=5")
-    assert page.inner_text(".pages") == "newer\n6–10 of 24\nolder"
+    assert page.inner_text(".pages") == "newer\n6–10 of 25\nolder"
     visit.close()
 
 

@@ -8,7 +8,8 @@
 --   rolled-back   a version current before was made current again
 --   property-only a commit changed properties and kept the current version (file commit time;
 --                 NULL when the file's commit time is unknown)
---   dropped       its newest metadata file was removed (the removal's time)
+--   dropped       its newest metadata file was removed (the removal's time), or, its files left in
+--                 place, another view was created at its path (that view's first commit: by then)
 -- A replace or rollback whose commit also changed properties names them too (`changed_properties`);
 -- a drop's `previous_version_id` is the version current when it was dropped.
 -- Times are epoch ms (`changed_ms`) and TIMESTAMPTZ (`changed_at`, NULL past year 9999: a writer that put
@@ -97,7 +98,12 @@ events AS (
     WHERE current_version_id IS NOT DISTINCT FROM previous_version_id AND properties IS DISTINCT FROM previous_properties
     UNION ALL
     SELECT view_id, dropped_ms, 'dropped', NULL, last_version_id, NULL, NULL FROM latest WHERE dropped_ms IS NOT NULL
+    UNION ALL
+    -- Its files left in place, another view took its place (replaced_views): dropped by then.
+    SELECT r.view_id, r.replaced_ms, 'dropped', NULL, l.last_version_id, NULL, NULL
+    FROM replaced_views() r JOIN latest l USING (view_id) WHERE l.dropped_ms IS NULL
 ),
+replaced AS (SELECT * FROM replaced_views()),
 relisted AS (
     -- Drops a re-list found (`reconcile`): the file went then or before, when no one followed.
     SELECT DISTINCT f.view_id, r.removed_ms FROM removals r JOIN view_files f USING (location)
@@ -117,11 +123,15 @@ SELECT e.at_ms AS changed_ms, epoch_ms_time(e.at_ms) AS changed_at, e.view_id, l
            WHEN 'rolled-back' THEN 'version ' || e.version_id || ' current again, after version ' || e.previous_version_id
                                 || coalesce('; ' || e.property_summary, '')
            WHEN 'property-only' THEN e.property_summary || '; version ' || e.version_id || ' kept'
-           ELSE 'dropped at version ' || coalesce(e.previous_version_id::VARCHAR, '(none)')
-                || ': its newest metadata file was removed'
+           WHEN 'dropped' THEN 'dropped at version ' || coalesce(e.previous_version_id::VARCHAR, '(none)')
+                || CASE WHEN p.view_id IS NOT NULL
+                        THEN ', by the time view ' || p.replaced_by || ' was created at its path (its files left in place)'
+                        ELSE ': its newest metadata file was removed' END
                 || CASE WHEN x.view_id IS NOT NULL THEN ' (found gone by a re-list: then or before)' ELSE '' END
        END AS summary
 FROM events e
 JOIN latest l USING (view_id)
 LEFT JOIN relisted x ON x.view_id = e.view_id AND x.removed_ms = e.at_ms AND e.kind = 'dropped'
+LEFT JOIN replaced p ON p.view_id = e.view_id AND p.replaced_ms = e.at_ms AND e.kind = 'dropped'
+  AND l.dropped_ms IS NULL
 LEFT JOIN preferred_versions v ON v.view_id = e.view_id AND v.version_id = e.version_id AND e.kind <> 'dropped';
