@@ -113,20 +113,22 @@ def lineage_graph(
         if known is None or _SURENESS.index(read.match) < _SURENESS.index(known):
             edges[(read.source, read.reader)] = read.match
     nodes = {root: 0} | {node: -d for node, d in up[0].items()} | dict(down[0])
-    return {
-        "root": _node(root, lineage),
-        "as_of_ms": as_of_ms,
-        "as_of": iso(as_of_ms),
-        "depth": depth,
-        "nodes": [
-            _node(node, lineage) | {"level": level} for node, level in sorted(nodes.items(), key=_order)
-        ],
-        "edges": [
-            {"source": source, "target": target, "match": match}
-            for (source, target), match in sorted(edges.items())
-        ],
-        "uncertain": sum(match != "exact" for match in edges.values()),
-    }
+    return _labelled(
+        {
+            "root": _node(root, lineage),
+            "as_of_ms": as_of_ms,
+            "as_of": iso(as_of_ms),
+            "depth": depth,
+            "nodes": [
+                _node(node, lineage) | {"level": level} for node, level in sorted(nodes.items(), key=_order)
+            ],
+            "edges": [
+                {"source": source, "target": target, "match": match}
+                for (source, target), match in sorted(edges.items())
+            ],
+            "uncertain": sum(match != "exact" for match in edges.values()),
+        }
+    )
 
 
 def _walk(
@@ -197,6 +199,15 @@ def lineage_answer(
     return answer
 
 
+def _labelled(graph: dict[str, Any]) -> dict[str, Any]:
+    """Each node with its `label`: its name, and where two nodes have one name (one view dropped and
+    one created again at its path), the start of its uuid too."""
+    held = Counter(node["name"] for node in graph["nodes"])
+    for node in graph["nodes"]:
+        node["label"] = node["name"] if held[node["name"]] == 1 else f"{node['name']} ({node['id'][:8]})"
+    return graph
+
+
 def compared(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     """`after` with `before`'s nodes and edges it lacks, each marked `change`: `added` (only in
     `after`), `removed` (only in `before`) or `kept`; an edge whose match changed is `kept` with
@@ -222,20 +233,23 @@ def compared(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
             edges.append(edge | {"change": "kept"})
     edges += [edge | {"change": "removed"} for key, edge in old_edges.items() if key not in new_edges]
     edges.sort(key=lambda edge: (edge["source"], edge["target"]))
-    return after | {
-        "compare_as_of_ms": before["as_of_ms"],
-        "compare_as_of": before["as_of"],
-        "nodes": nodes,
-        "edges": edges,
-        "added": {
-            "nodes": sum(n["change"] == "added" for n in nodes),
-            "edges": sum(e["change"] == "added" for e in edges),
-        },
-        "removed": {
-            "nodes": sum(n["change"] == "removed" for n in nodes),
-            "edges": sum(e["change"] == "removed" for e in edges),
-        },
-    }
+    return _labelled(
+        after
+        | {
+            "compare_as_of_ms": before["as_of_ms"],
+            "compare_as_of": before["as_of"],
+            "nodes": nodes,
+            "edges": edges,
+            "added": {
+                "nodes": sum(n["change"] == "added" for n in nodes),
+                "edges": sum(e["change"] == "added" for e in edges),
+            },
+            "removed": {
+                "nodes": sum(n["change"] == "removed" for n in nodes),
+                "edges": sum(e["change"] == "removed" for e in edges),
+            },
+        }
+    )
 
 
 _CHANGE_COLOURS = {"added": "darkgreen", "removed": "red"}
@@ -253,7 +267,7 @@ def to_dot(graph: dict[str, Any]) -> str:
         if node["id"] == graph["root"]["id"]:
             style.append("penwidth=2")
         style += _colour(node)
-        lines.append(f"  {_dot_id(node['id'])} [label={_dot_id(node['name'])}, {', '.join(style)}];")
+        lines.append(f"  {_dot_id(node['id'])} [label={_dot_id(node['label'])}, {', '.join(style)}];")
     for edge in graph["edges"]:
         style = []
         if edge["match"] != "exact":
@@ -281,7 +295,7 @@ def to_mermaid(graph: dict[str, Any]) -> str:
     ids = {node["id"]: f"n{i}" for i, node in enumerate(graph["nodes"])}
     lines = ["flowchart LR"]
     for node in graph["nodes"]:
-        label = _mermaid_label(node["name"] + (" (lineage unknown)" if node["lineage"] == UNKNOWN else ""))
+        label = _mermaid_label(node["label"] + (" (lineage unknown)" if node["lineage"] == UNKNOWN else ""))
         lines.append(
             f"  {ids[node['id']]}{'[' + label + ']' if node['kind'] == 'table' else '(' + label + ')'}"
         )
@@ -305,13 +319,9 @@ def _mermaid_label(text: str) -> str:
 
 
 def edge_rows(graph: dict[str, Any]) -> dict[str, Any]:
-    """The graph as a record whose `edges` name their ends (for text, csv and markdown): two views
-    of one name (one dropped, one created again at its path) are told apart by their uuid's start."""
-    held = Counter(node["name"] for node in graph["nodes"])
-    names = {
-        node["id"]: node["name"] if held[node["name"]] == 1 else f"{node['name']} ({node['id'][:8]})"
-        for node in graph["nodes"]
-    }
+    """The graph as a record whose `edges` name their ends by their nodes' labels (for text, csv and
+    markdown)."""
+    names = {node["id"]: node["label"] for node in graph["nodes"]}
     edges = [
         {"source": names[edge["source"]], "target": names[edge["target"]]}
         | {key: value for key, value in edge.items() if key not in ("source", "target")}

@@ -3,6 +3,7 @@ table, Graphviz dot and Mermaid."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -258,6 +259,22 @@ def test_a_view_created_again_at_its_path_is_told_apart_in_text(tmp_path: Path) 
         ["lake.db.t", "lake.db.v (9c100000)", "removed"],
         ["lake.db.t", "lake.db.v (9c200000)", "added"],
     ]
+    # Found by the twentieth new-user trial: the page drew two nodes labelled `lake.db.v`, and its
+    # nodes table and the dot and mermaid drawings named them alike too.
+    answer = CliRunner().invoke(
+        cli,
+        ["graph", "db.t", "--as-of", "3500ms", "--compare", "1500ms", "--format", "json", "--db", str(db)],
+    )
+    labels = [(node["label"], node["change"]) for node in json.loads(answer.stdout)["nodes"]]
+    assert labels == [
+        ("lake.db.t", "kept"),
+        ("lake.db.v (9c200000)", "added"),
+        ("lake.db.v (9c100000)", "removed"),
+    ]
+    dot = CliRunner().invoke(
+        cli, ["graph", "db.t", "--as-of", "3500ms", "--compare", "1500ms", "--format", "dot", "--db", str(db)]
+    )
+    assert 'label="lake.db.v (9c100000)"' in dot.stdout and 'label="lake.db.v (9c200000)"' in dot.stdout
 
 
 def test_a_name_two_tables_share_is_drawn_and_asked_about_as_a_guess(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ const CHANGE_COLOURS = { added: "#1a7f37", removed: "#cf222e" };
 function drawGraph(target) {
   const graph = JSON.parse(document.getElementById(target.dataset.graphId).textContent);
   const elements = [
-    ...graph.nodes.map((node) => ({ data: { ...node, label: node.name }, classes: classesOf(node, graph) })),
+    ...graph.nodes.map((node) => ({ data: { ...node }, classes: classesOf(node, graph) })),
     ...graph.edges.map((edge) => ({
       data: { ...edge, id: `${edge.source}->${edge.target}`, label: edge.match === "exact" ? "" : edge.match },
       classes: [edge.match === "exact" ? "" : edge.match === "unknown" ? "unknown" : "uncertain",
