@@ -40,6 +40,7 @@ from viewlineage.queries import api
 from viewlineage.queries.analyses import ANALYSES
 from viewlineage.queries.impact import impact, parse_change
 from viewlineage.sinks.readers import open_reader
+from viewlineage.sinks.store import Store
 
 from ..browser import launched
 from ..generate import generate
@@ -287,6 +288,8 @@ def main() -> None:
         if not db.exists():
             index(db, warehouse)
     assert warehouse is not None, "--store needs --warehouse (the tree the follower watches)"
+    with Store(db, replica_interval=None):  # as a writer opens it: this release's queries installed
+        pass
     with open_reader(db) as conn:
         counts = conn.execute(
             "SELECT (SELECT count(*) FROM view_files), (SELECT count(*) FROM versions)"
