@@ -63,12 +63,7 @@ def sample_pages(db: Path, samples: int, seed: int) -> list[tuple[str, str]]:
         tables = [
             row[0] for row in conn.execute("SELECT DISTINCT table_id FROM table_files ORDER BY 1").fetchall()
         ]
-        codes = [  # (the codes files and SQL have: `findings` is every one, which a large store asks long)
-            row[0]
-            for row in conn.execute(
-                "SELECT code FROM file_findings UNION SELECT code FROM lineage_findings ORDER BY 1"
-            ).fetchall()
-        ]
+        codes = [row[0] for row in conn.execute("SELECT DISTINCT code FROM findings ORDER BY 1").fetchall()]
         pages: list[tuple[str, str]] = [
             ("Activity", "/"),
             ("Materialized views", "/mvs"),
