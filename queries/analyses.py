@@ -15,7 +15,8 @@ import hashlib
 import threading
 import zlib
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 
 import orjson
 from pydantic import TypeAdapter
@@ -24,6 +25,9 @@ from viewlineage.indexer.lineage.columns import ColumnLineage, TableKey, column_
 from viewlineage.indexer.lineage.config import LineageConfig
 from viewlineage.indexer.lineage.tables import LineageRequest
 
+WORK_OUT: ContextVar[Callable[..., ColumnLineage]] = ContextVar("work_out", default=column_lineage)
+"""How an analysis not kept is worked out: `column_lineage` in this thread, unless the thread says
+otherwise (`viewlineage.queries.warm` works them out in a process of its own)."""
 ANALYSES_BUDGET_BYTES = 64 * 2**20
 """Compressed analyses a process keeps: ~130,000, more than a 10^4-view warehouse's current
 versions ask (two per representation at most: as now, and as the version was created)."""
@@ -77,7 +81,7 @@ class Analyses:
                 self._kept.move_to_end(key)
         if kept is not None:
             return _LINEAGE.validate_json(zlib.decompress(kept))
-        lineage = column_lineage(request, LineageConfig(), schemas, resolved, typed=typed)
+        lineage = WORK_OUT.get()(request, LineageConfig(), dict(schemas), dict(resolved), typed)
         self._keep(key, zlib.compress(orjson.dumps(lineage)))
         return lineage
 

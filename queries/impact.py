@@ -9,6 +9,7 @@ a view's output column carries the question on to the views reading that column.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
 import re
@@ -868,6 +869,10 @@ def _checked(change: Change, fields: dict[tuple[str, ...], str], table: str) -> 
     return kind
 
 
+class AnalysisSkipped(Exception):
+    """An analysis worked out ahead was left to the question that needs it (see `queries.warm`)."""
+
+
 def analyse_current(conn: duckdb.DuckDBPyConnection, view_ids: list[str]) -> int:
     """Works out into `ANALYSES` what a question about a column asks now of these views (those
     current): each one's analysis against the schemas now, and against those of its version's
@@ -875,14 +880,15 @@ def analyse_current(conn: duckdb.DuckDBPyConnection, view_ids: list[str]) -> int
     worked_out = ANALYSES.worked_out
     schemas = _Schemas(conn)
     for reader in _readers(conn, ("SELECT unnest(?1) AS view_id", [view_ids]), FOREVER_MS, schemas):
-        if _reread_as_created(schemas, reader):
-            _as_created(schemas, reader)
-        # Typed, where `_outputs_gone_stale` may ask it (whether it does depends on the table asked
-        # about; this asks it of every view whose outputs can be compared: a few more than needed).
-        if _analysed_whole(reader) and _outputs_line_up(reader):
-            typed = ANALYSES.lineage(reader.request, reader.schemas, reader.resolved, typed=True)
-            if not _failed(typed):
-                _inferred_gone_stale(schemas, reader, typed)
+        with contextlib.suppress(AnalysisSkipped):
+            if _reread_as_created(schemas, reader):
+                _as_created(schemas, reader)
+            # Typed, where `_outputs_gone_stale` may ask it (whether it does depends on the table asked
+            # about; this asks it of every view whose outputs can be compared: a few more than needed).
+            if _analysed_whole(reader) and _outputs_line_up(reader):
+                typed = ANALYSES.lineage(reader.request, reader.schemas, reader.resolved, typed=True)
+                if not _failed(typed):
+                    _inferred_gone_stale(schemas, reader, typed)
     return ANALYSES.worked_out - worked_out
 
 
@@ -1003,7 +1009,10 @@ def _analysed(
             )
             known = {key: columns for key, columns in read.items() if columns is not None}
             check_stopped()  # the analyses are Python: a question past its time stops between them
-            lineage = ANALYSES.lineage(request, known, resolved)
+            try:
+                lineage = ANALYSES.lineage(request, known, resolved)
+            except AnalysisSkipped:  # (ahead of a question: the question works it out)
+                continue
             stored = schema_columns(v["columns"])
             readers.append(
                 _Reader(

@@ -7,6 +7,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 
 from viewlineage.indexer.lineage.tables import LineageRequest
 from viewlineage.indexer.pipeline.runs import index_locations
+from viewlineage.queries import warm
 from viewlineage.queries.analyses import ANALYSES, Analyses
 from viewlineage.queries.impact import analyse_current, impact, parse_change
 from viewlineage.queries.names import FOREVER_MS
@@ -163,5 +165,87 @@ def test_a_follower_works_out_the_analyses_of_what_it_indexed_ahead(tmp_path: Pa
         ).commit(6000, "SELECT id FROM db.orders")
         # What it kept costs a lookup: it works out the new view's alone.
         assert _passes(watch.log, 14)[-1] == ("14", "2", "27")
+        # Found by the twentieth adversarial trial: "no replica yet", logged at every start.
+        assert "analyses-failed" not in watch.log.read_text()
     finally:
         watch.stop()
+
+
+def _wide_warehouse(tmp_path: Path, columns: int) -> Path:
+    """A table of `columns` columns, a view of its `*` and a view of that one's: minutes of analysis."""
+    root = tmp_path / "warehouse"
+    wide = schema_of(*((f"c{number}", "int") for number in range(columns)))
+    Table(root, "db", "t", "f1000000-0000-4000-8000-000000000001", schema=wide).commit(1000, 1)
+    View(root, "db", "wide", "f1000000-0000-4000-8000-000000000002", schema=wide).commit(
+        2000, "SELECT * FROM db.t"
+    )
+    View(root, "db", "wide2", "f1000000-0000-4000-8000-000000000003", schema=wide).commit(
+        2000, "SELECT * FROM db.wide"
+    )
+    View(
+        root, "db", "narrow", "f1000000-0000-4000-8000-000000000004", schema=schema_of(("c0", "int"))
+    ).commit(2000, "SELECT c0 FROM db.t")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    return db
+
+
+@pytest.mark.integration
+def test_serve_stops_at_once_while_an_analysis_ahead_runs_long(tmp_path: Path) -> None:
+    """Found by the twentieth adversarial trial: `serve` (and a follower) sent SIGTERM while working
+    out a 5,000-column view's analysis ahead exited 226 s later, when the analysis ended."""
+    db = _wide_warehouse(tmp_path, 3000)
+    log = tmp_path / "serve.log"
+    with log.open("w") as written:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "viewlineage.queries.cli", "--db", str(db), "serve", "--port", "0"],
+            stderr=written,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while "serving " not in log.read_text():
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        time.sleep(5)  # the pass is in the wide views' analyses by now
+        assert "analyses-warm" not in log.read_text()
+        stopped = time.monotonic()
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(30) == 0
+        assert time.monotonic() - stopped < 10
+    finally:
+        if server.poll() is None:
+            server.kill()
+
+
+def test_an_analysis_ahead_that_runs_long_is_left_to_the_question(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An analysis past `ANALYSIS_SECONDS` is not kept, nor tried again by later passes; the pass
+    goes on with the other views."""
+    db = _wide_warehouse(tmp_path, 1500)
+    monkeypatch.setattr(warm, "ANALYSIS_SECONDS", 1.0)
+    logged: list[dict[str, Any]] = []
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=warm.warm_analyses,
+        args=(
+            lambda: open_reader(db),
+            stop,
+            lambda event, **fields: logged.append({"event": event, **fields}),
+            0.2,
+        ),
+    )
+    thread.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not logged:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        thread.join(30)
+    assert not thread.is_alive()
+    # `narrow` as now, and typed; the wide views' first analysis ran past the limit: left, both
+    assert [(entry["event"], entry["views"], entry["worked_out"]) for entry in logged] == [
+        ("analyses-warm", 3, 2)
+    ]
