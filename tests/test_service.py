@@ -326,7 +326,7 @@ def test_serve_answers_from_the_store_when_its_last_writer_left_the_replica_behi
         dropped = conn.execute(
             f"SELECT view FROM '{published}/changes.parquet' WHERE kind = 'dropped' ORDER BY view"
         ).fetchall()
-    assert dropped == [("prod.sales.customer_revenue",)]
+    assert dropped == [("prod.db.big_days",), ("prod.sales.customer_revenue",)]  # (big_days: created again)
 
 
 def test_a_follower_reads_its_own_store_or_a_replica_never_the_file(tmp_path: Path) -> None:
@@ -558,3 +558,22 @@ def test_a_csv_download_is_named_after_its_table(sample_store: Path) -> None:
             except urllib.error.HTTPError as refused:
                 names.append(refused.code)
     assert names == ['attachment; filename="changes.csv"', 'attachment; filename="changes-by_day.csv"', 400]
+
+
+@pytest.mark.integration
+def test_a_store_and_replica_that_are_no_database_are_a_503(sample_store: Path, tmp_path: Path) -> None:
+    """Found by the twentieth adversarial trial: `serve` of a store whose file and replica were
+    overwritten with garbage answered 500 with DuckDB's message (and logged a traceback), where a
+    store that cannot be opened is a 503, as the CLI says it is no viewlineage store."""
+    db = tmp_path / "served.duckdb"
+    shutil.copyfile(sample_store, db)
+    with Store(db, replica_interval=0) as store:
+        store.publish_replica(force=True)
+    with serve_process(db) as url:
+        for file in (db, db.with_name(db.name + ".replica").resolve()):
+            file.write_bytes(b"not a database" * 100)
+        status, answer = get_json(f"{url}show?view=prod.db.big_days")
+        assert status == 503
+        assert answer["error"].endswith("is not a viewlineage store (not a DuckDB database file)")
+        health = get_json(url.removesuffix("/api/") + "/healthz")
+        assert health[0] == 503
