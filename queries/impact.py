@@ -1141,6 +1141,7 @@ class _Schemas:
         self._views: dict[str, list[dict[str, Any]]] = {}
         self._tables: dict[tuple[str, int], list[tuple[str, str]] | None] = {}
         self._single: dict[str, tuple[int | None, list[tuple[str, str]]] | None] = {}
+        self._ends: dict[str, int | None] = {}
 
     def at(self, key: TableKey, at: int) -> list[tuple[str, str]] | None:
         """(name, type) of the view or table a reference names, as its schema was at `at`; None if
@@ -1193,6 +1194,7 @@ class _Schemas:
             else []
         ):
             self._views[row.pop("view_id")].append(row)
+        self._load_ends(views)
         tables = sorted({table for c, n in tried for table in self._ids[("table", c, n)]} - set(self._single))
         for table in tables:
             self._single[table] = None
@@ -1215,6 +1217,8 @@ class _Schemas:
         """The schema of the view, else the table, named `wanted` at `at`: a view's version current
         then (as `view_current_version` orders them), a table's file in force then."""
         for view in self._named("view", catalog, wanted):
+            if (end := self._end(view)) is not None and end <= at:
+                continue  # dropped by then, or another took its place: no schema of it is read
             current = next((row for row in self._history(view) if row["timestamp_ms"] <= at), None)
             if current is not None and current["columns"] is not None:
                 return schema_columns(current["columns"])
@@ -1237,6 +1241,31 @@ class _Schemas:
             if self._tables[(table, at)] is not None:
                 return self._tables[(table, at)]
         return None
+
+    def _end(self, view_id: str) -> int | None:
+        """When the view ended: dropped (`view_drop`), or another took its place (`replaced_views`)."""
+        if view_id not in self._ends:
+            self._load_ends([view_id])
+        return self._ends[view_id]
+
+    def _load_ends(self, view_ids: list[str]) -> None:
+        for view_id in view_ids:
+            self._ends[view_id] = None
+        for row in (
+            query_rows(
+                self.conn,
+                """
+            SELECT r.view_id, d.dropped_ms AS ended_ms
+            FROM (SELECT unnest(?1) AS view_id) r, view_drop(r.view_id) d
+            UNION ALL
+            SELECT view_id, replaced_ms FROM replaced_views() WHERE view_id IN (SELECT unnest(?1))""",
+                [view_ids],
+            )
+            if view_ids
+            else []
+        ):
+            known = self._ends[row["view_id"]]
+            self._ends[row["view_id"]] = row["ended_ms"] if known is None else min(known, row["ended_ms"])
 
     def _only_schema(self, table_id: str) -> tuple[int | None, list[tuple[str, str]]] | None:
         """(its first commit, its schema) for a table whose files all hold one current schema (most

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from viewlineage.indexer.errors import UsageError
+from viewlineage.indexer.pipeline.rows import Batch, Removal
 from viewlineage.indexer.pipeline.runs import index_locations
 from viewlineage.queries import api
 from viewlineage.queries.cli import cli
@@ -2721,4 +2722,41 @@ def test_a_spark_star_view_whose_table_gained_a_column_runs_on_shifted_after_a_d
         ("prod.db.v_nums", "b", "stored-column"),
         ("prod.db.v_nums", "c", "stored-column"),
         ("prod.db.v_sum", "prod.db.v_nums", "through-view"),
+    ]
+
+
+def test_a_view_dropped_by_t_lends_no_schema_to_its_readers(tmp_path: Path) -> None:
+    """Found by the twentieth adversarial trial: a view reading a view dropped since (its files
+    removed) was analysed with the dropped view's last schema, `schemas_known: true`, where a store
+    that never saw the dropped view said the schema is unknown: the two stores disagreed."""
+    root = tmp_path / "warehouse"
+    Table(
+        root, "db", "t", "e8000000-0000-4000-8000-000000000001", schema=schema_of(("id", "int"), ("a", "int"))
+    ).commit(1000, 1)
+    Table(
+        root, "db", "u", "e8000000-0000-4000-8000-000000000002", schema=schema_of(("id", "int"), ("b", "int"))
+    ).commit(1000, 2)
+    gone = View(
+        root,
+        "db",
+        "gone",
+        "e8000000-0000-4000-8000-000000000003",
+        schema=schema_of(("id", "int"), ("b", "int")),
+    )
+    gone_file = gone.commit(2000, "SELECT id, b FROM prod.db.u")
+    View(
+        root, "db", "r", "e8000000-0000-4000-8000-000000000004", schema=schema_of(("a", "int"), ("b", "int"))
+    ).commit(2000, "SELECT x.a, y.b FROM prod.db.t x JOIN prod.db.gone y ON x.id = y.id")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with Store(db, replica_interval=None) as store:
+        store.write(Batch(removals=[Removal(str(gone_file), 3000, "watch")]))
+    with open_reader(db) as conn:
+        before = impact(conn, "db.t", parse_change("a", None, None), 2500)
+        after = impact(conn, "db.t", parse_change("a", None, None))
+    assert [(u["view"], u["schemas_known"], u["unknown_schemas"]) for u in before["uses"]] == [
+        ("prod.db.r", True, [])
+    ]
+    assert [(u["view"], u["schemas_known"], u["unknown_schemas"]) for u in after["uses"]] == [
+        ("prod.db.r", False, ["prod.db.gone"])
     ]
