@@ -3,12 +3,14 @@ warmed process answers questions about columns as a cold one does, without analy
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -117,16 +119,32 @@ def test_kept_analyses_stay_within_their_budget_the_least_recently_used_going_fi
 _WARM = re.compile(r"^analyses-warm views=(\d+) worked_out=(\d+) kept=(\d+)", re.M)
 
 
-@pytest.mark.integration
-def test_serve_works_out_the_analyses_of_the_views_current_now_ahead(tmp_path: Path) -> None:
-    db = renamed_amount_warehouse(tmp_path)
-    log = tmp_path / "serve.log"
+@contextlib.contextmanager
+def _serving(db: Path, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """`viewlineage serve` of `db` on a free port, logging to `log`, once it serves; killed after
+    unless it ended."""
     with log.open("w") as written:
         server = subprocess.Popen(
             [sys.executable, "-m", "viewlineage.queries.cli", "--db", str(db), "serve", "--port", "0"],
             stderr=written,
         )
     try:
+        deadline = time.monotonic() + 60
+        while "serving " not in log.read_text():
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        yield server
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
+
+@pytest.mark.integration
+def test_serve_works_out_the_analyses_of_the_views_current_now_ahead(tmp_path: Path) -> None:
+    db = renamed_amount_warehouse(tmp_path)
+    log = tmp_path / "serve.log"
+    with _serving(db, log) as server:
         deadline = time.monotonic() + 60
         while not (warm := _WARM.search(log.read_text())):
             assert server.poll() is None and time.monotonic() < deadline, log.read_text()
@@ -135,7 +153,6 @@ def test_serve_works_out_the_analyses_of_the_views_current_now_ahead(tmp_path: P
         (url,) = re.findall(r"^serving \S+ at (\S+)", log.read_text(), re.M)
         status, answer = get_json(f"{url}impact?{urlencode({'table': 'db.orders', 'drop_column': 'total'})}")
         assert (status, answer["views"]) == (200, ["prod.db.v_star"])
-    finally:
         server.send_signal(signal.SIGTERM)
         assert server.wait(10) == 0
 
@@ -196,25 +213,13 @@ def test_serve_stops_at_once_while_an_analysis_ahead_runs_long(tmp_path: Path) -
     out a 5,000-column view's analysis ahead exited 226 s later, when the analysis ended."""
     db = _wide_warehouse(tmp_path, 3000)
     log = tmp_path / "serve.log"
-    with log.open("w") as written:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "viewlineage.queries.cli", "--db", str(db), "serve", "--port", "0"],
-            stderr=written,
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while "serving " not in log.read_text():
-            assert server.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.05)
+    with _serving(db, log) as server:
         time.sleep(5)  # the pass is in the wide views' analyses by now
         assert "analyses-warm" not in log.read_text()
         stopped = time.monotonic()
         server.send_signal(signal.SIGTERM)
         assert server.wait(30) == 0
         assert time.monotonic() - stopped < 10
-    finally:
-        if server.poll() is None:
-            server.kill()
 
 
 def test_an_analysis_ahead_that_runs_long_is_left_to_the_question(
