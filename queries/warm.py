@@ -1,7 +1,8 @@
-"""Works out ahead, on a thread of a process that answers questions (`serve`, a follower's
---metrics-port), the column analyses that a question about a column asks of the views current
-now (`impact.analyse_current`): kept in memory (`viewlineage.queries.analyses`), they make such a
-question of a table 150 views read a matter of its queries, not of seconds of SQL analysis.
+"""Works out ahead, for a process that answers questions (`serve`, a follower's --metrics-port),
+the column analyses that a question about a column asks of the views current now
+(`impact.analyse_current`): kept in memory (`viewlineage.queries.analyses`), they make such a
+question of a table 150 views read a matter of its queries, not of seconds of SQL analysis. The
+passes run on a thread, the analyses in a process of their own (`_Analyser`).
 
 After each pass it looks again every few seconds, and passes again once files were indexed or
 removed and then none for a look (or, while they keep coming, every few minutes: a pass reads
@@ -36,7 +37,7 @@ columns takes minutes): it is not kept, and not tried again by this process's pa
 VIEWS_A_STEP = 64
 """Views analysed on one connection: a follower's connection is its store's, held by a step."""
 LOOK_EVERY_SECONDS = 10.0
-PASS_AT_LEAST_EVERY_SECONDS = 300.0
+BUSY_PASS_INTERVAL_SECONDS = 300.0
 """While files keep coming (a look finds them changed again), a pass at most this often."""
 
 
@@ -68,7 +69,7 @@ def _passes(
 ) -> None:
     passed: tuple[Any, ...] | None = None  # the store's files at the last pass
     looked: tuple[Any, ...] | None = None  # and at the last look
-    last_pass = -PASS_AT_LEAST_EVERY_SECONDS
+    last_pass = -BUSY_PASS_INTERVAL_SECONDS
     failed = ""
     while not stop.is_set():
         started = time.monotonic()
@@ -76,7 +77,7 @@ def _passes(
             with connect() as conn:
                 files = _files(conn)
                 due = files != passed and (
-                    passed is None or files == looked or started - last_pass >= PASS_AT_LEAST_EVERY_SECONDS
+                    passed is None or files == looked or started - last_pass >= BUSY_PASS_INTERVAL_SECONDS
                 )
                 looked = files
                 views = (
