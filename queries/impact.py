@@ -1424,7 +1424,11 @@ def _walk(
             )
             # Spark reads a view's stored columns by position: a `*` that still gives as many without
             # the dropped column runs on, each stored column from the first it gave on shifted.
-            shifts = _shifts(reader, [use for use, _ in matched]) if change == DROP else None
+            shifts = (
+                _shifts(reader, [use for use, _ in matched])
+                if change == DROP and not source.shifted
+                else None
+            )
             written = written or source.shifted or shifts is not None
             # Of a view reading the table itself, which outputs' types no longer fit (None: unknown).
             fitting = going_stale(reader, source) if going_stale is not None else None

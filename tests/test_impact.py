@@ -2699,6 +2699,9 @@ def test_a_spark_star_view_whose_table_gained_a_column_runs_on_shifted_after_a_d
          schema=schema_of(("ac", "int"))).commit(2000, "SELECT a + c AS ac FROM db.v_nums")  # fmt: skip
     View(root, "db", "v_first", "e7000000-0000-4000-8000-000000000004",
          schema=schema_of(("a", "int"))).commit(2000, "SELECT a FROM db.v_nums")  # fmt: skip
+    View(root, "db", "v_all", "e7000000-0000-4000-8000-000000000005", schema=three).commit(
+        2000, "SELECT * FROM db.v_nums"
+    )
     nums.schema = schema_of(("a", "int"), ("b", "int"), ("c", "int"), ("d", "int"))
     nums.commit(3000, 2)
     nums.schema = schema_of(("a", "int"), ("c", "int"), ("d", "int"))
@@ -2710,19 +2713,28 @@ def test_a_spark_star_view_whose_table_gained_a_column_runs_on_shifted_after_a_d
         dropped = impact(conn, "db.nums", parse_change("d", None, None))
     assert [(u["view"], u["reads"], u["column"], u["keeps_running"]) for u in dropping["uses"]] == [
         ("prod.db.v_nums", "prod.db.nums", "b", True),
+        ("prod.db.v_all", "prod.db.v_nums", "b", True),
+        ("prod.db.v_all", "prod.db.v_nums", "c", True),
         ("prod.db.v_sum", "prod.db.v_nums", "c", True),
     ]
+    assert {u["reason"] for u in dropping["uses"][1:3]} == {
+        "keeps running with other values: prod.db.v_nums.b holds another column's values once the change "
+        "is made",
+        "keeps running with other values: prod.db.v_nums.c holds another column's values once the change "
+        "is made",
+    }
     assert dropping["uses"][0]["reason"] == (
         "keeps running with other values: Spark reads the view's stored columns (a, b, c) by position, "
         "and its `*` without the column still gives as many, so each from `b` on holds the next one's values"
     )
-    assert dropping["uses"][1]["reason"] == (
+    assert dropping["uses"][3]["reason"] == (
         "keeps running with other values: prod.db.v_nums.c holds another column's values once the change "
         "is made"
     )
     assert dropping["already_broken"] == []
     # Once dropped: the view's stored b and c hold c's and d's values, and its readers read them.
     assert [(row["view"], row["column"], row["kind"]) for row in dropped["already_broken"]] == [
+        ("prod.db.v_all", "prod.db.v_nums", "through-view"),
         ("prod.db.v_first", "prod.db.v_nums", "through-view"),
         ("prod.db.v_nums", "b", "stored-column"),
         ("prod.db.v_nums", "c", "stored-column"),
