@@ -870,6 +870,47 @@ def quarantine(
     )
 
 
+def tables(
+    conn: duckdb.DuckDBPyConnection, as_of_ms: int | None = None, limit: int | None = None, offset: int = 0
+) -> dict[str, Any]:
+    """The tables whose metadata is indexed and that were not dropped by `as_of_ms` (default: now),
+    by name: each one's id, first and last commit by then; `limit` of them from `offset` (None:
+    all), and how many there are (`total`)."""
+    _check_page(limit, offset)
+    at = FOREVER_MS if as_of_ms is None else as_of_ms
+    rows = query_rows(
+        conn,
+        """
+        WITH committed AS (
+            SELECT table_id, arg_max(catalog, commit_ms) AS catalog, arg_max(name, commit_ms) AS name,
+                   min(commit_ms) AS first_ms, max(commit_ms) AS last_ms
+            FROM table_files WHERE commit_ms <= ?1 AND name IS NOT NULL GROUP BY table_id
+        ),
+        current AS (
+            SELECT * FROM committed c
+            WHERE coalesce((SELECT min(dropped_ms) FROM table_drop(c.table_id)) > ?1, true)
+        )
+        SELECT dotted_name(catalog, name) AS table, table_id, first_ms, last_ms, count(*) OVER () AS total
+        FROM current ORDER BY lower(dotted_name(catalog, name)), table_id LIMIT ?2 OFFSET ?3""",
+        [at, limit, offset],
+    )
+    return {
+        "as_of_ms": as_of_ms,
+        "as_of": iso(as_of_ms),
+        "total": rows[0]["total"] if rows else 0,
+        "offset": offset,
+        "tables": [
+            {
+                "table": row["table"],
+                "table_id": row["table_id"],
+                "first_committed_at": iso(row["first_ms"]),
+                "last_committed_at": iso(row["last_ms"]),
+            }
+            for row in rows
+        ],
+    }
+
+
 MAX_PAGE = 500
 
 

@@ -885,6 +885,22 @@ def table_history_command(
     )
 
 
+@cli.command("tables")
+@as_of_option
+@click.option("--limit", type=click.IntRange(1, api.MAX_PAGE), default=None, help="Tables listed (all).")
+@click.option("--offset", type=click.IntRange(0), default=0, show_default=True, help="Tables skipped first.")
+@format_option
+@query_options
+@click.pass_context
+@handle_errors
+def tables_command(
+    context: click.Context, as_of: str | None, limit: int | None, offset: int, fmt: str
+) -> None:
+    """The tables whose metadata is indexed, as at a time (dropped ones left out), by name."""
+    answer = _ask(context, lambda conn: api.tables(conn, _as_of(as_of), limit, offset))
+    output_for(fmt, rows="tables").result(answer)
+
+
 @cli.command("search")
 @click.argument("text")
 @click.option(

@@ -88,6 +88,7 @@ def test_json_output_fields_are_documented(
         "diff": _json_of(sample_store, "diff", "prod.db.event_agg"),
         "table-history": _json_of(table_store, "table-history", "sales.orders"),
         "search": _json_of(sample_store, "search", "orders"),
+        "tables": _json_of(sample_store, "tables", "--limit", "2"),
         "graph": _json_of(
             sample_store,
             "graph",

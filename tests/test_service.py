@@ -141,6 +141,7 @@ def cases(steps: list[int]) -> list[Case]:
             lambda c: table_history.table_history(c, "prod.sales.orders", limit=1),
         ),
         ("sample", "search", {"q": "sales", "limit": "3"}, lambda c: search.search(c, "sales", limit=3)),
+        ("sample", "tables", {"limit": "2", "offset": "1"}, lambda c: api.tables(c, None, 2, 1)),
     ]
 
 

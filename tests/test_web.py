@@ -19,6 +19,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from viewlineage.indexer.pipeline.rows import Batch, Removal
 from viewlineage.indexer.pipeline.runs import index_locations
+from viewlineage.queries import api
 from viewlineage.queries.cli import cli
 from viewlineage.queries.impact import impact, parse_change
 from viewlineage.queries.web.app import store_health, web_app
@@ -386,6 +387,19 @@ def test_impact_picks_a_column_of_the_schema_and_lists_the_uses(browser: Browser
             "#verdict"
         )
         view_type.close()
+
+
+def test_the_tables_link_lists_the_tables(browser: Browser, site: str, sample_store: Path) -> None:
+    """Found by the twentieth new-user trial: "Tables" opened an empty form, listing none."""
+    visit = Visit(browser, f"{site}/table", "tables")
+    with open_reader(sample_store) as conn:
+        expected = api.tables(conn)
+    assert visit.cells("tables", "table") == [row["table"] for row in expected["tables"]]
+    assert len(expected["tables"]) == expected["total"] > 1
+    visit.page.click(f"#tables a:text('{expected['tables'][0]['table']}')")
+    visit.page.wait_for_url(f"**/table?table={expected['tables'][0]['table_id']}")
+    assert visit.page.inner_text("h1") == expected["tables"][0]["table_id"]
+    visit.close()
 
 
 def test_the_impact_verdict_says_how_many_are_broken_already(browser: Browser, tmp_path: Path) -> None:

@@ -245,6 +245,11 @@ ENDPOINTS: dict[str, Endpoint] = {
         lambda conn, q: api.quarantine(conn, q.number("limit"), q.number("offset", 0)),
         frozenset({"limit", "offset"}),
     ),
+    "tables": Endpoint(
+        lambda conn, q: api.tables(conn, q.as_of(), q.number("limit"), q.number("offset", 0)),
+        frozenset({"as_of", "limit", "offset"}),
+        rows="tables",
+    ),
     "search": Endpoint(
         lambda conn, q: search.search(conn, q.required("q"), q.number("limit", 50)),
         frozenset({"q", "limit"}),
