@@ -724,13 +724,14 @@ def _broken_through_views(
         certainty = MATCHES.index(row["match"])
         surest[row["view_id"]] = min(surest.get(row["view_id"], certainty), certainty)
     by_id = {reader.view_id: reader for reader in readers}
+    read_names = [{key[2] for key in reader.reads} for reader in readers]
     pending = list(surest)
     while pending:
         view = by_id.get(pending.pop())
         if view is None:
             continue
-        for reader in readers:
-            if view.key[2] not in {key[2] for key in reader.reads}:
+        for reader, names in zip(readers, read_names, strict=True):
+            if view.key[2] not in names:
                 continue  # (most readers: `_match` needs the name)
             matches = [reader.match(key, view.key, catalogs) for key in reader.reads]
             read = min((match for match in matches if match is not None), default=None)
@@ -1157,73 +1158,31 @@ class _Schemas:
         """Loads what `at` asks of these references in a few queries, not a few each."""
         tried = list(dict.fromkeys(tried for key in keys for tried in _names_tried(key)))
         for kind in ("view", "table"):
-            wanted = [(catalog, name) for catalog, name in tried if (kind, catalog, name) not in self._ids]
-            found: dict[int, list[str]] = {position: [] for position in range(len(wanted))}
-            for row in (
-                query_rows(
-                    self.conn,
-                    f"""
-                SELECT DISTINCT w.position, n.{kind}_id AS id
-                FROM (SELECT unnest(?1) AS name, unnest(?2) AS catalog, unnest(range(len(?1))) AS position) w
-                JOIN {kind}_names n
-                  ON n.name = w.name AND (w.catalog IS NULL OR n.catalog IS NULL OR n.catalog = w.catalog)
-                ORDER BY ALL""",
-                    [[list(name) for _, name in wanted], [catalog for catalog, _ in wanted]],
-                )
-                if wanted
-                else []
-            ):
-                found[row["position"]].append(row["id"])
-            for position, (catalog, name) in enumerate(wanted):
-                self._ids[(kind, catalog, name)] = found[position]
-        views = sorted({view for c, n in tried for view in self._ids[("view", c, n)]} - set(self._views))
-        for view in views:
-            self._views[view] = []
-        for row in (
-            query_rows(
-                self.conn,
-                """
-            SELECT r.view_id, a.timestamp_ms, s.columns
-            FROM (SELECT unnest(?1) AS view_id) r, view_activations(r.view_id) a
-            LEFT JOIN preferred_versions v ON v.view_id = a.view_id AND v.version_id = a.version_id
-            LEFT JOIN schemas s ON s.schema_hash = v.schema_hash
-            ORDER BY r.view_id, a.latest_first""",
-                [views],
+            self._load_ids(
+                kind, [(catalog, name) for catalog, name in tried if (kind, catalog, name) not in self._ids]
             )
-            if views
-            else []
-        ):
-            self._views[row.pop("view_id")].append(row)
-        self._load_ends(views)
-        tables = sorted({table for c, n in tried for table in self._ids[("table", c, n)]} - set(self._single))
-        for table in tables:
-            self._single[table] = None
-        for row in (
-            query_rows(
-                self.conn,
-                """
-            SELECT f.table_id, min(f.commit_ms) AS first_ms, any_value(s.columns) AS columns
-            FROM table_files f JOIN schemas s ON s.schema_hash = f.current_schema_hash
-            WHERE f.table_id IN (SELECT unnest(?1))
-            GROUP BY f.table_id HAVING count(DISTINCT f.current_schema_hash) = 1""",
-                [tables],
-            )
-            if tables
-            else []
-        ):
-            self._single[row["table_id"]] = (row["first_ms"], schema_columns(row["columns"]))
+        self._load_views(
+            sorted({view for c, n in tried for view in self._ids[("view", c, n)]} - set(self._views))
+        )
+        self._load_tables(
+            sorted({table for c, n in tried for table in self._ids[("table", c, n)]} - set(self._single))
+        )
 
     def _columns_at(self, catalog: str | None, wanted: list[str], at: int) -> list[tuple[str, str]] | None:
         """The schema of the view, else the table, named `wanted` at `at`: a view's version current
         then (as `view_current_version` orders them), a table's file in force then."""
         for view in self._named("view", catalog, wanted):
-            if (end := self._end(view)) is not None and end <= at:
+            if view not in self._views:
+                self._load_views([view])
+            if (end := self._ends[view]) is not None and end <= at:
                 continue  # dropped by then, or another took its place: no schema of it is read
-            current = next((row for row in self._history(view) if row["timestamp_ms"] <= at), None)
+            current = next((row for row in self._views[view] if row["timestamp_ms"] <= at), None)
             if current is not None and current["columns"] is not None:
                 return schema_columns(current["columns"])
         for table in self._named("table", catalog, wanted):
-            only = self._only_schema(table)
+            if table not in self._single:
+                self._load_tables([table])
+            only = self._single[table]
             if only is not None:  # one schema all along: there once a file is committed
                 first_ms, columns = only
                 if first_ms is not None and first_ms <= at:
@@ -1242,75 +1201,80 @@ class _Schemas:
                 return self._tables[(table, at)]
         return None
 
-    def _end(self, view_id: str) -> int | None:
-        """When the view ended: dropped (`view_drop`), or another took its place (`replaced_views`)."""
-        if view_id not in self._ends:
-            self._load_ends([view_id])
-        return self._ends[view_id]
-
-    def _load_ends(self, view_ids: list[str]) -> None:
-        for view_id in view_ids:
-            self._ends[view_id] = None
-        for row in (
-            query_rows(
-                self.conn,
-                """
-            SELECT r.view_id, d.dropped_ms AS ended_ms
-            FROM (SELECT unnest(?1) AS view_id) r, view_drop(r.view_id) d
-            UNION ALL
-            SELECT view_id, replaced_ms FROM replaced_views() WHERE view_id IN (SELECT unnest(?1))""",
-                [view_ids],
-            )
-            if view_ids
-            else []
-        ):
-            known = self._ends[row["view_id"]]
-            self._ends[row["view_id"]] = row["ended_ms"] if known is None else min(known, row["ended_ms"])
-
-    def _only_schema(self, table_id: str) -> tuple[int | None, list[tuple[str, str]]] | None:
-        """(its first commit, its schema) for a table whose files all hold one current schema (most
-        tables, most of the time); None when they do not."""
-        if table_id not in self._single:
-            rows = query_rows(
-                self.conn,
-                """
-                SELECT min(f.commit_ms) AS first_ms, any_value(s.columns) AS columns FROM table_files f
-                JOIN schemas s ON s.schema_hash = f.current_schema_hash WHERE f.table_id = ?
-                HAVING count(DISTINCT f.current_schema_hash) = 1""",
-                [table_id],
-            )
-            self._single[table_id] = (
-                (rows[0]["first_ms"], schema_columns(rows[0]["columns"])) if rows else None
-            )
-        return self._single[table_id]
-
-    def _history(self, view_id: str) -> list[dict[str, Any]]:
-        """The view's activations, latest first as `view_current_version` takes them, each with its
-        version's schema (None when the version is not stored)."""
-        if view_id not in self._views:
-            self._views[view_id] = query_rows(
-                self.conn,
-                """
-                SELECT a.timestamp_ms, s.columns FROM view_activations(?1) a
-                LEFT JOIN preferred_versions v ON v.view_id = a.view_id AND v.version_id = a.version_id
-                LEFT JOIN schemas s ON s.schema_hash = v.schema_hash
-                ORDER BY a.latest_first""",
-                [view_id],
-            )
-        return self._views[view_id]
-
     def _named(self, kind: str, catalog: str | None, name: list[str]) -> list[str]:
         """Views or tables (`kind`) under this name; a reference without a catalog matches any."""
         key = (kind, catalog, tuple(name))
         if key not in self._ids:
-            rows = query_rows(
-                self.conn,
-                f"SELECT DISTINCT {kind}_id AS id FROM {kind}_names "
-                "WHERE name = ?1 AND (?2 IS NULL OR catalog IS NULL OR catalog = ?2) ORDER BY 1",
-                [name, catalog],
-            )
-            self._ids[key] = [row["id"] for row in rows]
+            self._load_ids(kind, [(catalog, tuple(name))])
         return self._ids[key]
+
+    def _load_ids(self, kind: str, wanted: list[tuple[str | None, tuple[str, ...]]]) -> None:
+        """The ids of the views or tables (`kind`) under each (catalog, name)."""
+        for catalog, name in wanted:
+            self._ids[(kind, catalog, name)] = []
+        if not wanted:
+            return
+        for row in query_rows(
+            self.conn,
+            f"""
+            SELECT DISTINCT w.position, n.{kind}_id AS id
+            FROM (SELECT unnest(?1) AS name, unnest(?2) AS catalog, unnest(range(len(?1))) AS position) w
+            JOIN {kind}_names n
+              ON n.name = w.name AND (w.catalog IS NULL OR n.catalog IS NULL OR n.catalog = w.catalog)
+            ORDER BY ALL""",
+            [[list(name) for _, name in wanted], [catalog for catalog, _ in wanted]],
+        ):
+            catalog, name = wanted[row["position"]]
+            self._ids[(kind, catalog, name)].append(row["id"])
+
+    def _load_views(self, view_ids: list[str]) -> None:
+        """Each view's activations, latest first as `view_current_version` takes them, with its
+        version's schema (None when the version is not stored); and when it ended: dropped
+        (`view_drop`), or another took its place (`replaced_views`)."""
+        for view_id in view_ids:
+            self._views[view_id], self._ends[view_id] = [], None
+        if not view_ids:
+            return
+        for row in query_rows(
+            self.conn,
+            """
+            SELECT r.view_id, a.timestamp_ms, s.columns
+            FROM (SELECT unnest(?1) AS view_id) r, view_activations(r.view_id) a
+            LEFT JOIN preferred_versions v ON v.view_id = a.view_id AND v.version_id = a.version_id
+            LEFT JOIN schemas s ON s.schema_hash = v.schema_hash
+            ORDER BY r.view_id, a.latest_first""",
+            [view_ids],
+        ):
+            self._views[row.pop("view_id")].append(row)
+        for row in query_rows(
+            self.conn,
+            """
+            SELECT r.view_id, d.dropped_ms AS ended_ms
+            FROM (SELECT unnest(?1) AS view_id) r, view_drop(r.view_id) d
+            UNION ALL
+            SELECT view_id, replaced_ms FROM replaced_views() WHERE view_id IN (SELECT unnest(?1))""",
+            [view_ids],
+        ):
+            known = self._ends[row["view_id"]]
+            self._ends[row["view_id"]] = row["ended_ms"] if known is None else min(known, row["ended_ms"])
+
+    def _load_tables(self, table_ids: list[str]) -> None:
+        """(its first commit, its schema) of each table whose files all hold one current schema
+        (most tables, most of the time); None for the others."""
+        for table_id in table_ids:
+            self._single[table_id] = None
+        if not table_ids:
+            return
+        for row in query_rows(
+            self.conn,
+            """
+            SELECT f.table_id, min(f.commit_ms) AS first_ms, any_value(s.columns) AS columns
+            FROM table_files f JOIN schemas s ON s.schema_hash = f.current_schema_hash
+            WHERE f.table_id IN (SELECT unnest(?1))
+            GROUP BY f.table_id HAVING count(DISTINCT f.current_schema_hash) = 1""",
+            [table_ids],
+        ):
+            self._single[row["table_id"]] = (row["first_ms"], schema_columns(row["columns"]))
 
 
 def _names_tried(key: TableKey) -> list[tuple[str | None, tuple[str, ...]]]:

@@ -79,6 +79,7 @@ introduced AS (
            any_value(property_summary) AS property_summary
     FROM changed WHERE last_log_ms IS DISTINCT FROM previous_log_ms GROUP BY ALL
 ),
+replaced AS MATERIALIZED (SELECT * FROM replaced_views()),
 events AS (
     SELECT a.view_id, a.at_ms,
            CASE WHEN a.previous_version_id IS NULL AND (a.version_id = 1 OR a.view_id IN (SELECT view_id FROM first_files))
@@ -101,9 +102,8 @@ events AS (
     UNION ALL
     -- Its files left in place, another view took its place (replaced_views): dropped by then.
     SELECT r.view_id, r.replaced_ms, 'dropped', NULL, l.last_version_id, NULL, NULL
-    FROM replaced_views() r JOIN latest l USING (view_id) WHERE l.dropped_ms IS NULL
+    FROM replaced r JOIN latest l USING (view_id) WHERE l.dropped_ms IS NULL
 ),
-replaced AS (SELECT * FROM replaced_views()),
 relisted AS (
     -- Drops a re-list found (`reconcile`): the file went then or before, when no one followed.
     SELECT DISTINCT f.view_id, r.removed_ms FROM removals r JOIN view_files f USING (location)
