@@ -4,9 +4,10 @@ from the stored rows.
 `view_spans` turns "which file and which version held at T, was that file removed by then, and
 what did that version read" into one interval filter. The spans and preferred copies of the views
 a batch brings rows or removals for (their files, log entries, versions and removals may arrive in
-any order) are re-derived from the rows already stored: the result never depends on the order
-batches came in. What a version reads never changes once derived, so the spans a derivation
-replaces hand theirs on, and only versions new to the spans are looked up.
+any order) are re-derived from the rows already stored, with their audit rows
+(viewlineage.sinks.audit): the result never depends on the order batches came in. What a version
+reads never changes once derived, so the spans a derivation replaces hand theirs on, and only
+versions new to the spans are looked up.
 
 A writer whose store something reads while it runs re-derives them in every batch's transaction
 (`refresh`). One that nothing reads meanwhile records the views as stale in the batch's
@@ -19,9 +20,10 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from viewlineage.sinks import audit
 from viewlineage.sinks.schema import LATEST_MS, OPEN_MS
 
-TABLES = ("view_spans", "preferred_copies")
+TABLES = ("view_spans", "preferred_copies", *audit.TABLES)
 VIEW_ROWS = ("view_files", "activations", "versions")
 """Store tables whose new rows change their views' spans and preferred copies."""
 FILLED_BY = (
@@ -296,6 +298,7 @@ def _derive(conn: duckdb.DuckDBPyConnection, touched: pa.Array) -> None:
     ).to_arrow_table()
     conn.register("_replaced_spans", replaced)
     conn.execute(_VIEW_SPANS)
+    audit.derive(conn)
     # Left registered when a statement fails: the transaction is aborted (no unregistering then),
     # and the next refresh replaces them.
     for name in ("_touched", "_replaced_spans"):
@@ -314,8 +317,8 @@ def _views_of(conn: duckdb.DuckDBPyConnection, locations: pa.Array) -> pa.Array:
 def rebuild(conn: duckdb.DuckDBPyConnection) -> None:
     """Every view's spans, from the stored rows: none is kept (a migration may have just added a
     column to them)."""
-    conn.execute("DELETE FROM view_spans")
-    conn.execute("DELETE FROM _stale_spans")
+    for table in (*TABLES, "_stale_spans"):
+        conn.execute(f"DELETE FROM {table}")
     views = conn.sql("SELECT DISTINCT view_id FROM view_files").to_arrow_table().column(0)
     if not len(views):  # a new store: nothing to derive (and deriving nothing costs ~0.3 s)
         return

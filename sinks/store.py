@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from viewlineage.indexer.errors import RebuildPending, StoreAbandoned, StoreError
-from viewlineage.sinks import spans
+from viewlineage.sinks import audit, spans
 from viewlineage.sinks.readers import (
     REBUILD_INTERRUPTED,
     memory_limit_bytes,
@@ -203,6 +203,8 @@ class Store:
             install_queries(self.conn, reinstall=bool(migrated))
             if set(spans.FILLED_BY) & set(migrated):  # derived from the rows already there
                 spans.rebuild(self.conn)
+            elif set(audit.FILLED_BY) & set(migrated):
+                audit.rebuild(self.conn)
 
     def close(self) -> None:
         try:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 
 from viewlineage.indexer.errors import UsageError
@@ -18,6 +19,7 @@ from viewlineage.sinks.readers import open_reader
 from viewlineage.sinks.store import Store
 
 from .conftest import settings_for
+from .generate import generate
 from .metadata_files import View, write
 
 COLUMNS = (
@@ -339,3 +341,55 @@ def test_tied_files_whose_logs_differ_are_no_rewritten_log(tmp_path: Path) -> No
     with open_reader(db) as conn:
         codes = conn.execute("SELECT DISTINCT code FROM findings ORDER BY 1").fetchall()
     assert codes == [("competing-commit",)]
+
+
+def test_a_store_made_before_migration_0025_answers_the_same_once_a_writer_opens_it(tmp_path: Path) -> None:
+    """The changes and the findings that compare a view's files are derived with its spans
+    (`view_changes`, `view_findings`); a writer opening a store that lacks them derives them from
+    the rows already there, and every change and finding is what a fresh index gives."""
+    root = tmp_path / "warehouse"
+    generate(root, realistic=True)
+    View(root, "db", "loop", "ce250000-0000-4000-8000-000000000001").commit(1000, "SELECT * FROM db.loop")
+    micro = View(root, "db", "micro", "ce250000-0000-4000-8000-000000000002")
+    micro.commit(1_700_000_000_000_000, "SELECT 1 AS x")  # microseconds: out of range, in the future
+    both = [
+        {"type": "sql", "sql": "SELECT * FROM db.a", "dialect": "spark"},
+        {"type": "sql", "sql": "SELECT * FROM db.b", "dialect": "trino"},
+    ]
+    View(root, "db", "drift", "ce250000-0000-4000-8000-000000000003").commit(1000, "", representations=both)
+    gappy = View(root, "db", "gappy", "ce250000-0000-4000-8000-000000000004")
+    for ms in (1000, 2000, 3000):
+        newest = gappy.commit(ms, f"SELECT {ms} AS x")
+    for seen in sorted(newest.parent.iterdir())[:-1]:
+        seen.unlink()
+    document = json.loads(newest.read_text())
+    document["versions"] = [v for v in document["versions"] if v["version-id"] != 2]
+    document["version-log"] = [e for e in document["version-log"] if e["version-id"] != 2]
+    write(newest, document, 3000)
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+
+    def answers() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        with open_reader(db) as conn:
+            events = conn.execute("SELECT * FROM change_events ORDER BY ALL").fetchall()
+            findings = conn.execute("SELECT * FROM findings ORDER BY ALL").fetchall()
+            return events, findings
+
+    fresh = answers()
+    assert len(fresh[0]) == 505  # 500 of the generated views, 5 of the ones above
+    assert sorted({row[4] for row in fresh[1]}) == [
+        "competing-commit",
+        "dialect-drift",
+        "future-activation",
+        "reads-itself",
+        "timestamp-out-of-range",
+        "version-conflict",
+        "version-gap",
+    ]
+    with duckdb.connect(str(db)) as conn:  # as a store was before 0025
+        conn.execute("DROP TABLE view_changes")
+        conn.execute("DROP TABLE view_findings")
+        conn.execute("DELETE FROM _migrations WHERE id = 25")
+    with Store(db, replica_interval=None):
+        pass
+    assert answers() == fresh

@@ -1,0 +1,302 @@
+"""Audit rows (migration 0025), derived from the stored rows with each view's spans: the changes to
+the view (`view_changes`, read by `change_events`) and its findings that compare its files, its
+versions or its representations (`view_findings`, read by `findings`).
+
+They were derived by every question, from the whole store: Activity and Health read them on every
+call, and at 10^6 files that took seconds and gigabytes. Each depends only on the rows of its own
+view, so `spans` re-derives them for the views it touches, in the same transaction: whatever order
+files and removals came in, they are what a derivation from all the rows gives. What compares one
+view with others (another view created at its path, names shared with another view or a table) is
+derived by the question (queries/sql), from the spans.
+
+Messages spell names with the query macros (`path_name`), which every writer installs before it
+writes (viewlineage.sinks.schema.install_queries)."""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+
+from viewlineage.sinks.schema import OPEN_MS
+
+TABLES = ("view_changes", "view_findings")
+FILLED_BY = ("0025_audit_rows",)
+"""Migrations after which the store derives these tables from the rows already there."""
+REBUILD_CHUNK = 4096
+"""Views derived per statement when every view's rows are (a migration): a statement's memory does
+not grow with the store."""
+
+
+def _property_summary(now: str, before: str) -> str:
+    """What a commit did to a view's properties, said by key: 'properties team, tier added; owner
+    changed; comment removed' (NULL for nothing)."""
+    return f"""nullif('properties ' || concat_ws('; ',
+    nullif(array_to_string(list_sort(list_filter(map_keys({now}),
+        lambda key: NOT list_contains(map_keys({before}), key))), ', '), '') || ' added',
+    nullif(array_to_string(list_sort(list_filter(map_keys({now}),
+        lambda key: list_contains(map_keys({before}), key)
+                    AND {now}[key] IS DISTINCT FROM {before}[key])), ', '), '')
+        || ' changed',
+    nullif(array_to_string(list_sort(list_filter(map_keys({before}),
+        lambda key: NOT list_contains(map_keys({now}), key))), ', '), '') || ' removed'), 'properties ')"""
+
+
+_VIEW_CHANGES = f"""
+INSERT INTO view_changes
+WITH touched_files AS MATERIALIZED (SELECT * FROM view_files WHERE view_id IN (SELECT view_id FROM _touched)),
+latest AS (
+    SELECT view_id, dropped_ms, version_id AS last_version_id FROM view_spans
+    WHERE view_id IN (SELECT view_id FROM _touched) AND until_ms = {OPEN_MS}
+),
+activated AS (
+    SELECT view_id, version_id, timestamp_ms AS at_ms,
+           lag(version_id) OVER w AS previous_version_id,
+           -- Whether this version was current before: ids need not grow with time (any writer
+           -- may number its versions as it likes), so the order of ids says nothing.
+           count(*) OVER (PARTITION BY view_id, version_id ORDER BY timestamp_ms
+                          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) > 0 AS current_before
+    FROM activations WHERE view_id IN (SELECT view_id FROM _touched)
+    WINDOW w AS (PARTITION BY view_id ORDER BY timestamp_ms, version_id)
+),
+first_files AS (SELECT DISTINCT view_id FROM touched_files WHERE sequence_number = 0),
+misplaced AS (
+    SELECT DISTINCT location FROM file_findings
+    WHERE code = 'location-mismatch' AND location IN (SELECT location FROM touched_files)
+),
+removed AS (SELECT DISTINCT location FROM removals WHERE location IN (SELECT location FROM touched_files)),
+committed AS (
+    -- The files that can hold the view (placed_view_locations), in order.
+    SELECT f.view_id, f.commit_ms, f.current_version_id, f.properties, f.last_log_ms, f.last_log_version_id,
+           lag(f.current_version_id) OVER w AS previous_version_id,
+           lag(f.properties) OVER w AS previous_properties,
+           lag(f.last_log_ms) OVER w AS previous_log_ms,
+           row_number() OVER w AS ordinal
+    FROM touched_files f
+    WHERE f.location NOT IN (SELECT location FROM misplaced)
+       OR NOT EXISTS (
+           SELECT 1 FROM touched_files g
+           WHERE g.view_id = f.view_id AND g.location NOT IN (SELECT location FROM misplaced)
+             AND g.location NOT IN (SELECT location FROM removed))
+    WINDOW w AS (PARTITION BY f.view_id
+                 ORDER BY f.commit_ms NULLS FIRST, coalesce(f.sequence_number, -1), f.location)
+),
+changed AS (
+    -- Each commit after a view's first, with the keys of the properties it set, changed or removed.
+    SELECT *, list_sort(list_filter(
+               list_distinct(map_keys(properties) || map_keys(coalesce(previous_properties, MAP {{}}))),
+               lambda key: properties[key] IS DISTINCT FROM previous_properties[key])) AS changed_properties,
+           {_property_summary("coalesce(properties, MAP {})", "coalesce(previous_properties, MAP {})")}
+               AS property_summary
+    FROM committed WHERE ordinal > 1
+),
+introduced AS (
+    -- The properties changed by the commit that made a version current (its log's newest entry,
+    -- which a later property-only commit carries over unchanged).
+    SELECT view_id, last_log_version_id AS version_id, last_log_ms AS at_ms,
+           nullif(any_value(changed_properties), []) AS changed_properties,
+           any_value(property_summary) AS property_summary
+    FROM changed WHERE last_log_ms IS DISTINCT FROM previous_log_ms GROUP BY ALL
+),
+events AS (
+    SELECT a.view_id, a.at_ms,
+           CASE WHEN a.previous_version_id IS NULL
+                     AND (a.version_id = 1 OR a.view_id IN (SELECT view_id FROM first_files))
+                THEN 'created'
+                WHEN a.previous_version_id IS NULL THEN 'first-known'
+                WHEN a.current_before THEN 'rolled-back'
+                ELSE 'replaced' END AS kind,
+           a.version_id, a.previous_version_id, i.changed_properties, i.property_summary
+    FROM activated a LEFT JOIN introduced i USING (view_id, version_id, at_ms)
+    -- The version current already, logged again at another time (two files' logs that disagree:
+    -- the finding log-rewritten): no change.
+    WHERE a.previous_version_id IS DISTINCT FROM a.version_id
+    UNION ALL
+    SELECT view_id, commit_ms, 'property-only', current_version_id, previous_version_id, changed_properties,
+           property_summary
+    FROM changed
+    WHERE current_version_id IS NOT DISTINCT FROM previous_version_id
+      AND properties IS DISTINCT FROM previous_properties
+    UNION ALL
+    SELECT view_id, dropped_ms, 'dropped', NULL, last_version_id, NULL, NULL
+    FROM latest WHERE dropped_ms IS NOT NULL
+),
+relisted AS (
+    -- Drops a re-list found (`reconcile`): the file went then or before, when no one followed.
+    SELECT DISTINCT f.view_id, r.removed_ms FROM removals r JOIN touched_files f USING (location)
+    WHERE r.source = 'reconcile'
+),
+preferred AS (
+    -- The copy of each version that counts (preferred_copies, derived just before).
+    SELECT v.view_id, v.version_id, v.version_hash, v.engine_name
+    FROM versions v ANTI JOIN preferred_copies USING (view_id, version_id)
+    WHERE v.view_id IN (SELECT view_id FROM _touched)
+    UNION ALL
+    SELECT v.view_id, v.version_id, v.version_hash, v.engine_name FROM versions v
+    WHERE v.version_hash IN (
+        SELECT version_hash FROM preferred_copies WHERE view_id IN (SELECT view_id FROM _touched))
+),
+dialects AS (
+    SELECT version_hash, list(DISTINCT dialect ORDER BY dialect) AS dialects FROM representations
+    WHERE version_hash IN (SELECT version_hash FROM preferred) AND dialect IS NOT NULL
+    GROUP BY version_hash
+)
+SELECT e.view_id, e.at_ms, e.kind, e.version_id, e.previous_version_id, e.changed_properties,
+       e.property_summary, x.view_id IS NOT NULL, p.engine_name, d.dialects
+FROM events e
+SEMI JOIN latest l USING (view_id)
+LEFT JOIN relisted x ON x.view_id = e.view_id AND x.removed_ms = e.at_ms AND e.kind = 'dropped'
+LEFT JOIN preferred p ON p.view_id = e.view_id AND p.version_id = e.version_id AND e.kind <> 'dropped'
+LEFT JOIN dialects d ON d.version_hash = p.version_hash"""
+"""A replace or rollback whose commit also changed properties names them too; a drop's previous
+version is the version current when it was dropped (its newest file's removal)."""
+
+_VIEW_FINDINGS = """
+INSERT INTO view_findings
+WITH touched_files AS MATERIALIZED (SELECT * FROM view_files WHERE view_id IN (SELECT view_id FROM _touched)),
+logged AS MATERIALIZED (SELECT * FROM version_log WHERE view_id IN (SELECT view_id FROM _touched)),
+touched_versions AS MATERIALIZED (
+    SELECT view_id, version_id, version_hash FROM versions WHERE view_id IN (SELECT view_id FROM _touched)
+),
+touched_activations AS MATERIALIZED (
+    SELECT * FROM activations WHERE view_id IN (SELECT view_id FROM _touched)
+)
+SELECT 'view', NULL, view_id, version_id, 'version-conflict', 'warning',
+       'version ' || version_id || ' has ' || count(*) || ' different contents: each file in force shows '
+       || 'the copy it lists (the one listed last, if it lists two), a file listing none the copy in the '
+       || 'file with the highest sequence number', '$.versions'
+FROM touched_versions GROUP BY view_id, version_id HAVING count(*) > 1
+UNION ALL
+SELECT 'view', NULL, view_id, NULL, 'competing-commit', 'warning',
+       count(*) || ' files with sequence number ' || sequence_number || ': '
+       || string_agg(location, ', ' ORDER BY location) || '; committed: '
+       || coalesce(string_agg(CASE WHEN committed THEN location END, ', ' ORDER BY location), 'none yet'),
+       '$'
+FROM (
+    SELECT f.*, EXISTS (
+        SELECT 1 FROM touched_files later JOIN logged l ON l.location = later.location
+        WHERE later.view_id = f.view_id AND later.sequence_number > f.sequence_number
+          AND l.version_id = f.last_log_version_id AND l.timestamp_ms = f.last_log_ms) AS committed
+    FROM touched_files f WHERE f.sequence_number IS NOT NULL
+)
+GROUP BY view_id, sequence_number HAVING count(*) > 1
+UNION ALL
+SELECT 'version', NULL, v.view_id, v.version_id, 'dialect-drift', 'warning',
+       'dialects read different tables: '
+       || string_agg(dialect || ' -> [' || tables || ']', '; ' ORDER BY dialect), '$'
+FROM (
+    SELECT version_hash, dialect, coalesce(string_agg(DISTINCT read, ', ' ORDER BY read), '') AS tables
+    FROM (SELECT r.version_hash, r.dialect,
+                 coalesce(tr.catalog || '.', '')
+                     || array_to_string(list_append(tr.namespace, tr.name), '.') AS read
+          FROM representations r LEFT JOIN table_references tr USING (lineage_key)
+          WHERE r.lineage_key IS NOT NULL AND r.version_hash IN (SELECT version_hash FROM touched_versions))
+    GROUP BY version_hash, dialect
+) d JOIN touched_versions v USING (version_hash)
+GROUP BY v.view_id, v.version_id, v.version_hash HAVING count(DISTINCT tables) > 1
+UNION ALL
+SELECT 'file', l.location, l.view_id, l.version_id, 'future-activation', 'warning',
+       'activated ' || ((l.timestamp_ms - epoch_ms(f.ingested_at)) // 1000) || ' s after this file was '
+       || 'indexed: its writer''s clock runs ahead (answers without --as-of give the latest state anyway)',
+       '$.version-log[' || l.ordinal || '].timestamp-ms'
+FROM logged l JOIN files f USING (location)
+WHERE l.timestamp_ms > epoch_ms(f.ingested_at) + 60000
+UNION ALL
+SELECT 'file', r.location, f.view_id, NULL, 'removal-before-commit', 'warning',
+       'removed at ' || min(r.removed_ms) || ' ms (by ' || string_agg(DISTINCT r.source, ', ')
+       || '), before the file''s last version-log entry at ' || any_value(f.last_log_ms)
+       || ' ms: the removal counts from then',
+       '$'
+FROM removals r JOIN touched_files f USING (location)
+GROUP BY r.location, f.view_id HAVING min(r.removed_ms) < any_value(f.last_log_ms)
+UNION ALL
+SELECT DISTINCT 'version', NULL, view_id, version_id, 'reads-itself', 'warning',
+       'the version reads its own view (' || path_name(catalog, name_path) || '): no engine can run it', '$'
+FROM view_spans
+WHERE view_id IN (SELECT view_id FROM _touched) AND name_path IS NOT NULL AND read_paths IS NOT NULL
+  AND list_contains(string_split(read_paths, chr(30)), coalesce(catalog, '') || chr(29) || name_path)
+UNION ALL
+SELECT 'view', NULL, view_id, max(version_id), 'activation-tie', 'warning',
+       'versions ' || string_agg(DISTINCT version_id::VARCHAR, ', ' ORDER BY version_id::VARCHAR)
+       || ' are made current at one instant (' || timestamp_ms || ') by version-logs; the greatest id '
+       || 'is taken as current from then, and what the others read is matched tied-file', '$.version-log'
+FROM touched_activations a GROUP BY view_id, timestamp_ms
+HAVING count(DISTINCT version_id) > 1
+   AND NOT bool_or(EXISTS (SELECT 1 FROM touched_files f
+                           WHERE f.view_id = a.view_id AND f.last_log_ms = a.timestamp_ms
+                             AND f.current_version_id = a.version_id))
+UNION ALL
+SELECT DISTINCT 'view', NULL, view_id, version_id, 'timestamp-out-of-range', 'warning',
+       'activated at ' || timestamp_ms || ' ms, past what a date can be (years 1 to 9999): microseconds '
+       || 'written as milliseconds? Shown as the raw number', '$.version-log'
+FROM touched_activations WHERE timestamp_ms NOT BETWEEN -62135596800000 AND 253402300799999
+UNION ALL
+SELECT 'file', location, view_id, NULL, 'commit-order-mismatch', 'warning',
+       'committed at ' || commit_ms || ' ms (' || commit_source || '), before ' || earlier_location
+       || ' (' || earlier_ms || ' ms), whose sequence number is lower: times copied over (a sync '
+       || 'or copy that did not keep them)? Which file held the view when follows the times, a guess',
+       '$'
+FROM (
+    SELECT view_id, location, commit_ms, commit_source,
+           lag(location) OVER w AS earlier_location, lag(commit_ms) OVER w AS earlier_ms
+    FROM touched_files WHERE sequence_number IS NOT NULL AND commit_ms IS NOT NULL
+    WINDOW w AS (PARTITION BY view_id ORDER BY sequence_number, location)
+)
+WHERE commit_ms < earlier_ms
+UNION ALL
+SELECT DISTINCT 'view', NULL, a.view_id, a.version_id, 'log-rewritten', 'warning',
+       'version ' || a.version_id || ' made current at ' || a.timestamp_ms || ' ms by the log of '
+       || a.location
+       || ', which the next file ' || n.next_location || ' no longer lists though its log spans that time: '
+       || 'a log rewritten or forged; the store takes both logs as they are', '$.version-log'
+FROM logged a
+JOIN (SELECT location, sequence_number,
+             lead(location) OVER w AS next_location, lead(sequence_number) OVER w AS next_sequence_number
+      FROM touched_files WHERE sequence_number IS NOT NULL
+      WINDOW w AS (PARTITION BY view_id ORDER BY sequence_number, location)) n
+  ON n.location = a.location AND n.next_sequence_number > n.sequence_number  -- not a tie, nor a copy
+JOIN (SELECT location, min(timestamp_ms) AS first_ms, max(timestamp_ms) AS last_ms
+      FROM logged GROUP BY location) s
+  ON s.location = n.next_location
+WHERE a.timestamp_ms BETWEEN s.first_ms AND s.last_ms
+  AND NOT EXISTS (SELECT 1 FROM logged b WHERE b.location = n.next_location
+                  AND b.version_id = a.version_id AND b.timestamp_ms = a.timestamp_ms)
+UNION ALL
+SELECT 'view', NULL, view_id, version_id, 'version-gap', 'warning',
+       CASE WHEN version_id - before = 2 THEN 'version ' || (before + 1)
+            ELSE 'versions ' || (before + 1) || ' to ' || (version_id - 1) END
+       || ' of the view were never stored: no indexed file lists them (expired from its metadata before '
+       || 'one was indexed, or in a file quarantined or never seen), if its writer numbers versions one '
+       || 'by one, as Iceberg''s Java library does', '$.versions'
+FROM (
+    SELECT view_id, version_id, lag(version_id) OVER (PARTITION BY view_id ORDER BY version_id) AS before
+    FROM (SELECT DISTINCT view_id, version_id FROM touched_versions)
+    -- A writer that numbers versions one by one from 1 gives no id below 1: of one that does,
+    -- nothing can be told from the gaps.
+    WHERE view_id NOT IN (SELECT view_id FROM touched_versions WHERE version_id < 1)
+)
+WHERE version_id - before > 1"""
+"""Each finding compares what the files of one view say: one id with two contents
+(version-conflict), two files of one sequence number (competing-commit), dialects that read
+different tables (dialect-drift), clocks (future-activation, commit-order-mismatch,
+timestamp-out-of-range), a removal before the last commit (removal-before-commit), a version that
+reads itself, versions made current at one instant (activation-tie), a log the next file rewrote
+(log-rewritten), ids never stored (version-gap)."""
+
+
+def derive(conn: duckdb.DuckDBPyConnection) -> None:
+    """The audit rows of the views registered as `_touched`, whose spans and preferred copies are
+    derived, in the caller's transaction."""
+    for table, derivation in (("view_changes", _VIEW_CHANGES), ("view_findings", _VIEW_FINDINGS)):
+        conn.execute(f"DELETE FROM {table} WHERE view_id IN (SELECT view_id FROM _touched)")
+        conn.execute(derivation)
+
+
+def rebuild(conn: duckdb.DuckDBPyConnection) -> None:
+    """Every view's audit rows, from the stored rows and spans, `REBUILD_CHUNK` views a statement."""
+    for table in TABLES:
+        conn.execute(f"DELETE FROM {table}")
+    views = conn.sql("SELECT DISTINCT view_id FROM view_spans ORDER BY view_id").to_arrow_table().column(0)
+    for start in range(0, len(views), REBUILD_CHUNK):
+        conn.register("_touched", pa.table({"view_id": views.slice(start, REBUILD_CHUNK)}))
+        derive(conn)
+        conn.unregister("_touched")
