@@ -140,7 +140,8 @@ def _produced() -> tuple[set[str], set[str]]:
     """(finding codes, quarantine reasons) the indexer's and the sinks' code can produce, read from its calls:
     `Finding(code, ...)` and `_loaded(..., code, ...)`; `QuarantinedFile(location, reason, ...)`,
     `reason=` and the exception classes' `reason`; the read failures' reasons; and the codes of the
-    `findings` view's SQL. A code naming one field (`invalid-field:refs`) counts as its pattern."""
+    `findings` view's SQL and of the audit rows'. A code naming one field (`invalid-field:refs`)
+    counts as its pattern."""
     codes: set[str] = set()
     reasons = set(READ_FAILURE_REASONS.values())
     for path in [*(ROOT / "indexer").rglob("*.py"), *(ROOT / "sinks").rglob("*.py")]:
@@ -159,8 +160,10 @@ def _produced() -> tuple[set[str], set[str]]:
             ]:
                 spelled.append(node.value)
             reasons |= {text for value in spelled if (text := _code_text(value))}
-    sql = (ROOT / "queries" / "sql" / "30_findings.sql").read_text()
-    codes |= set(re.findall(r"'([a-z]+(?:-[a-z]+)+)', 'warning'", sql))
+    derived = (ROOT / "queries" / "sql" / "30_findings.sql").read_text() + (
+        ROOT / "sinks" / "audit.py"
+    ).read_text()
+    codes |= set(re.findall(r"'([a-z]+(?:-[a-z]+)+)', 'warning'", derived))
     patterns = {code.split(":")[0] for code in codes if code.endswith(":<>")}
     return {f"{code.split(':')[0]}:<>" if code.split(":")[0] in patterns else code for code in codes}, reasons
 
