@@ -19,6 +19,7 @@ import pytest
 
 from viewlineage.indexer.lineage.tables import LineageRequest
 from viewlineage.indexer.pipeline.runs import index_locations
+from viewlineage.queries import analyses as analyses_module
 from viewlineage.queries import warm
 from viewlineage.queries.analyses import ANALYSES, Analyses
 from viewlineage.queries.impact import analyse_current, impact, parse_change
@@ -113,6 +114,25 @@ def test_kept_analyses_stay_within_their_budget_the_least_recently_used_going_fi
     assert analyses.worked_out == 4
     # Another schema is another analysis: nothing kept can answer for the store as it is now.
     analyses.lineage(_request("SELECT a FROM db.t"), {("prod", ("db",), "t"): [("a", "long")]}, resolved)
+    assert analyses.worked_out == 5
+
+
+def test_the_most_recently_used_analyses_are_kept_decoded_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page's downloads ask its question again: its analyses are not decoded again."""
+    monkeypatch.setattr(analyses_module, "DECODED_KEPT", 1)
+    schemas = {("prod", ("db",), "t"): [("a", "int"), ("b", "int")]}
+    resolved = {"db.t": ("prod", ("db",), "t")}
+    analyses = Analyses()
+    first = analyses.lineage(_request("SELECT a FROM db.t"), schemas, resolved)
+    assert analyses.lineage(_request("SELECT a FROM db.t"), schemas, resolved) is first
+    analyses.lineage(_request("SELECT b FROM db.t"), schemas, resolved)  # pushes it out of the decoded
+    again = analyses.lineage(_request("SELECT a FROM db.t"), schemas, resolved)
+    assert (again == first, again is first, analyses.worked_out) == (True, False, 2)
+    analyses.budget_bytes = 0  # nothing kept: nor decoded
+    analyses.lineage(_request("SELECT a, b FROM db.t"), schemas, resolved)
+    analyses.lineage(_request("SELECT a, b FROM db.t"), schemas, resolved)
+    assert (len(analyses), analyses.worked_out) == (0, 4)
+    analyses.lineage(_request("SELECT a FROM db.t"), schemas, resolved)  # evicted with the others
     assert analyses.worked_out == 5
 
 
