@@ -20,7 +20,10 @@ CASE WHEN ms BETWEEN -62135596800000 AND 253402300799999 THEN make_timestamptz(m
 
 CREATE OR REPLACE VIEW change_events AS
 WITH latest AS (
-    SELECT view_id, catalog, string_split(name_path, chr(31)) AS parts, path_name(catalog, name_path) AS view,
+    -- Names once per view, not per change.
+    SELECT view_id, catalog, path_name(catalog, name_path) AS view,
+           array_to_string(list_transform(string_split(name_path, chr(31))[:-2], lambda part: quoted_part(part)), '.')
+               AS namespace,
            dropped_ms, version_id AS last_version_id
     FROM view_spans WHERE until_ms = 9223372036854775807
 ),
@@ -34,8 +37,7 @@ events AS (
     SELECT r.view_id, r.replaced_ms, 'dropped', NULL, l.last_version_id, NULL, NULL, false, NULL, NULL, r.replaced_by
     FROM replaced_views() r JOIN latest l USING (view_id) WHERE l.dropped_ms IS NULL
 )
-SELECT e.changed_ms, epoch_ms_time(e.changed_ms) AS changed_at, e.view_id, l.view, l.catalog,
-       array_to_string(list_transform(l.parts[:-2], lambda part: quoted_part(part)), '.') AS namespace,
+SELECT e.changed_ms, epoch_ms_time(e.changed_ms) AS changed_at, e.view_id, l.view, l.catalog, l.namespace,
        e.kind, e.version_id, e.previous_version_id, e.changed_properties, e.engine, e.dialects,
        CASE e.kind
            WHEN 'created' THEN 'created at version ' || e.version_id
