@@ -80,14 +80,19 @@ committed AS (
     WINDOW w AS (PARTITION BY f.view_id
                  ORDER BY f.commit_ms NULLS FIRST, coalesce(f.sequence_number, -1), f.location)
 ),
-changed AS (
-    -- Each commit after a view's first, with the keys of the properties it set, changed or removed.
+changed AS MATERIALIZED (
+    -- Each commit after a view's first that makes a change below (a version made current, or
+    -- properties alone), with the keys of the properties it set, changed or removed.
     SELECT *, list_sort(list_filter(
                list_distinct(map_keys(properties) || map_keys(coalesce(previous_properties, MAP {{}}))),
                lambda key: properties[key] IS DISTINCT FROM previous_properties[key])) AS changed_properties,
            {_property_summary("coalesce(properties, MAP {})", "coalesce(previous_properties, MAP {})")}
                AS property_summary
-    FROM committed WHERE ordinal > 1
+    FROM committed
+    WHERE ordinal > 1
+      AND (last_log_ms IS DISTINCT FROM previous_log_ms
+           OR (current_version_id IS NOT DISTINCT FROM previous_version_id
+               AND properties IS DISTINCT FROM previous_properties))
 ),
 introduced AS (
     -- The properties changed by the commit that made a version current (its log's newest entry,
@@ -176,9 +181,12 @@ FROM (
         SELECT 1 FROM touched_files later JOIN logged l ON l.location = later.location
         WHERE later.view_id = f.view_id AND later.sequence_number > f.sequence_number
           AND l.version_id = f.last_log_version_id AND l.timestamp_ms = f.last_log_ms) AS committed
-    FROM touched_files f WHERE f.sequence_number IS NOT NULL
+    FROM touched_files f
+    -- Whether each file was committed is asked only of files that share a sequence number.
+    SEMI JOIN (SELECT view_id, sequence_number FROM touched_files WHERE sequence_number IS NOT NULL
+               GROUP BY ALL HAVING count(*) > 1) USING (view_id, sequence_number)
 )
-GROUP BY view_id, sequence_number HAVING count(*) > 1
+GROUP BY view_id, sequence_number
 UNION ALL
 SELECT 'version', NULL, v.view_id, v.version_id, 'dialect-drift', 'warning',
        'dialects read different tables: '
@@ -246,20 +254,22 @@ UNION ALL
 SELECT DISTINCT 'view', NULL, a.view_id, a.version_id, 'log-rewritten', 'warning',
        'version ' || a.version_id || ' made current at ' || a.timestamp_ms || ' ms by the log of '
        || a.location
-       || ', which the next file ' || n.next_location || ' no longer lists though its log spans that time: '
+       || ', which the next file ' || a.next_location || ' no longer lists though its log spans that time: '
        || 'a log rewritten or forged; the store takes both logs as they are', '$.version-log'
-FROM logged a
-JOIN (SELECT location, sequence_number,
-             lead(location) OVER w AS next_location, lead(sequence_number) OVER w AS next_sequence_number
-      FROM touched_files WHERE sequence_number IS NOT NULL
-      WINDOW w AS (PARTITION BY view_id ORDER BY sequence_number, location)) n
-  ON n.location = a.location AND n.next_sequence_number > n.sequence_number  -- not a tie, nor a copy
-JOIN (SELECT location, min(timestamp_ms) AS first_ms, max(timestamp_ms) AS last_ms
-      FROM logged GROUP BY location) s
-  ON s.location = n.next_location
-WHERE a.timestamp_ms BETWEEN s.first_ms AND s.last_ms
-  AND NOT EXISTS (SELECT 1 FROM logged b WHERE b.location = n.next_location
-                  AND b.version_id = a.version_id AND b.timestamp_ms = a.timestamp_ms)
+FROM (
+    SELECT a.*, n.next_location FROM logged a
+    JOIN (SELECT location, sequence_number,
+                 lead(location) OVER w AS next_location, lead(sequence_number) OVER w AS next_sequence_number
+          FROM touched_files WHERE sequence_number IS NOT NULL
+          WINDOW w AS (PARTITION BY view_id ORDER BY sequence_number, location)) n
+      ON n.location = a.location AND n.next_sequence_number > n.sequence_number  -- not a tie, nor a copy
+    JOIN (SELECT location, min(timestamp_ms) AS first_ms, max(timestamp_ms) AS last_ms
+          FROM logged GROUP BY location) s
+      ON s.location = n.next_location
+    WHERE a.timestamp_ms BETWEEN s.first_ms AND s.last_ms
+) a
+ANTI JOIN logged b
+  ON b.location = a.next_location AND b.version_id = a.version_id AND b.timestamp_ms = a.timestamp_ms
 UNION ALL
 SELECT 'view', NULL, view_id, version_id, 'version-gap', 'warning',
        CASE WHEN version_id - before = 2 THEN 'version ' || (before + 1)
