@@ -22,9 +22,10 @@ from viewlineage.sinks.schema import OPEN_MS
 TABLES = ("view_changes", "view_findings")
 FILLED_BY = ("0025_audit_rows",)
 """Migrations after which the store derives these tables from the rows already there."""
-REBUILD_CHUNK = 4096
-"""Views derived per statement when every view's rows are (a migration): a statement's memory does
-not grow with the store."""
+REBUILD_CHUNK = 256
+"""Views derived per statement when every view's rows are (a migration): as many as a chunk of
+stale spans (`spans.STALE_CHUNK`), looked up by key, so a statement's memory does not grow with
+the store."""
 
 
 def _property_summary(now: str, before: str) -> str:
