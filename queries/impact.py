@@ -915,7 +915,8 @@ def _readers(
               ON t.name_path = v.name_path AND t.catalog IS NOT DISTINCT FROM v.catalog
             WHERE v.name_path IS NOT NULL
         )
-        SELECT h.view_id, h.catalog, h.name, h.version_hash, coalesce(n.shared, false) AS shared
+        SELECT h.view_id, h.catalog, h.name, h.version_id, h.activated_ms, h.version_hash,
+               coalesce(n.shared, false) AS shared
         FROM view_heads_as_of({at_parameter}) h LEFT JOIN named n ON n.view_id = h.view_id
         WHERE h.view_id IN (SELECT view_id FROM readers)
         ORDER BY h.view_id""",
@@ -936,12 +937,15 @@ def _readers(
     partners = query_rows(
         conn,
         """
-        SELECT c.view_id, v.version_hash
-        FROM (SELECT unnest(?1) AS view_id) r, view_current_version(r.view_id, ?2) c,
-             unsettled_partners(c.view_id, c.version_id, c.activated_ms) p
-        JOIN preferred_versions v ON v.view_id = c.view_id AND v.version_id = p.version_id
+        WITH heads AS (SELECT unnest(?1) AS view_id, unnest(?2) AS version_id, unnest(?3) AS activated_ms)
+        SELECT DISTINCT h.view_id, v.version_hash
+        FROM heads h
+        JOIN activations a
+          ON a.view_id = h.view_id AND a.timestamp_ms = h.activated_ms AND a.version_id <> h.version_id
+        JOIN preferred_versions v ON v.view_id = h.view_id AND v.version_id = a.version_id
+        WHERE NOT activation_settled(h.view_id, h.version_id, h.activated_ms)
         ORDER BY ALL""",
-        [[head["view_id"] for head in heads], at],
+        [[head[column] for head in heads] for column in ("view_id", "version_id", "activated_ms")],
     )
     copies = [(head, head["version_hash"], 0) for head in heads]
     by_id = {head["view_id"]: head for head in heads}
