@@ -1,16 +1,19 @@
 """Audit rows (migration 0025), derived from the stored rows with each view's spans: the changes to
-the view (`view_changes`, read by `change_events`) and its findings that compare its files, its
-versions or its representations (`view_findings`, read by `findings`).
+the view (`view_changes`, read by `change_events`), its findings that compare its files, its
+versions or its representations (`view_findings`, read by `findings`), and the view that took its
+place at its path, if one did (`view_replacements`, read by `replaced_views`).
 
 They were derived by every question, from the whole store: Activity and Health read them on every
-call, and at 10^6 files that took seconds and gigabytes. Each depends only on the rows of its own
-view, so `spans` re-derives them for the views it touches, in the same transaction: whatever order
-files and removals came in, they are what a derivation from all the rows gives. What compares one
-view with others (another view created at its path, names shared with another view or a table) is
-derived by the question (queries/sql), from the spans.
+call, and at 10^6 files that took seconds and gigabytes. A view's changes and findings depend only
+on its own rows, so `spans` re-derives them for the views it touches, in the same transaction:
+whatever order files and removals came in, they are what a derivation from all the rows gives.
+Which view took a view's place depends on every view at its path: theirs are derived again too.
+What compares names across paths (names shared with another view or a table) is derived by the
+question (queries/sql).
 
-Messages spell names with the query macros (`path_name`), which every writer installs before it
-writes (viewlineage.sinks.schema.install_queries)."""
+Names and messages are spelled by the query macros (`path_name`, `namespace_name`), which every
+writer installs before it writes (viewlineage.sinks.schema.install_queries); a view's rows are
+derived again whenever its name can change (a file of it comes or goes)."""
 
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ import pyarrow as pa
 
 from viewlineage.sinks.schema import OPEN_MS
 
-TABLES = ("view_changes", "view_findings")
+TABLES = ("view_changes", "view_findings", "view_replacements")
 FILLED_BY = ("0025_audit_rows",)
 """Migrations after which the store derives these tables from the rows already there."""
 REBUILD_CHUNK = 256
@@ -46,7 +49,9 @@ _VIEW_CHANGES = f"""
 INSERT INTO view_changes
 WITH touched_files AS MATERIALIZED (SELECT * FROM view_files WHERE view_id IN (SELECT view_id FROM _touched)),
 latest AS (
-    SELECT view_id, dropped_ms, version_id AS last_version_id FROM view_spans
+    SELECT view_id, catalog, path_name(catalog, name_path) AS view, namespace_name(name_path) AS namespace,
+           dropped_ms, version_id AS last_version_id
+    FROM view_spans
     WHERE view_id IN (SELECT view_id FROM _touched) AND until_ms = {OPEN_MS}
 ),
 activated AS (
@@ -146,10 +151,10 @@ dialects AS (
     WHERE version_hash IN (SELECT version_hash FROM preferred) AND dialect IS NOT NULL
     GROUP BY version_hash
 )
-SELECT e.view_id, e.at_ms, e.kind, e.version_id, e.previous_version_id, e.changed_properties,
-       e.property_summary, x.view_id IS NOT NULL, p.engine_name, d.dialects
+SELECT e.view_id, l.view, l.catalog, l.namespace, e.at_ms, e.kind, e.version_id, e.previous_version_id,
+       e.changed_properties, e.property_summary, x.view_id IS NOT NULL, p.engine_name, d.dialects
 FROM events e
-SEMI JOIN latest l USING (view_id)
+JOIN latest l USING (view_id)
 LEFT JOIN relisted x ON x.view_id = e.view_id AND x.removed_ms = e.at_ms AND e.kind = 'dropped'
 LEFT JOIN preferred p ON p.view_id = e.view_id AND p.version_id = e.version_id AND e.kind <> 'dropped'
 LEFT JOIN dialects d ON d.version_hash = p.version_hash"""
@@ -294,12 +299,42 @@ reads itself, versions made current at one instant (activation-tie), a log the n
 (log-rewritten), ids never stored (version-gap)."""
 
 
+_NEIGHBOURS = """
+SELECT DISTINCT o.view_id FROM view_spans o
+SEMI JOIN (SELECT DISTINCT catalog, name_path, directory_hash FROM view_spans
+           WHERE view_id IN (SELECT view_id FROM _touched) AND name_path IS NOT NULL) p
+  ON o.name_path = p.name_path AND o.catalog IS NOT DISTINCT FROM p.catalog
+ AND o.directory_hash = p.directory_hash"""
+"""The views with spans at a path (a name in a metadata directory) the touched views have spans at:
+whether another view took one's place is a question about them all."""
+
+_VIEW_REPLACEMENTS = f"""
+INSERT INTO view_replacements
+SELECT l.view_id, arg_min(o.view_id, o.commit_ms),
+       -- when it took hold: its version's activation, if that came before its file's commit time
+       least(min(o.commit_ms),
+             coalesce(min(o.from_ms) FILTER (WHERE o.from_ms > l.commit_ms), min(o.commit_ms)))
+FROM view_spans l JOIN view_spans o
+  ON o.name_path = l.name_path AND o.catalog IS NOT DISTINCT FROM l.catalog
+ AND o.directory_hash = l.directory_hash
+WHERE l.view_id IN (SELECT view_id FROM _neighbours) AND l.until_ms = {OPEN_MS}
+  AND o.view_id <> l.view_id AND o.commit_ms > l.commit_ms
+GROUP BY l.view_id"""
+"""A view another took the place of: the first commit of one in its directory, under its name, after
+the view's newest file (a view dropped by a catalog that left its older files, then created again at
+its path: the newest file holds the name, see view_heads_as_of)."""
+
+
 def derive(conn: duckdb.DuckDBPyConnection) -> None:
     """The audit rows of the views registered as `_touched`, whose spans and preferred copies are
-    derived, in the caller's transaction."""
+    derived, in the caller's transaction; and which view took the place of each view at their paths."""
     for table, derivation in (("view_changes", _VIEW_CHANGES), ("view_findings", _VIEW_FINDINGS)):
         conn.execute(f"DELETE FROM {table} WHERE view_id IN (SELECT view_id FROM _touched)")
         conn.execute(derivation)
+    conn.register("_neighbours", conn.sql(_NEIGHBOURS).to_arrow_table())
+    conn.execute("DELETE FROM view_replacements WHERE view_id IN (SELECT view_id FROM _neighbours)")
+    conn.execute(_VIEW_REPLACEMENTS)
+    conn.unregister("_neighbours")
 
 
 def rebuild(conn: duckdb.DuckDBPyConnection) -> None:

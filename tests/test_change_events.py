@@ -387,9 +387,32 @@ def test_a_store_made_before_migration_0025_answers_the_same_once_a_writer_opens
         "version-gap",
     ]
     with duckdb.connect(str(db)) as conn:  # as a store was before 0025
-        conn.execute("DROP TABLE view_changes")
-        conn.execute("DROP TABLE view_findings")
+        for table in ("view_changes", "view_findings", "view_replacements"):
+            conn.execute(f"DROP TABLE {table}")
         conn.execute("DELETE FROM _migrations WHERE id = 25")
     with Store(db, replica_interval=None):
         pass
     assert answers() == fresh
+
+
+def test_a_view_created_at_another_s_path_later_replaces_it_in_the_store(tmp_path: Path) -> None:
+    """Which view took another's place is derived with the spans: the batch that brings the new
+    view's file derives it for the old view too, though it brings nothing of it."""
+    root = tmp_path / "warehouse"
+    old = View(root, "db", "v", "ce260000-0000-4000-8000-000000000001")
+    old.commit(1000, "SELECT 1 AS x")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    new = View(root, "db", "v", "ce260000-0000-4000-8000-000000000002")  # its files left in place
+    new.commit(3000, "SELECT 2 AS x")
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))  # indexes the new file alone
+    with open_reader(db) as conn:
+        events = conn.execute(
+            "SELECT changed_ms, view_id, kind, summary FROM change_events ORDER BY changed_ms, view_id"
+        ).fetchall()
+    assert events == [
+        (1000, old.uuid, "created", "created at version 1"),
+        (3000, old.uuid, "dropped", f"dropped at version 1, by the time view {new.uuid} was created at "
+         "its path (its files left in place)"),
+        (3000, new.uuid, "created", "created at version 1"),
+    ]  # fmt: skip

@@ -16,6 +16,10 @@ CASE WHEN regexp_matches(name_path, '[."`/]') OR regexp_matches(catalog, '[."`/]
      THEN dotted_name(catalog, string_split(name_path, chr(31)))
      ELSE concat_ws('.', catalog, replace(name_path, chr(31), '.')) END;
 
+-- namespace_name(name_path): the namespace levels of a name joined by chr(31), dotted as above.
+CREATE OR REPLACE MACRO namespace_name(name_path) AS
+array_to_string(list_transform(string_split(name_path, chr(31))[:-2], lambda part: quoted_part(part)), '.');
+
 -- metadata_directory(location): the directory of a view's or table's metadata file's `metadata/`
 -- (its location without `/metadata/<file>`), which holds one name: as `view_spans.directory_hash`.
 CREATE OR REPLACE MACRO metadata_directory(location) AS regexp_replace(location, '(/metadata)?/[^/]*$', '');

@@ -155,16 +155,9 @@ WHERE r.location = view_location_as_of(vid, 1::BIGINT << 62) GROUP BY r.location
 -- (`replaced_by`): the first commit of one in its directory, under its name, after the view's
 -- newest file, or the activation of its version if earlier (a view dropped by a catalog that left
 -- its older files, then created again at its path: the newest file holds the name, see
--- view_heads_as_of). Ask it of one view with a filter on `view_id`: the spans' index serves it.
+-- view_heads_as_of). Derived with the spans (`view_replacements`, viewlineage.sinks.audit).
 CREATE OR REPLACE MACRO replaced_views() AS TABLE
-SELECT l.view_id, arg_min(o.view_id, o.commit_ms) AS replaced_by,
-       -- when it took hold: its version's activation, if that came before its file's commit time
-       least(min(o.commit_ms), coalesce(min(o.from_ms) FILTER (WHERE o.from_ms > l.commit_ms), min(o.commit_ms)))
-           AS replaced_ms
-FROM view_spans l JOIN view_spans o
-  ON o.name_path = l.name_path AND o.catalog IS NOT DISTINCT FROM l.catalog AND o.directory_hash = l.directory_hash
-WHERE l.until_ms = 9223372036854775807 AND o.view_id <> l.view_id AND o.commit_ms > l.commit_ms
-GROUP BY l.view_id;
+SELECT view_id, replaced_by, replaced_ms FROM view_replacements;
 
 -- view_at(vid, t): one view at t from its spans, through their view_id index: the file in force
 -- (location, catalog, name_path, commit_ms, commit_source), the version current then

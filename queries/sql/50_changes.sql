@@ -19,39 +19,33 @@ CREATE OR REPLACE MACRO epoch_ms_time(ms) AS
 CASE WHEN ms BETWEEN -62135596800000 AND 253402300799999 THEN make_timestamptz(ms * 1000) END;
 
 CREATE OR REPLACE VIEW change_events AS
-WITH latest AS (
-    -- Names once per view, not per change.
-    SELECT view_id, catalog, path_name(catalog, name_path) AS view,
-           array_to_string(list_transform(string_split(name_path, chr(31))[:-2], lambda part: quoted_part(part)), '.')
-               AS namespace,
-           dropped_ms, version_id AS last_version_id
-    FROM view_spans WHERE until_ms = 9223372036854775807
-),
-events AS (
-    -- Each view's own changes, derived with its spans (viewlineage.sinks.audit).
-    SELECT view_id, changed_ms, kind, version_id, previous_version_id, changed_properties, property_summary,
-           relisted, engine, dialects, NULL AS replaced_by
+WITH events AS (
+    -- Each view's own changes, derived with its spans, names included (viewlineage.sinks.audit).
+    SELECT view_id, view, catalog, namespace, changed_ms, kind, version_id, previous_version_id,
+           changed_properties, property_summary, relisted, engine, dialects, NULL AS replaced_by
     FROM view_changes
     UNION ALL
     -- Its files left in place, another view took its place (replaced_views): dropped by then.
-    SELECT r.view_id, r.replaced_ms, 'dropped', NULL, l.last_version_id, NULL, NULL, false, NULL, NULL, r.replaced_by
-    FROM replaced_views() r JOIN latest l USING (view_id) WHERE l.dropped_ms IS NULL
+    SELECT r.view_id, path_name(l.catalog, l.name_path), l.catalog, namespace_name(l.name_path), r.replaced_ms,
+           'dropped', NULL, l.version_id, NULL, NULL, false, NULL, NULL, r.replaced_by
+    FROM replaced_views() r JOIN view_spans l ON l.view_id = r.view_id AND l.until_ms = 9223372036854775807
+    WHERE l.dropped_ms IS NULL
 )
-SELECT e.changed_ms, epoch_ms_time(e.changed_ms) AS changed_at, e.view_id, l.view, l.catalog, l.namespace,
-       e.kind, e.version_id, e.previous_version_id, e.changed_properties, e.engine, e.dialects,
-       CASE e.kind
-           WHEN 'created' THEN 'created at version ' || e.version_id
-           WHEN 'first-known' THEN 'version ' || e.version_id || ' current: the earliest known, as the metadata '
+SELECT changed_ms, epoch_ms_time(changed_ms) AS changed_at, view_id, view, catalog, namespace, kind, version_id,
+       previous_version_id, changed_properties, engine, dialects,
+       CASE kind
+           WHEN 'created' THEN 'created at version ' || version_id
+           WHEN 'first-known' THEN 'version ' || version_id || ' current: the earliest known, as the metadata '
                                    || 'files of what came before were deleted'
-           WHEN 'replaced' THEN 'version ' || e.version_id || ' replaced version ' || e.previous_version_id
-                                || coalesce('; ' || e.property_summary, '')
-           WHEN 'rolled-back' THEN 'version ' || e.version_id || ' current again, after version ' || e.previous_version_id
-                                || coalesce('; ' || e.property_summary, '')
-           WHEN 'property-only' THEN e.property_summary || '; version ' || e.version_id || ' kept'
-           WHEN 'dropped' THEN 'dropped at version ' || coalesce(e.previous_version_id::VARCHAR, '(none)')
-                || CASE WHEN e.replaced_by IS NOT NULL
-                        THEN ', by the time view ' || e.replaced_by || ' was created at its path (its files left in place)'
+           WHEN 'replaced' THEN 'version ' || version_id || ' replaced version ' || previous_version_id
+                                || coalesce('; ' || property_summary, '')
+           WHEN 'rolled-back' THEN 'version ' || version_id || ' current again, after version ' || previous_version_id
+                                || coalesce('; ' || property_summary, '')
+           WHEN 'property-only' THEN property_summary || '; version ' || version_id || ' kept'
+           WHEN 'dropped' THEN 'dropped at version ' || coalesce(previous_version_id::VARCHAR, '(none)')
+                || CASE WHEN replaced_by IS NOT NULL
+                        THEN ', by the time view ' || replaced_by || ' was created at its path (its files left in place)'
                         ELSE ': its newest metadata file was removed' END
-                || CASE WHEN e.relisted THEN ' (found gone by a re-list: then or before)' ELSE '' END
+                || CASE WHEN relisted THEN ' (found gone by a re-list: then or before)' ELSE '' END
        END AS summary
-FROM events e JOIN latest l USING (view_id);
+FROM events;
