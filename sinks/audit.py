@@ -250,10 +250,14 @@ SELECT 'file', location, view_id, NULL, 'commit-order-mismatch', 'warning',
        || 'or copy that did not keep them)? Which file held the view when follows the times, a guess',
        '$'
 FROM (
+    -- Against the file of a lower sequence number committed last (not the one just before: files
+    -- of one number tie, and a run of files can all come before an earlier one).
     SELECT view_id, location, commit_ms, commit_source,
-           lag(location) OVER w AS earlier_location, lag(commit_ms) OVER w AS earlier_ms
+           arg_max(location, (commit_ms, location)) OVER w AS earlier_location,
+           max(commit_ms) OVER w AS earlier_ms
     FROM touched_files WHERE sequence_number IS NOT NULL AND commit_ms IS NOT NULL
-    WINDOW w AS (PARTITION BY view_id ORDER BY sequence_number, location)
+    WINDOW w AS (PARTITION BY view_id ORDER BY sequence_number
+                 RANGE BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 )
 WHERE commit_ms < earlier_ms
 UNION ALL

@@ -1419,8 +1419,31 @@ def test_commit_times_that_run_against_sequence_numbers_are_a_finding(tmp_path: 
             "lower: times copied over (a sync or copy that did not keep them)? Which file held the view when "
             "follows the times, a guess",
         )
-        for later, ms, earlier, earlier_ms in ((second, 8000, first, 9000), (third, 7000, second, 8000))
+        for later, ms, earlier, earlier_ms in ((second, 8000, first, 9000), (third, 7000, first, 9000))
     ]
+
+
+def test_every_file_committed_before_a_file_of_a_lower_sequence_number_is_a_finding(tmp_path: Path) -> None:
+    """Found by the twenty-first new-user trial: files 00003 to 00005 uploaded before 00000 to 00002
+    (a copy in another order) flagged 00003 alone, each file being compared with the one before it;
+    and two files of one sequence number (a competing commit) were said to have a lower one."""
+    root = tmp_path / "warehouse"
+    view = View(root, "db", "copied", "ea000000-0000-4000-8000-000000000002")
+    files = [view.commit(1000 + 100 * n, f"SELECT {n} AS x") for n in range(6)]
+    for n, path in enumerate(files):  # 00003 to 00005 first, then the others, as a copy did
+        ms = 5000 + 10 * n if n >= 3 else 9000 + 10 * n
+        os.utime(path, ns=(ms * 1_000_000, ms * 1_000_000))
+    twin = files[5].with_name(f"00005-{'0' * 8}-0000-4000-8000-000000000099.metadata.json")
+    twin.write_bytes(files[5].read_bytes())  # a competing commit of 00005, committed after it
+    os.utime(twin, ns=(5060 * 1_000_000, 5060 * 1_000_000))
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        found = sorted(
+            (Path(f["location"]).name[:5], f["message"].split(", before ")[1].split(" (")[0])
+            for f in api.findings(conn, "commit-order-mismatch")
+        )
+    assert found == [(f"0000{n}", str(files[2])) for n in (3, 4, 5, 5)]
 
 
 def test_names_that_differ_only_in_unicode_normalization_are_a_finding(tmp_path: Path) -> None:
