@@ -24,6 +24,7 @@ from viewlineage.queries.names import (
     did_you_mean,
     display_name,
     dotted,
+    incarnations,
     iso,
     name_parts,
     parse_time,
@@ -799,15 +800,16 @@ def uses(
     }
 
 
-def _finding_filters(conn: duckdb.DuckDBPyConnection, code: str | None, view: str | None) -> str | None:
-    """The view id `view` names, after checking `code` is a finding code (None: every view)."""
+def _finding_filters(conn: duckdb.DuckDBPyConnection, code: str | None, view: str | None) -> list[str] | None:
+    """The view ids `view` names (by name or path, every view that held it, as `changes` takes
+    them), after checking `code` is a finding code (None: every view)."""
     if code is not None and not known_code(code):
         close = difflib.get_close_matches(code, sorted(CODES), n=3, cutoff=0.6)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise UsageError(f"no finding has code {code!r}{hint} (the README lists them under Findings)")
     if view is not None and not view.strip():
         raise UsageError("--view is empty: name a view, or leave the option out for every view")
-    return resolve_view(conn, view).view_id if view else None
+    return incarnations(conn, view) if view else None
 
 
 def finding_counts(
@@ -818,7 +820,8 @@ def finding_counts(
         conn,
         """
         SELECT code, severity, count(*) AS findings, count(DISTINCT view_id) AS views FROM findings
-        WHERE (?1 IS NULL OR code = ?1 OR starts_with(code, ?1 || ':')) AND (?2 IS NULL OR view_id = ?2)
+        WHERE (?1 IS NULL OR code = ?1 OR starts_with(code, ?1 || ':'))
+          AND (?2 IS NULL OR list_contains(?2, view_id))
         GROUP BY code, severity ORDER BY findings DESC, code, severity""",
         [code, _finding_filters(conn, code, view)],
     )
@@ -833,7 +836,7 @@ def findings(
 ) -> list[dict[str, Any]]:
     """The findings of `code` and `view` (either: any), in a stable order; `limit` of them from
     `offset` (None: all)."""
-    view_id = _finding_filters(conn, code, view)
+    view_ids = _finding_filters(conn, code, view)
     _check_page(limit, offset)
     return query_rows(
         conn,
@@ -850,10 +853,10 @@ def findings(
                f.message
         FROM findings f LEFT JOIN named n USING (view_id)
         WHERE (?1 IS NULL OR f.code = ?1 OR starts_with(f.code, ?1 || ':'))
-          AND (?2 IS NULL OR f.view_id = ?2)
+          AND (?2 IS NULL OR list_contains(?2, f.view_id))
         ORDER BY f.code, f.view_id, f.version_id, f.location, f.position, f.message
         LIMIT ?4 OFFSET ?5""",
-        [code, view_id, FOREVER_MS, limit, offset],
+        [code, view_ids, FOREVER_MS, limit, offset],
     )
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import duckdb
 
 from viewlineage.indexer.errors import UsageError
-from viewlineage.queries.names import iso, names_an_id, query_rows, resolve_view
+from viewlineage.queries.names import incarnations, iso, query_rows
 
 KINDS = ("created", "first-known", "replaced", "rolled-back", "property-only", "dropped")
 MAX_PAGE = 500
@@ -42,7 +42,7 @@ def changes(
         raise UsageError(f"offset is 0 or more, not {offset}")
     if since_ms is not None and until_ms is not None and since_ms >= until_ms:
         raise UsageError(f"the range is empty: since {iso(since_ms)} is not before until {iso(until_ms)}")
-    view_ids = _view_ids(conn, view) if view else None
+    view_ids = incarnations(conn, view) if view else None
     ranged = since_ms is not None or until_ms is not None
     # One statement: the filtered changes are computed once and read by every count.
     (answer,) = query_rows(
@@ -106,13 +106,3 @@ def changes(
         "offset": offset,
         "changes": [{"changed_at": iso(row["changed_ms"]), **row} for row in answer["page"] or []],
     }
-
-
-def _view_ids(conn: duckdb.DuckDBPyConnection, view: str) -> list[str]:
-    """The view `view` names, and unless it names it by id, the views that held its name or path
-    before or after it (`view_incarnations`)."""
-    view_id = resolve_view(conn, view).view_id
-    if names_an_id(view.strip()):
-        return [view_id]
-    others = query_rows(conn, "SELECT view_id FROM view_incarnations(?)", [view_id])
-    return [view_id, *(row["view_id"] for row in others)]

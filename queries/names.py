@@ -227,6 +227,16 @@ def resolve_view(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = 
     return ResolvedView(*_one(conn, "view", ref, views_named(conn, ref, at_ms)))
 
 
+def incarnations(conn: duckdb.DuckDBPyConnection, view: str) -> list[str]:
+    """The view `view` names, and unless it names it by id, the views that held its name or path
+    before or after it (`view_incarnations`): one dropped and created again there has a new uuid."""
+    view_id = resolve_view(conn, view).view_id
+    if names_an_id(view.strip()):
+        return [view_id]
+    others = query_rows(conn, "SELECT view_id FROM view_incarnations(?)", [view_id])
+    return [view_id, *(row["view_id"] for row in others)]
+
+
 def views_named(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = None) -> list[dict[str, Any]]:
     """The views `ref` could name (`resolve_view`), as rows of `view_id`, `catalog` and `name`."""
     at = FOREVER_MS if at_ms is None else at_ms

@@ -13,7 +13,7 @@ import pytest
 from viewlineage.indexer.errors import UsageError
 from viewlineage.indexer.pipeline.rows import Batch, Removal
 from viewlineage.indexer.pipeline.runs import index_locations
-from viewlineage.queries import changes
+from viewlineage.queries import api, changes
 from viewlineage.queries.names import parse_time
 from viewlineage.sinks.readers import open_reader
 from viewlineage.sinks.store import Store
@@ -416,3 +416,23 @@ def test_a_view_created_at_another_s_path_later_replaces_it_in_the_store(tmp_pat
          "its path (its files left in place)"),
         (3000, new.uuid, "created", "created at version 1"),
     ]  # fmt: skip
+
+
+def test_findings_of_a_view_by_name_cover_every_view_that_held_it(tmp_path: Path) -> None:
+    """Found by the twenty-first new-user trial: `findings --view NAME` reached only the view holding
+    the name now, while `changes --view NAME` covers every view that held it."""
+    root = tmp_path / "warehouse"
+    old = View(root, "db", "v", "ce270000-0000-4000-8000-000000000001")
+    old.commit(1000, "SELECT * FROM db.v")  # reads itself
+    View(root, "db", "v", "ce270000-0000-4000-8000-000000000002").commit(3000, "SELECT 1 AS x")
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        by_name = [(f["view_id"], f["code"]) for f in api.findings(conn, view="prod.db.v")]
+        counted = api.finding_counts(conn, view="db.v")
+        by_id = api.findings(conn, view="ce270000-0000-4000-8000-000000000002")
+        changed = [c["view_id"] for c in changes.changes(conn, view="prod.db.v")["changes"]]
+    assert by_name == [(old.uuid, "reads-itself")]
+    assert [(c["code"], c["findings"], c["views"]) for c in counted] == [("reads-itself", 1, 1)]
+    assert by_id == []
+    assert sorted(set(changed)) == [old.uuid, "ce270000-0000-4000-8000-000000000002"]
