@@ -31,20 +31,6 @@ stale spans (`spans.STALE_CHUNK`), looked up by key, so a statement's memory doe
 the store."""
 
 
-def _property_summary(now: str, before: str) -> str:
-    """What a commit did to a view's properties, said by key: 'properties team, tier added; owner
-    changed; comment removed' (NULL for nothing)."""
-    return f"""nullif('properties ' || concat_ws('; ',
-    nullif(array_to_string(list_sort(list_filter(map_keys({now}),
-        lambda key: NOT list_contains(map_keys({before}), key))), ', '), '') || ' added',
-    nullif(array_to_string(list_sort(list_filter(map_keys({now}),
-        lambda key: list_contains(map_keys({before}), key)
-                    AND {now}[key] IS DISTINCT FROM {before}[key])), ', '), '')
-        || ' changed',
-    nullif(array_to_string(list_sort(list_filter(map_keys({before}),
-        lambda key: NOT list_contains(map_keys({now}), key))), ', '), '') || ' removed'), 'properties ')"""
-
-
 _VIEW_CHANGES = f"""
 INSERT INTO view_changes
 WITH touched_files AS MATERIALIZED (SELECT * FROM view_files WHERE view_id IN (SELECT view_id FROM _touched)),
@@ -86,19 +72,50 @@ committed AS (
     WINDOW w AS (PARTITION BY f.view_id
                  ORDER BY f.commit_ms NULLS FIRST, coalesce(f.sequence_number, -1), f.location)
 ),
-changed AS MATERIALIZED (
-    -- Each commit after a view's first that makes a change below (a version made current, or
-    -- properties alone), with the keys of the properties it set, changed or removed.
-    SELECT *, list_sort(list_filter(
-               list_distinct(map_keys(properties) || map_keys(coalesce(previous_properties, MAP {{}}))),
-               lambda key: properties[key] IS DISTINCT FROM previous_properties[key])) AS changed_properties,
-           {_property_summary("coalesce(properties, MAP {})", "coalesce(previous_properties, MAP {})")}
-               AS property_summary
-    FROM committed
+commits AS MATERIALIZED (
+    -- Each commit after a view's first that makes a change below: a version made current, or
+    -- properties alone.
+    SELECT * FROM committed
     WHERE ordinal > 1
       AND (last_log_ms IS DISTINCT FROM previous_log_ms
            OR (current_version_id IS NOT DISTINCT FROM previous_version_id
                AND properties IS DISTINCT FROM previous_properties))
+),
+property_keys AS (
+    -- Key by key, by a join rather than by looking each key up in the other map (a map's lookup
+    -- reads its keys: a map of 10^5 keys took minutes).
+    SELECT view_id, ordinal, key, bool_or(side = 0) AS now_has, bool_or(side = 1) AS before_has,
+           any_value(value) FILTER (WHERE side = 0) AS now_value,
+           any_value(value) FILTER (WHERE side = 1) AS before_value
+    FROM (
+        SELECT view_id, ordinal, 0 AS side, unnest(map_keys(properties)) AS key,
+               unnest(map_values(properties)) AS value
+        FROM commits WHERE properties IS DISTINCT FROM previous_properties
+        UNION ALL
+        SELECT view_id, ordinal, 1, unnest(map_keys(previous_properties)),
+               unnest(map_values(previous_properties))
+        FROM commits WHERE properties IS DISTINCT FROM previous_properties
+    )
+    GROUP BY view_id, ordinal, key
+),
+property_changes AS (
+    SELECT view_id, ordinal,
+           list(key ORDER BY key) FILTER (WHERE distinct_value) AS changed_properties,
+           list(key ORDER BY key) FILTER (WHERE now_has AND NOT before_has) AS added,
+           list(key ORDER BY key) FILTER (WHERE now_has AND before_has AND distinct_value) AS changed,
+           list(key ORDER BY key) FILTER (WHERE before_has AND NOT now_has) AS removed
+    FROM (SELECT *, now_value IS DISTINCT FROM before_value AS distinct_value FROM property_keys)
+    GROUP BY view_id, ordinal
+),
+changed AS (
+    -- With the keys of the properties each commit set, changed or removed, and what it did to
+    -- them: 'properties team, tier added; owner changed; comment removed' (NULL for nothing).
+    SELECT c.*, coalesce(p.changed_properties, []) AS changed_properties,
+           nullif('properties ' || concat_ws('; ', array_to_string(p.added, ', ') || ' added',
+                                             array_to_string(p.changed, ', ') || ' changed',
+                                             array_to_string(p.removed, ', ') || ' removed'),
+                  'properties ') AS property_summary
+    FROM commits c LEFT JOIN property_changes p USING (view_id, ordinal)
 ),
 introduced AS (
     -- The properties changed by the commit that made a version current (its log's newest entry,
