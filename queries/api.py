@@ -807,9 +807,7 @@ def _finding_filters(conn: duckdb.DuckDBPyConnection, code: str | None, view: st
         close = difflib.get_close_matches(code, sorted(CODES), n=3, cutoff=0.6)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise UsageError(f"no finding has code {code!r}{hint} (the README lists them under Findings)")
-    if view is not None and not view.strip():
-        raise UsageError("--view is empty: name a view, or leave the option out for every view")
-    return incarnations(conn, view) if view else None
+    return incarnations(conn, view) if view is not None else None
 
 
 def finding_counts(

@@ -42,7 +42,7 @@ def changes(
         raise UsageError(f"offset is 0 or more, not {offset}")
     if since_ms is not None and until_ms is not None and since_ms >= until_ms:
         raise UsageError(f"the range is empty: since {iso(since_ms)} is not before until {iso(until_ms)}")
-    view_ids = incarnations(conn, view) if view else None
+    view_ids = incarnations(conn, view) if view is not None else None
     ranged = since_ms is not None or until_ms is not None
     # One statement: the filtered changes are computed once and read by every count.
     (answer,) = query_rows(

@@ -230,6 +230,8 @@ def resolve_view(conn: duckdb.DuckDBPyConnection, ref: str, at_ms: int | None = 
 def incarnations(conn: duckdb.DuckDBPyConnection, view: str) -> list[str]:
     """The view `view` names, and unless it names it by id, the views that held its name or path
     before or after it (`view_incarnations`): one dropped and created again there has a new uuid."""
+    if not view.strip():  # not every view: a caller that builds the filter from an empty field
+        raise UsageError("--view is empty: name a view, or leave the option out for every view")
     view_id = resolve_view(conn, view).view_id
     if names_an_id(view.strip()):
         return [view_id]

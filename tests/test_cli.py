@@ -460,6 +460,9 @@ def test_a_misspelt_finding_code_or_an_empty_name_is_an_error(
          "mean sql-parse-error, sql-analysis-error? (the README lists them under Findings)"),
         (["findings", "--view", ""], "error: --view is empty: name a view, or leave the option out for "
          "every view"),
+        # The twenty-first adversarial trial: `changes --view ""` listed every view's changes.
+        (["changes", "--view", " "], "error: --view is empty: name a view, or leave the option out for "
+         "every view"),
         (["files", ""], "error: an empty location names no file"),
     ]:  # fmt: skip
         result = CliRunner().invoke(cli, [*arguments, "--db", str(sample_store)])
