@@ -75,7 +75,7 @@ def changes(
                         'kind': kind, 'version_id': version_id, 'previous_version_id': previous_version_id,
                         'engine': engine, 'dialects': dialects, 'changed_properties': changed_properties,
                         'summary': summary} AS row_data
-                FROM chosen ORDER BY changed_ms DESC NULLS LAST, view, kind
+                FROM chosen ORDER BY changed_ms DESC NULLS LAST, view, kind, sequence_number DESC
                 LIMIT $limit OFFSET $offset)) AS page
         """,
         {

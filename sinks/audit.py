@@ -33,7 +33,11 @@ the store."""
 
 _VIEW_CHANGES = f"""
 INSERT INTO view_changes
-WITH touched_files AS MATERIALIZED (SELECT * FROM view_files WHERE view_id IN (SELECT view_id FROM _touched)),
+WITH touched_files AS MATERIALIZED (
+    SELECT view_id, location, sequence_number, commit_ms, current_version_id, properties, last_log_ms,
+           last_log_version_id
+    FROM view_files WHERE view_id IN (SELECT view_id FROM _touched)
+),
 latest AS (
     SELECT view_id, catalog, path_name(catalog, name_path) AS view, namespace_name(name_path) AS namespace,
            dropped_ms, version_id AS last_version_id
@@ -58,8 +62,8 @@ misplaced AS (
 removed AS (SELECT DISTINCT location FROM removals WHERE location IN (SELECT location FROM touched_files)),
 committed AS (
     -- The files that can hold the view (placed_view_locations), in order.
-    SELECT f.view_id, f.commit_ms, f.current_version_id, f.properties, f.last_log_ms, f.last_log_version_id,
-           lag(f.current_version_id) OVER w AS previous_version_id,
+    SELECT f.view_id, f.commit_ms, f.sequence_number, f.current_version_id, f.properties, f.last_log_ms,
+           f.last_log_version_id, lag(f.current_version_id) OVER w AS previous_version_id,
            lag(f.properties) OVER w AS previous_properties,
            lag(f.last_log_ms) OVER w AS previous_log_ms,
            row_number() OVER w AS ordinal
@@ -100,10 +104,10 @@ property_keys AS (
 ),
 property_changes AS (
     SELECT view_id, ordinal,
-           list(key ORDER BY key) FILTER (WHERE distinct_value) AS changed_properties,
-           list(key ORDER BY key) FILTER (WHERE now_has AND NOT before_has) AS added,
-           list(key ORDER BY key) FILTER (WHERE now_has AND before_has AND distinct_value) AS changed,
-           list(key ORDER BY key) FILTER (WHERE before_has AND NOT now_has) AS removed
+           list_sort(list(key) FILTER (WHERE distinct_value)) AS changed_properties,
+           list_sort(list(key) FILTER (WHERE now_has AND NOT before_has)) AS added,
+           list_sort(list(key) FILTER (WHERE now_has AND before_has AND distinct_value)) AS changed,
+           list_sort(list(key) FILTER (WHERE before_has AND NOT now_has)) AS removed
     FROM (SELECT *, now_value IS DISTINCT FROM before_value AS distinct_value FROM property_keys)
     GROUP BY view_id, ordinal
 ),
@@ -125,8 +129,14 @@ introduced AS (
            any_value(property_summary) AS property_summary
     FROM changed WHERE last_log_ms IS DISTINCT FROM previous_log_ms GROUP BY ALL
 ),
+made_current AS (
+    -- The file whose commit made each version current: the first to log it last.
+    SELECT view_id, last_log_version_id AS version_id, last_log_ms AS at_ms,
+           min(sequence_number) AS sequence_number
+    FROM committed GROUP BY ALL
+),
 events AS (
-    SELECT a.view_id, a.at_ms,
+    SELECT a.view_id, a.at_ms, m.sequence_number,
            CASE WHEN a.previous_version_id IS NULL
                      AND (a.version_id = 1 OR a.view_id IN (SELECT view_id FROM first_files))
                 THEN 'created'
@@ -135,17 +145,18 @@ events AS (
                 ELSE 'replaced' END AS kind,
            a.version_id, a.previous_version_id, i.changed_properties, i.property_summary
     FROM activated a LEFT JOIN introduced i USING (view_id, version_id, at_ms)
+    LEFT JOIN made_current m USING (view_id, version_id, at_ms)
     -- The version current already, logged again at another time (two files' logs that disagree:
     -- the finding log-rewritten): no change.
     WHERE a.previous_version_id IS DISTINCT FROM a.version_id
     UNION ALL
-    SELECT view_id, commit_ms, 'property-only', current_version_id, previous_version_id, changed_properties,
-           property_summary
+    SELECT view_id, commit_ms, sequence_number, 'property-only', current_version_id, previous_version_id,
+           changed_properties, property_summary
     FROM changed
     WHERE current_version_id IS NOT DISTINCT FROM previous_version_id
       AND properties IS DISTINCT FROM previous_properties
     UNION ALL
-    SELECT view_id, dropped_ms, 'dropped', NULL, last_version_id, NULL, NULL
+    SELECT view_id, dropped_ms, NULL, 'dropped', NULL, last_version_id, NULL, NULL
     FROM latest WHERE dropped_ms IS NOT NULL
 ),
 relisted AS (
@@ -169,7 +180,8 @@ dialects AS (
     GROUP BY version_hash
 )
 SELECT e.view_id, l.view, l.catalog, l.namespace, e.at_ms, e.kind, e.version_id, e.previous_version_id,
-       e.changed_properties, e.property_summary, x.view_id IS NOT NULL, p.engine_name, d.dialects
+       e.sequence_number, e.changed_properties, e.property_summary, x.view_id IS NOT NULL, p.engine_name,
+       d.dialects
 FROM events e
 JOIN latest l USING (view_id)
 LEFT JOIN relisted x ON x.view_id = e.view_id AND x.removed_ms = e.at_ms AND e.kind = 'dropped'
@@ -180,7 +192,11 @@ version is the version current when it was dropped (its newest file's removal)."
 
 _VIEW_FINDINGS = """
 INSERT INTO view_findings
-WITH touched_files AS MATERIALIZED (SELECT * FROM view_files WHERE view_id IN (SELECT view_id FROM _touched)),
+WITH touched_files AS MATERIALIZED (
+    SELECT view_id, location, sequence_number, commit_ms, commit_source, current_version_id, last_log_ms,
+           last_log_version_id
+    FROM view_files WHERE view_id IN (SELECT view_id FROM _touched)
+),
 logged AS MATERIALIZED (SELECT * FROM version_log WHERE view_id IN (SELECT view_id FROM _touched)),
 touched_versions AS MATERIALIZED (
     SELECT view_id, version_id, version_hash FROM versions WHERE view_id IN (SELECT view_id FROM _touched)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -465,3 +466,28 @@ def test_the_changes_of_large_properties_maps_are_said_key_by_key(tmp_path: Path
         f"properties {', '.join(added)} added; {', '.join(changed)} changed; {', '.join(removed)} removed; "
         "version 1 kept"
     )
+
+
+def test_changes_of_a_view_at_one_time_are_listed_in_the_order_of_their_files(tmp_path: Path) -> None:
+    """Found by the twenty-first new-user trial: three property-only commits within S3's one-second
+    commit times were listed newest first as 00003, 00005, 00004."""
+    root = tmp_path / "warehouse"
+    view = View(root, "db", "v", "ce290000-0000-4000-8000-000000000001")
+    view.commit(1000, "SELECT 1 AS x")
+    for key in ("team", "sla", "owner"):
+        view.properties[key] = "x"
+        os.utime(view.commit(5000), ns=(5_000_000_000, 5_000_000_000))  # one second, as S3 keeps it
+    db = tmp_path / "store.duckdb"
+    index_locations([str(root)], settings_for(db, f"{root}=prod"))
+    with open_reader(db) as conn:
+        listed = changes.changes(conn, view="db.v")["changes"]
+        rows = conn.execute(
+            "SELECT sequence_number, kind FROM change_events ORDER BY changed_ms, sequence_number"
+        ).fetchall()
+    assert [row["summary"] for row in listed] == [
+        "properties owner added; version 1 kept",
+        "properties sla added; version 1 kept",
+        "properties team added; version 1 kept",
+        "created at version 1",
+    ]
+    assert rows == [(0, "created"), (1, "property-only"), (2, "property-only"), (3, "property-only")]

@@ -414,17 +414,18 @@ def test_a_memory_limit_the_key_indexes_outgrow_is_raised_not_fatal(tmp_path: Pa
             store.write(Indexer(None, config).build_batch(reads))
         # Raised by a tenth each time until the batch fits (each join and window of the spans'
         # derivation takes a few MiB even for small inputs; up to 103 MiB before the spans looked
-        # up the batch's views once each). Allocation timing makes the peak vary by a step.
+        # up the batch's views once each; 60-66 MiB before the audit rows were derived with them).
+        # Allocation timing makes the peak vary by a step.
         steps = [
             re.fullmatch(r"store memory limit raised from (\S+) MiB to (\d+) MiB", message)
             for message in (str(w.message).split(":")[0] for w in raised)
         ]
         limits = [(float(step[1]), int(step[2])) for step in steps if step]
-        assert len(limits) == len(raised) in (8, 9)
+        assert len(limits) == len(raised) in (10, 11)
         assert limits[0] == (30.5, 33)
         assert all(new == int(old * 1.1) for old, new in limits)
         assert all(old == previous for (_, previous), (old, _) in itertools.pairwise(limits))
-        assert limits[-1][1] in (60, 66)
+        assert limits[-1][1] in (72, 79)
         assert all("Out of Memory Error" in str(w.message) for w in raised)
         stored = store.conn.execute("SELECT count(*) FROM view_files").fetchone()
     assert stored == (30 * 40 + 1,)

@@ -13,6 +13,7 @@ CREATE TABLE view_changes (
     kind VARCHAR NOT NULL,              -- created, first-known, replaced, rolled-back, property-only, dropped
     version_id INTEGER,                 -- the version made or kept current (NULL for dropped)
     previous_version_id INTEGER,        -- the one current before (for dropped: when dropped)
+    sequence_number INTEGER,            -- the sequence number of the file whose commit made it
     changed_properties VARCHAR[],       -- the property keys the commit set, changed or removed
     property_summary VARCHAR,           -- 'properties a added; b changed; c removed'
     relisted BOOLEAN NOT NULL,          -- a drop a re-list found (reconcile): then or before
