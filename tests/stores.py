@@ -14,10 +14,11 @@ BOOKKEEPING = {"ingested_at", "quarantined_at", "computed_at"}
 OBJECT_TIMES = {
     *("files.modified_ms", "files.modified_source", "view_files.commit_ms", "view_files.commit_source"),
     *("table_files.commit_ms", "table_files.commit_source"),
-    "view_spans",
+    *("view_spans", "view_changes", "view_replacements"),
 }
-"""Columns (and a table: which file held when) that come from when an object was written: they
-differ between an object store's copy of a warehouse and the local files it was uploaded from."""
+"""Columns (and tables: which file held when, the changes and when, which view took another's
+place when) that come from when an object was written or removed: they differ between an object
+store's copy of a warehouse and the local files it was uploaded from."""
 
 Snapshot = dict[str, list[tuple[object, ...]]]
 

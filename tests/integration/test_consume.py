@@ -253,8 +253,8 @@ def test_a_backfill_merged_into_a_consumed_store_changes_nothing(
     clean_store: Path, plain_s3: SeaweedS3, tmp_path: Path
 ) -> None:
     """`backfill` of the same objects into the store `consume` filled gives that store; alone, it
-    gives the same rows but the removals (only events tell of those) and when the spans' files
-    were removed."""
+    gives the same rows but the removals (only events tell of those), when the spans' files were
+    removed, and the changes that were drops."""
     merged, alone = tmp_path / "merged.duckdb", tmp_path / "alone.duckdb"
     shutil.copyfile(clean_store, merged)
     environment = {**os.environ, **plain_s3.environment}
@@ -270,12 +270,18 @@ def test_a_backfill_merged_into_a_consumed_store_changes_nothing(
         assert result.returncode == 0, result.stderr[-3000:]
     consumed = snapshot(clean_store)
     assert snapshot(merged) == consumed
-    removed = {"view_spans.dropped_ms"}
+    removed = {"view_spans.dropped_ms", "view_changes"}  # and the drops among the changes
     assert without(snapshot(alone, exclude=removed), "removals") == without(
         snapshot(clean_store, exclude=removed), "removals"
     )
     with duckdb.connect(str(clean_store), read_only=True) as conn:  # the consumed store's files were removed
         assert conn.execute("SELECT count(dropped_ms) > 0 FROM view_spans").fetchall() == [(True,)]
+
+    def changes_but_drops(db: Path) -> list[tuple[object, ...]]:
+        with duckdb.connect(str(db), read_only=True) as conn:
+            return conn.execute("SELECT * FROM view_changes WHERE kind <> 'dropped' ORDER BY ALL").fetchall()
+
+    assert changes_but_drops(alone) == changes_but_drops(clean_store)
 
 
 def test_seaweedfs_notifications_end_to_end(
