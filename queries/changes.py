@@ -60,8 +60,9 @@ def changes(
             (SELECT count(*) FROM chosen) AS total,
             (SELECT map(list(kind ORDER BY kind), list(n ORDER BY kind))
              FROM (SELECT kind, count(*) AS n FROM chosen GROUP BY kind)) AS kinds,
-            (SELECT list({'day': day, 'kind': kind, 'changes': n} ORDER BY day, kind) FROM (
-                SELECT strftime(changed_at, '%Y-%m-%d') AS day, kind, count(*) AS n FROM chosen
+            (SELECT list({'day': strftime(day, '%Y-%m-%d'), 'kind': kind, 'changes': n} ORDER BY day, kind)
+             FROM (  -- days spelled once each, not once a change (at 10^6 changes: 67 -> 32 ms)
+                SELECT changed_at::DATE AS day, kind, count(*) AS n FROM chosen
                 WHERE changed_at IS NOT NULL GROUP BY ALL)) AS by_day,
             (SELECT list({'namespace': namespace, 'changes': n} ORDER BY n DESC, namespace NULLS LAST)
              FROM (SELECT namespace, count(*) AS n FROM chosen GROUP BY ALL)) AS by_namespace,
