@@ -937,13 +937,10 @@ def _readers(
     partners = query_rows(
         conn,
         """
-        WITH heads AS (SELECT unnest(?1) AS view_id, unnest(?2) AS version_id, unnest(?3) AS activated_ms)
-        SELECT DISTINCT h.view_id, v.version_hash
-        FROM heads h
-        JOIN activations a
-          ON a.view_id = h.view_id AND a.timestamp_ms = h.activated_ms AND a.version_id <> h.version_id
-        JOIN preferred_versions v ON v.view_id = h.view_id AND v.version_id = a.version_id
-        WHERE NOT activation_settled(h.view_id, h.version_id, h.activated_ms)
+        SELECT h.view_id, v.version_hash
+        FROM (SELECT unnest(?1) AS view_id, unnest(?2) AS version_id, unnest(?3) AS activated_ms) h,
+             unsettled_partners(h.view_id, h.version_id, h.activated_ms) p
+        JOIN preferred_versions v ON v.view_id = h.view_id AND v.version_id = p.version_id
         ORDER BY ALL""",
         [[head[column] for head in heads] for column in ("view_id", "version_id", "activated_ms")],
     )
